@@ -1,0 +1,382 @@
+"""Builder: collects particles, constraints and colliders, validates them, and builds a Model.
+
+Every ``add_*`` call checks its arguments and raises ``ValueError`` naming the argument, so that
+nothing degenerate (NaN, negative mass, zero-length sticks, flat faces, out-of-range ids) reaches
+the step, where it would divide by zero. ``build()`` merges all distance constraints into one
+stick array and colours it (see coloring.py), so one vectorised loop solves them all.
+"""
+
+import numpy as np
+
+from . import sdf
+from .coloring import color_order, greedy_colors
+from .mesh import cloth_topology, face_areas, normalize_faces, triangulate
+from .model import STICK_KINDS, Model
+
+# default cloth areal density [kg/m^2]: a light cotton (Blender's default vertex mass is 0.3 kg
+# per vertex whatever the resolution; a density keeps the cloth's weight independent of it)
+CLOTH_DENSITY = 0.15
+# default bend compliance of cloth support sticks [m/N]: soft enough to drape, stiff enough to
+# keep cotton-like folds at 24 fps
+CLOTH_BEND_COMPLIANCE = 1e-3
+MIN_REST_LENGTH = 1e-9       # [m] shorter sticks are rejected as degenerate
+MIN_FACE_AREA = 1e-14        # [m^2] smaller faces are rejected as degenerate
+
+
+def _points(x, name):
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim == 1 and a.size == 3:
+        a = a[None, :]
+    if a.ndim != 2 or a.shape[1] != 3:
+        raise ValueError(f"{name}: expected an (n, 3) array of positions, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: contains NaN or infinity")
+    return a.copy()
+
+
+def _ids(ids, n, name, shape=None):
+    a = np.asarray(ids)
+    if a.size == 0:
+        a = a.astype(np.int64)
+    if not np.issubdtype(a.dtype, np.integer):
+        if np.issubdtype(a.dtype, np.floating) and np.all(np.isfinite(a)) and np.all(a == np.round(a)):
+            a = a.astype(np.int64)
+        else:
+            raise ValueError(f"{name}: particle ids must be integers")
+    a = a.astype(np.int64)
+    if shape is not None and (a.ndim != len(shape) or any(s is not None and s != d
+                                                          for s, d in zip(shape, a.shape))):
+        raise ValueError(f"{name}: expected shape {tuple('n' if s is None else s for s in shape)}, "
+                         f"got {a.shape}")
+    if a.size and (a.min() < 0 or a.max() >= n):
+        raise ValueError(f"{name}: particle id out of range 0..{n - 1}")
+    return a
+
+
+def _per_item(value, n, name, allow_zero=True):
+    a = np.asarray(value, dtype=np.float64)
+    if a.ndim == 0:
+        a = np.full(n, float(a))
+    if a.shape != (n,):
+        raise ValueError(f"{name}: expected a scalar or ({n},) array, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: contains NaN or infinity")
+    if np.any(a < 0) or (not allow_zero and np.any(a == 0)):
+        raise ValueError(f"{name}: must be {'>= 0' if allow_zero else '> 0'}")
+    return a
+
+
+def _scalar(value, name, lo=0.0, hi=np.inf):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected a number, got {value!r}") from None
+    if not np.isfinite(v) or v < lo or v > hi:
+        raise ValueError(f"{name}: must be a finite number in [{lo}, {hi}], got {value!r}")
+    return v
+
+
+class Builder:
+    """Collects a scene; ``build()`` returns the Model a Simulation runs."""
+
+    def __init__(self):
+        self._x, self._mass, self._radius, self._area = [], [], [], []
+        self._n = 0
+        self._pinned = []
+        self._sticks = []            # (pairs, rest, compliance, kind, source)
+        self._clusters = []          # (ids, compliance)
+        self._volumes = []           # (tris, rest, compliance)
+        self._tetras = []            # (ids (4,), weights (P, 4))
+        self._colliders = []
+        self._surface = []
+
+    # ------------------------------------------------------------------ particles
+    def add_particles(self, x, mass=1.0, radius=0.0):
+        """Add particles at x (n, 3) [m] with mass [kg] (scalar or (n,), > 0) and contact radius
+        [m] (scalar or (n,), >= 0). Returns (n,) int64 particle ids."""
+        x = _points(x, "x")
+        n = x.shape[0]
+        self._x.append(x)
+        self._mass.append(_per_item(mass, n, "mass", allow_zero=False))
+        self._radius.append(_per_item(radius, n, "radius"))
+        self._area.append(np.zeros(n))
+        ids = np.arange(self._n, self._n + n, dtype=np.int64)
+        self._n += n
+        return ids
+
+    def _positions(self):
+        return np.concatenate(self._x) if self._x else np.zeros((0, 3))
+
+    def pin(self, ids):
+        """Give particles infinite mass: only Simulation.set_pin_targets moves them."""
+        self._pinned.append(_ids(ids, self._n, "ids").ravel())
+
+    # ------------------------------------------------------------------ sticks
+    def add_sticks(self, pairs, compliance=0.0, rest_length=None, kind="equal", _source=0):
+        """Distance constraints between particle pairs (m, 2).
+
+        compliance [m/N] (scalar or (m,), 0 = rigid, XPBD); rest_length [m] (scalar or (m,),
+        None = the current distance); kind "equal", "min" (only pushes apart) or "max" (only
+        pulls together). Returns (m,) int64 indices of the sticks in the order they were given
+        (stable across build(), which reorders them internally)."""
+        pairs = _ids(pairs, self._n, "pairs", shape=(None, 2)) if np.size(pairs) else \
+            np.zeros((0, 2), np.int64)
+        m = pairs.shape[0]
+        if np.any(pairs[:, 0] == pairs[:, 1]):
+            raise ValueError("pairs: a stick joins a particle to itself")
+        if kind not in STICK_KINDS:
+            raise ValueError(f"kind: expected one of {sorted(STICK_KINDS)}, got {kind!r}")
+        if rest_length is None:
+            x = self._positions()
+            rest = np.linalg.norm(x[pairs[:, 0]] - x[pairs[:, 1]], axis=1)
+            if np.any(rest < MIN_REST_LENGTH):
+                k = int(np.argmax(rest < MIN_REST_LENGTH))
+                raise ValueError(f"rest_length: particles {pairs[k, 0]} and {pairs[k, 1]} coincide, "
+                                 "so the stick between them has zero rest length")
+        else:
+            rest = _per_item(rest_length, m, "rest_length")
+            if np.any(rest < MIN_REST_LENGTH):
+                raise ValueError("rest_length: must be > 0")
+        comp = _per_item(compliance, m, "compliance")
+        first = sum(s[0].shape[0] for s in self._sticks)
+        self._sticks.append((pairs, rest, comp, np.full(m, STICK_KINDS[kind], np.int8),
+                             np.full(m, _source, np.int8)))
+        return np.arange(first, first + m, dtype=np.int64)
+
+    # ------------------------------------------------------------------ cloth
+    def add_cloth(self, x, faces, mass=None, density=CLOTH_DENSITY, radius=0.0,
+                  stretch_compliance=0.0, shear_compliance=0.0,
+                  bend_compliance=CLOTH_BEND_COMPLIANCE, bend=True):
+        """A polygon mesh as cloth: stretch sticks on edges, shear sticks on polygon diagonals,
+        bend (support) sticks across every pair of adjacent faces; rest state = x.
+
+        x (n, 3) [m]; faces (k, 3) / (k, 4) int or a list of index sequences (ids local to x);
+        mass [kg] per particle (scalar or (n,)); if None it is density [kg/m^2] times each
+        vertex's share of the face area. Compliances in [m/N]. Returns (n,) int64 particle ids.
+        """
+        x = _points(x, "x")
+        corners, start, size = normalize_faces(faces, x.shape[0])
+        area = face_areas(x, corners, start, size)
+        if np.any(area < MIN_FACE_AREA):
+            k = int(np.argmax(area < MIN_FACE_AREA))
+            raise ValueError(f"faces: face {k} has zero area (degenerate face)")
+        vert_area = np.zeros(x.shape[0])
+        np.add.at(vert_area, corners, np.repeat(area / size, size))
+        if mass is None:
+            density = _scalar(density, "density")
+            if density <= 0:
+                raise ValueError("density: must be > 0")
+            if np.any(vert_area <= 0):
+                k = int(np.argmax(vert_area <= 0))
+                raise ValueError(f"faces: vertex {k} belongs to no face, so it has no mass; "
+                                 "pass mass= explicitly or remove loose vertices")
+            mass = density * vert_area
+        ids = self.add_particles(x, mass=mass, radius=radius)
+        self._area[-1] = vert_area
+        topo = cloth_topology(corners, start, size, x.shape[0])
+        self.add_sticks(ids[topo["stretch"]], compliance=stretch_compliance, _source=1)
+        if topo["shear"].size:
+            self.add_sticks(ids[topo["shear"]], compliance=shear_compliance, _source=2)
+        if bend and topo["bend"].size:
+            self.add_sticks(ids[topo["bend"]], compliance=bend_compliance, _source=3)
+        self._surface.append(ids[triangulate(corners, start, size)])
+        return ids
+
+    # ------------------------------------------------------------------ shape matching
+    def add_shape_match(self, ids, stiffness=1.0, compliance=None):
+        """One shape-matching cluster over particles ``ids`` (rest shape = current positions).
+
+        stiffness in (0, 1]: 1 = rigid; lower values map to a goal compliance
+        (1 / stiffness - 1) * 1e-3 [m/N]; ``compliance`` [m/N] sets it directly instead.
+        Clusters may overlap and may be planar or collinear. Returns the cluster index."""
+        ids = _ids(ids, self._n, "ids").ravel()
+        if ids.size < 2:
+            raise ValueError("ids: a shape-matching cluster needs at least 2 particles")
+        if np.unique(ids).size != ids.size:
+            raise ValueError("ids: a particle appears twice in one cluster")
+        if compliance is None:
+            stiffness = _scalar(stiffness, "stiffness", 0.0, 1.0)
+            if stiffness <= 0:
+                raise ValueError("stiffness: must be > 0 (use no cluster for no stiffness)")
+            compliance = (1.0 / stiffness - 1.0) * 1e-3
+        compliance = _scalar(compliance, "compliance")
+        x = self._positions()[ids]
+        extent = np.ptp(x, axis=0).max()
+        if extent < MIN_REST_LENGTH:
+            raise ValueError("ids: all particles of the cluster coincide")
+        self._clusters.append((ids, compliance))
+        return len(self._clusters) - 1
+
+    # ------------------------------------------------------------------ volume
+    def add_volume(self, faces, pressure=1.0, compliance=0.0):
+        """Keep the volume enclosed by a closed surface at pressure x its rest volume.
+
+        faces: polygons over particle ids (a closed, consistently wound surface); pressure > 0
+        scales the rest volume (> 1 inflates a balloon); compliance [m^3 / N-ish, XPBD].
+        Returns the volume index."""
+        corners, start, size = normalize_faces(faces, self._n)
+        tris = triangulate(corners, start, size)
+        edges = np.sort(np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]]), axis=1)
+        _, counts = np.unique(edges, axis=0, return_counts=True)
+        if np.any(counts != 2):
+            raise ValueError("faces: the surface is not closed (an edge is used by "
+                             f"{int(counts[counts != 2][0])} triangle(s), 2 needed)")
+        x = self._positions()
+        v0 = signed_volume(x, tris)
+        if abs(v0) < 1e-12:
+            raise ValueError("faces: the surface encloses no volume")
+        if v0 < 0:
+            tris = tris[:, ::-1].copy()
+            v0 = -v0
+        pressure = _scalar(pressure, "pressure")
+        if pressure <= 0:
+            raise ValueError("pressure: must be > 0")
+        self._volumes.append((tris, v0 * pressure, _scalar(compliance, "compliance")))
+        self._surface.append(tris)
+        return len(self._volumes) - 1
+
+    # ------------------------------------------------------------------ Jakobsen's rigid body
+    def add_tetra_body(self, corners, points, mass=1.0):
+        """Jakobsen's rigid body: 4 particles at corners (4, 3) [m], 6 rigid sticks, and points
+        (P, 3) [m] embedded with fixed barycentric weights. A penetrating embedded point is
+        pushed out by moving the four particles (Simulation.tetra_points reads them back).
+        mass [kg] is the body's total mass. Returns (particle ids (4,), body index)."""
+        c = _points(corners, "corners")
+        if c.shape != (4, 3):
+            raise ValueError(f"corners: expected shape (4, 3), got {c.shape}")
+        p = _points(points, "points")
+        mass = _scalar(mass, "mass")
+        if mass <= 0:
+            raise ValueError("mass: must be > 0")
+        basis = (c[:3] - c[3]).T
+        scale = np.ptp(c, axis=0).max()
+        if abs(np.linalg.det(basis)) < 1e-9 * scale ** 3:
+            raise ValueError("corners: the tetrahedron is flat (zero volume)")
+        w123 = np.linalg.solve(basis, (p - c[3]).T).T
+        weights = np.column_stack([w123, 1.0 - w123.sum(axis=1)])
+        ids = self.add_particles(c, mass=mass / 4.0)
+        pairs = ids[np.array([[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]])]
+        self.add_sticks(pairs, compliance=0.0, _source=4)
+        self._tetras.append((ids, weights))
+        return ids, len(self._tetras) - 1
+
+    # ------------------------------------------------------------------ colliders
+    def add_collider(self, shape, matrix=None, friction=0.5, restitution=0.0, thickness=0.0,
+                     static_friction=None, radius=None, depth=None, size=None):
+        """A collider: shape "plane" | "sphere" | "box" | "cylinder" | "capsule" placed by a 4x4
+        world matrix (default identity). friction is the kinetic Coulomb coefficient,
+        static_friction (default = friction) the static one; restitution in [0, 1]; thickness
+        [m] offsets the surface outwards. Sizes as Blender's primitives: radius [m] (sphere,
+        cylinder, capsule; default 1, capsule 0.5), depth [m] full length along local Z, caps
+        included (default 2), size (x, y, z) full extents of the box (default 2, 2, 2).
+        Returns the collider index."""
+        if shape not in sdf.SHAPE_CODES:
+            raise ValueError(f"shape: expected one of {sorted(sdf.SHAPE_CODES)}, got {shape!r}")
+        code = sdf.SHAPE_CODES[shape]
+        m = np.eye(4) if matrix is None else np.asarray(matrix, dtype=np.float64)
+        sdf.decompose(m, "matrix")
+        dims = np.zeros(3)
+        if code == sdf.BOX:
+            dims[:] = _points(size if size is not None else (2.0, 2.0, 2.0), "size")[0]
+            if np.any(dims <= 0):
+                raise ValueError("size: box extents must be > 0")
+        elif code != sdf.PLANE:
+            r = _scalar(radius if radius is not None else (0.5 if code == sdf.CAPSULE else 1.0),
+                        "radius")
+            if r <= 0:
+                raise ValueError("radius: must be > 0")
+            dims[0] = r
+            if code != sdf.SPHERE:
+                d = _scalar(depth if depth is not None else 2.0, "depth")
+                if d <= 0 or (code == sdf.CAPSULE and d < 2 * r):
+                    raise ValueError("depth: must be > 0 (a capsule's at least 2 x radius)")
+                dims[1] = d
+        friction = _scalar(friction, "friction")
+        static = friction if static_friction is None else _scalar(static_friction, "static_friction")
+        if static < friction:
+            raise ValueError("static_friction: must be >= friction (the kinetic coefficient)")
+        self._colliders.append((code, dims, m.copy(), friction, static,
+                                _scalar(restitution, "restitution", 0.0, 1.0),
+                                _scalar(thickness, "thickness")))
+        return len(self._colliders) - 1
+
+    # ------------------------------------------------------------------ build
+    def build(self):
+        """Validate, merge and colour everything into a Model."""
+        n = self._n
+        if n == 0:
+            raise ValueError("build: no particles were added")
+        x0 = self._positions()
+        mass = np.concatenate(self._mass)
+        inv_mass = 1.0 / mass
+        if self._pinned:
+            inv_mass[np.concatenate(self._pinned)] = 0.0
+
+        # sticks, merged and coloured
+        if self._sticks:
+            pairs, rest, comp, kind, source = (np.concatenate(a) for a in zip(*self._sticks))
+        else:
+            pairs, rest, comp = np.zeros((0, 2), np.int64), np.zeros(0), np.zeros(0)
+            kind, source = np.zeros(0, np.int8), np.zeros(0, np.int8)
+        both_pinned = (inv_mass[pairs[:, 0]] == 0) & (inv_mass[pairs[:, 1]] == 0)
+        keep = ~both_pinned                      # nothing to solve between two pinned particles
+        pairs, rest, comp, kind, source = pairs[keep], rest[keep], comp[keep], kind[keep], source[keep]
+        order, stick_offsets = color_order(greedy_colors(pairs, n)) if pairs.size else \
+            (np.zeros(0, np.int64), np.zeros(1, np.int64))
+
+        # shape-matching clusters, coloured as groups of particles
+        if self._clusters:
+            ccol = greedy_colors([c[0] for c in self._clusters], n)
+            corder, shape_offsets = color_order(ccol)
+            clusters = [self._clusters[k] for k in corder]
+            sizes = np.array([c[0].size for c in clusters])
+            sp = np.concatenate([c[0] for c in clusters])
+            sc = np.repeat(np.arange(len(clusters)), sizes)
+            m_e = mass[sp]
+            centre = np.zeros((len(clusters), 3))
+            np.add.at(centre, sc, x0[sp] * m_e[:, None])
+            centre /= np.bincount(sc, weights=m_e)[:, None]
+            rest_off = x0[sp] - centre[sc]
+            shape_start = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+            shape_comp = np.array([c[1] for c in clusters])
+        else:
+            sp, sc = np.zeros(0, np.int64), np.zeros(0, np.int64)
+            rest_off, shape_start = np.zeros((0, 3)), np.zeros(1, np.int64)
+            shape_comp, shape_offsets = np.zeros(0), np.zeros(1, np.int64)
+
+        vt = [v[0] for v in self._volumes]
+        tets = [t[0] for t in self._tetras]
+        tw = [t[1] for t in self._tetras]
+        col = self._colliders
+        return Model(
+            particle_x0=x0, particle_mass=mass, particle_inv_mass=inv_mass,
+            particle_radius=np.concatenate(self._radius), particle_area=np.concatenate(self._area),
+            stick_particles=pairs[order], stick_rest_length=rest[order],
+            stick_compliance=comp[order], stick_kind=kind[order], stick_source=source[order],
+            stick_color_offsets=stick_offsets,
+            shape_particles=sp.astype(np.int64), shape_cluster=sc.astype(np.int64),
+            shape_rest_offset=rest_off, shape_cluster_start=shape_start,
+            shape_compliance=shape_comp, shape_color_offsets=shape_offsets,
+            volume_tris=np.concatenate(vt) if vt else np.zeros((0, 3), np.int64),
+            volume_tri_start=np.concatenate(([0], np.cumsum([len(t) for t in vt]))).astype(np.int64),
+            volume_rest=np.array([v[1] for v in self._volumes], dtype=np.float64),
+            volume_compliance=np.array([v[2] for v in self._volumes], dtype=np.float64),
+            tetra_particles=np.array(tets, dtype=np.int64).reshape(-1, 4),
+            tetra_point_body=np.repeat(np.arange(len(tw)), [len(w) for w in tw]).astype(np.int64),
+            tetra_point_weight=np.concatenate(tw) if tw else np.zeros((0, 4)),
+            tetra_point_start=np.concatenate(([0], np.cumsum([len(w) for w in tw]))).astype(np.int64),
+            collider_shape=np.array([c[0] for c in col], dtype=np.int64),
+            collider_dims=np.array([c[1] for c in col], dtype=np.float64).reshape(-1, 3),
+            collider_matrix=np.array([c[2] for c in col], dtype=np.float64).reshape(-1, 4, 4),
+            collider_friction=np.array([c[3] for c in col], dtype=np.float64),
+            collider_static_friction=np.array([c[4] for c in col], dtype=np.float64),
+            collider_restitution=np.array([c[5] for c in col], dtype=np.float64),
+            collider_thickness=np.array([c[6] for c in col], dtype=np.float64),
+            surface_tris=np.concatenate(self._surface) if self._surface else np.zeros((0, 3), np.int64),
+        )
+
+
+def signed_volume(x, tris):
+    """Signed volume [m^3] enclosed by triangles (T, 3) over positions x (n, 3)."""
+    a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
+    return float(np.einsum("ij,ij->i", np.cross(a, b), c).sum() / 6.0)

@@ -1,0 +1,97 @@
+"""The Model: every array the step reads, fixed at build time (structure of arrays).
+
+A Model is made by ``Builder.build()`` and never changes while a Simulation runs; what changes
+(positions, collider placement, pin targets) lives in the Simulation's state. Shapes use
+n = particles, m = sticks, c = stick colours, K = shape-matching clusters, e = cluster entries,
+V = volumes, T = volume triangles, B = tetrahedral bodies, P = embedded points, C = colliders,
+F = surface triangles. Units: metres, kilograms, seconds.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+STICK_EQUAL, STICK_MIN, STICK_MAX = 0, 1, 2
+STICK_KINDS = {"equal": STICK_EQUAL, "min": STICK_MIN, "max": STICK_MAX}
+# where a stick came from, for messages: index into STICK_SOURCES
+STICK_SOURCES = ("stick", "cloth stretch", "cloth shear", "cloth bend", "tetrahedron edge")
+
+
+@dataclass
+class Model:
+    # --- particles
+    particle_x0: np.ndarray          # (n, 3) float64 [m] positions at build time
+    particle_mass: np.ndarray        # (n,) float64 [kg] mass as given (kept for pinned particles)
+    particle_inv_mass: np.ndarray    # (n,) float64 [1/kg] 0 = pinned (infinite mass)
+    particle_radius: np.ndarray      # (n,) float64 [m] contact radius (0 = a point)
+    particle_area: np.ndarray        # (n,) float64 [m^2] share of surface area (aerodynamics)
+
+    # --- sticks: every distance constraint (user sticks, cloth stretch/shear/bend, tetra edges),
+    # sorted by colour so colour k is rows stick_color_offsets[k]:stick_color_offsets[k+1]
+    stick_particles: np.ndarray      # (m, 2) int64 particle ids
+    stick_rest_length: np.ndarray    # (m,) float64 [m] > 0
+    stick_compliance: np.ndarray     # (m,) float64 [m/N] XPBD compliance, 0 = rigid
+    stick_kind: np.ndarray           # (m,) int8 STICK_EQUAL | STICK_MIN | STICK_MAX
+    stick_source: np.ndarray         # (m,) int8 index into STICK_SOURCES
+    stick_color_offsets: np.ndarray  # (c + 1,) int64
+
+    # --- shape matching (Mueller et al. 2005): entries sorted by cluster, clusters by colour
+    shape_particles: np.ndarray      # (e,) int64 particle id of each entry
+    shape_cluster: np.ndarray        # (e,) int64 cluster of each entry
+    shape_rest_offset: np.ndarray    # (e, 3) float64 [m] rest position minus the rest centre of mass
+    shape_cluster_start: np.ndarray  # (K + 1,) int64 entries of cluster k: start[k]:start[k+1]
+    shape_compliance: np.ndarray     # (K,) float64 [m/N] goal compliance, 0 = rigid
+    shape_color_offsets: np.ndarray  # (colours + 1,) int64 clusters of colour j
+
+    # --- volume (CS 426 blob / pressure): one constraint per closed surface
+    volume_tris: np.ndarray          # (T, 3) int64 particle ids, outward winding
+    volume_tri_start: np.ndarray     # (V + 1,) int64 triangles of volume k
+    volume_rest: np.ndarray          # (V,) float64 [m^3] target volume (rest volume x pressure)
+    volume_compliance: np.ndarray    # (V,) float64 [m^3/N ... ] XPBD compliance, 0 = incompressible
+
+    # --- Jakobsen's tetrahedral rigid bodies with embedded points
+    tetra_particles: np.ndarray      # (B, 4) int64 particle ids of each body's tetrahedron
+    tetra_point_body: np.ndarray     # (P,) int64 body of each embedded point
+    tetra_point_weight: np.ndarray   # (P, 4) float64 barycentric weights c1..c4 (sum to 1)
+    tetra_point_start: np.ndarray    # (B + 1,) int64 points of body b: start[b]:start[b+1]
+
+    # --- colliders
+    collider_shape: np.ndarray       # (C,) int64 sdf.PLANE..sdf.CAPSULE
+    collider_dims: np.ndarray        # (C, 3) float64 [m] (radius, depth, 0) or box full extents
+    collider_matrix: np.ndarray      # (C, 4, 4) float64 initial world matrices
+    collider_friction: np.ndarray    # (C,) float64 kinetic Coulomb coefficient
+    collider_static_friction: np.ndarray  # (C,) float64 static coefficient (>= kinetic)
+    collider_restitution: np.ndarray  # (C,) float64 in [0, 1]
+    collider_thickness: np.ndarray   # (C,) float64 [m] surface offset
+
+    # --- surfaces (for aerodynamic area and normals)
+    surface_tris: np.ndarray         # (F, 3) int64 particle ids of all cloth and volume faces
+
+    @property
+    def particle_count(self):
+        return self.particle_x0.shape[0]
+
+    @property
+    def stick_count(self):
+        return self.stick_particles.shape[0]
+
+    def describe_particle(self, i):
+        """A short text naming the constraints and bodies acting on particle i (for errors)."""
+        parts = []
+        sticks = np.nonzero((self.stick_particles == i).any(axis=1))[0]
+        if sticks.size:
+            k = int(sticks[0])
+            a, b = self.stick_particles[k]
+            parts.append(f"{STICK_SOURCES[self.stick_source[k]]} {k} (particles {a}-{b}, "
+                         f"rest length {self.stick_rest_length[k]:.6g} m)")
+        entries = np.nonzero(self.shape_particles == i)[0]
+        if entries.size:
+            parts.append(f"shape-matching cluster {int(self.shape_cluster[entries[0]])}")
+        tris = np.nonzero((self.volume_tris == i).any(axis=1))[0]
+        if tris.size:
+            vol = int(np.searchsorted(self.volume_tri_start, tris[0], side="right") - 1)
+            parts.append(f"volume {vol}")
+        bodies = np.nonzero((self.tetra_particles == i).any(axis=1))[0]
+        if bodies.size:
+            parts.append(f"tetrahedral body {int(bodies[0])}")
+        return "; ".join(parts) if parts else "no constraint (free particle)"
