@@ -24,7 +24,11 @@ MIN_FACE_AREA = 1e-14        # [m^2] smaller faces are rejected as degenerate
 
 
 def _points(x, name):
-    a = np.asarray(x, dtype=np.float64)
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):      # was: numpy's message, which names no argument
+        raise ValueError(f"{name}: expected an (n, 3) array of numbers, got {type(x).__name__}") \
+            from None
     if a.ndim == 1 and a.size == 3:
         a = a[None, :]
     if a.ndim != 2 or a.shape[1] != 3:
@@ -54,7 +58,11 @@ def _ids(ids, n, name, shape=None):
 
 
 def _per_item(value, n, name, allow_zero=True):
-    a = np.asarray(value, dtype=np.float64)
+    try:
+        a = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):      # was: numpy's message, which names no argument
+        raise ValueError(f"{name}: expected a number or an array of numbers, got "
+                         f"{type(value).__name__}") from None
     if a.ndim == 0:
         a = np.full(n, float(a))
     if a.shape != (n,):
@@ -96,9 +104,13 @@ class Builder:
         [m] (scalar or (n,), >= 0). Returns (n,) int64 particle ids."""
         x = _points(x, "x")
         n = x.shape[0]
+        # validate everything before appending anything (was: x appended before mass and radius
+        # were checked, so a bad mass left orphan positions behind and shifted every later id)
+        mass = _per_item(mass, n, "mass", allow_zero=False)
+        radius = _per_item(radius, n, "radius")
         self._x.append(x)
-        self._mass.append(_per_item(mass, n, "mass", allow_zero=False))
-        self._radius.append(_per_item(radius, n, "radius"))
+        self._mass.append(mass)
+        self._radius.append(radius)
         self._area.append(np.zeros(n))
         ids = np.arange(self._n, self._n + n, dtype=np.int64)
         self._n += n
@@ -124,7 +136,7 @@ class Builder:
         m = pairs.shape[0]
         if np.any(pairs[:, 0] == pairs[:, 1]):
             raise ValueError("pairs: a stick joins a particle to itself")
-        if kind not in STICK_KINDS:
+        if not isinstance(kind, str) or kind not in STICK_KINDS:    # (a list raised TypeError)
             raise ValueError(f"kind: expected one of {sorted(STICK_KINDS)}, got {kind!r}")
         if rest_length is None:
             x = self._positions()
@@ -171,14 +183,25 @@ class Builder:
                 raise ValueError(f"faces: vertex {k} belongs to no face, so it has no mass; "
                                  "pass mass= explicitly or remove loose vertices")
             mass = density * vert_area
+        # Validate the sticks before the first particle is added. (Was: add_sticks raised after
+        # the particles were in, leaving them behind, and named its own arguments: two
+        # coincident vertices gave "rest_length: ...", a bad stretch_compliance "compliance".)
+        topo = cloth_topology(corners, start, size, x.shape[0])
+        groups = [("stretch", stretch_compliance, 1), ("shear", shear_compliance, 2)]
+        if bend:
+            groups.append(("bend", bend_compliance, 3))
+        groups = [(topo[key], _per_item(comp, len(topo[key]), f"{key}_compliance"), source)
+                  for key, comp, source in groups if topo[key].size]
+        for pairs, _, _ in groups:
+            length = np.linalg.norm(x[pairs[:, 0]] - x[pairs[:, 1]], axis=1)
+            if np.any(length < MIN_REST_LENGTH):
+                k = int(np.argmax(length < MIN_REST_LENGTH))
+                raise ValueError(f"x: vertices {pairs[k, 0]} and {pairs[k, 1]} coincide, so the "
+                                 "cloth stick between them has zero rest length")
         ids = self.add_particles(x, mass=mass, radius=radius)
         self._area[-1] = vert_area
-        topo = cloth_topology(corners, start, size, x.shape[0])
-        self.add_sticks(ids[topo["stretch"]], compliance=stretch_compliance, _source=1)
-        if topo["shear"].size:
-            self.add_sticks(ids[topo["shear"]], compliance=shear_compliance, _source=2)
-        if bend and topo["bend"].size:
-            self.add_sticks(ids[topo["bend"]], compliance=bend_compliance, _source=3)
+        for pairs, comp, source in groups:
+            self.add_sticks(ids[pairs], compliance=comp, _source=source)
         self._surface.append(ids[triangulate(corners, start, size)])
         return ids
 
@@ -270,11 +293,12 @@ class Builder:
         cylinder, capsule; default 1, capsule 0.5), depth [m] full length along local Z, caps
         included (default 2), size (x, y, z) full extents of the box (default 2, 2, 2).
         Returns the collider index."""
-        if shape not in sdf.SHAPE_CODES:
+        if not isinstance(shape, str) or shape not in sdf.SHAPE_CODES:   # (a list: TypeError)
             raise ValueError(f"shape: expected one of {sorted(sdf.SHAPE_CODES)}, got {shape!r}")
         code = sdf.SHAPE_CODES[shape]
-        m = np.eye(4) if matrix is None else np.asarray(matrix, dtype=np.float64)
-        sdf.decompose(m, "matrix")
+        m = np.eye(4) if matrix is None else matrix
+        sdf.decompose(m, "matrix")          # checks first (it names the argument), then convert
+        m = np.asarray(m, dtype=np.float64)
         dims = np.zeros(3)
         if code == sdf.BOX:
             dims[:] = _points(size if size is not None else (2.0, 2.0, 2.0), "size")[0]

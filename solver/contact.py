@@ -49,13 +49,15 @@ class Colliders:
         self.dims = model.collider_dims                    # (C, 3) float64 [m]
         self.mu_k = model.collider_friction                # (C,) float64
         self.mu_s = model.collider_static_friction         # (C,) float64
-        self.restitution = model.collider_restitution      # (C,) float64
+        # coefficient of restitution per collider; not named ``restitution``, which is the method
+        # below (an attribute of that name shadowed it: every bouncy contact raised TypeError)
+        self.e_restitution = model.collider_restitution    # (C,) float64
         self.thickness = model.collider_thickness          # (C,) float64 [m]
         self.count = len(self.shape)
         self.frame = [sdf.decompose(m) for m in model.collider_matrix]   # placement now
         self.target = list(self.frame)                     # placement at the end of next step
         self.candidates = [np.zeros(0, np.int64)] * self.count
-        self.any_restitution = bool(np.any(self.restitution > 0))
+        self.any_restitution = bool(np.any(self.e_restitution > 0))
         # per substep: frame at its start and end
         self.before = list(self.frame)
         self.now = list(self.frame)
@@ -162,7 +164,7 @@ class Colliders:
         ids = np.nonzero(cs.touching)[0]
         if ids.size == 0:
             return
-        e = self.restitution[cs.collider[ids]]
+        e = self.e_restitution[cs.collider[ids]]
         keep = e > 0
         ids, e = ids[keep], e[keep]
         if ids.size == 0:

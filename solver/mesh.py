@@ -109,6 +109,11 @@ def cloth_topology(corners, face_start, face_size, n_vertices):
         diag.append(np.stack([corners[fs[:, None] + ii].ravel(),
                               corners[fs[:, None] + jj].ravel()], axis=1))
     shear = _unique_pairs(np.concatenate(diag)) if diag else np.zeros((0, 2), np.int64)
+    if shear.size:
+        # a diagonal that is also another face's edge is a stretch stick already (was: kept in
+        # both, against the promise below: two sticks on one pair, twice as stiff)
+        key = stretch[:, 0] * n_vertices + stretch[:, 1]
+        shear = shear[~np.isin(shear[:, 0] * n_vertices + shear[:, 1], key)]
 
     # bend: half-edge a->b of a face; a's other neighbour is prev(a), b's is next(b)
     u = np.minimum(a, b)

@@ -16,8 +16,13 @@ X and Y scales are equal (the radius takes that scale, the depth the Z scale), a
 under uniform scale. Otherwise (an ellipsoid, an elliptic cylinder) the primitive is evaluated at
 u = q / s in its unscaled frame and its distance is divided by the length of the scaled gradient,
 phi ~ phi_u / |grad_u / s|: the zero set and the normal on it are exact, the distance away from the
-surface is a first-order estimate (tests bound its error). Projection repeats every iteration, so
-contacts still converge onto the exact surface.
+surface is a first-order estimate (tests bound its error). An elliptic cylinder estimates only its
+radial distance that way and combines it with the exact axial one as a round cylinder does. A
+capsule with s_x != s_y keeps the shape it has with equal scales (total length depth * s_z, caps
+radius * max(s_x, s_y) tall) with an elliptic cross-section (semi-axes radius * s_x, radius * s_y)
+and half-ellipsoid caps; it is evaluated as a sphere around the nearest axis point in coordinates
+divided by (s_x, s_y, max(s_x, s_y)). Projection repeats every iteration, so contacts still
+converge onto the exact surface.
 
 All functions are vectorised over points; ``normal`` is the unit gradient of phi in world space.
 """
@@ -39,15 +44,28 @@ _TINY = 1e-12
 def decompose(matrix, name="matrix"):
     """Split a 4x4 world matrix into a Frame. Raises ValueError naming ``name`` if it is not a
     finite affine 4x4 matrix or a scale is zero."""
-    m = np.asarray(matrix, dtype=np.float64)
+    try:
+        m = np.asarray(matrix, dtype=np.float64)
+    except (TypeError, ValueError):      # was: numpy's message, which names no argument
+        raise ValueError(f"{name}: expected a 4x4 matrix of numbers") from None
     if m.shape != (4, 4):
         raise ValueError(f"{name}: expected a 4x4 matrix, got shape {m.shape}")
     if not np.all(np.isfinite(m)):
         raise ValueError(f"{name}: contains NaN or infinity")
+    # the docstring promised an affine check that was missing: a projective or transposed matrix
+    # (translation in the bottom row) was accepted and its translation silently dropped
+    if np.max(np.abs(m[3] - (0.0, 0.0, 0.0, 1.0))) > 1e-6:
+        raise ValueError(f"{name}: not an affine transform, the bottom row must be (0, 0, 0, 1) "
+                         f"(is the matrix transposed?), got {m[3].tolist()}")
     a = m[:3, :3]
     scale = np.linalg.norm(a, axis=0)
     if np.any(scale < 1e-9):
         raise ValueError(f"{name}: a scale is zero (the collider is flat or collapsed)")
+    # parallel axes are a zero scale too (the columns' norms alone did not catch it: the nearest
+    # rotation of a singular matrix was used and the collider silently took another shape)
+    if abs(np.linalg.det(a / scale)) < 1e-6:
+        raise ValueError(f"{name}: the axes are (nearly) parallel, so a scale is zero "
+                         "(the collider is flat or collapsed)")
     u, _, vt = np.linalg.svd(a / scale)      # nearest orthonormal matrix: drops any shear
     rot = u @ vt
     return Frame(rot, m[:3, 3].copy(), scale)
@@ -57,11 +75,31 @@ def to_quaternion(rot):
     """(4,) unit quaternion (w, x, y, z) of an orthonormal 3x3 matrix (a mirror is folded into
     the scale's sign by the caller, which never happens here: decompose keeps det(rot) = +-1)."""
     r = rot if np.linalg.det(rot) > 0 else rot * np.array([1.0, 1.0, -1.0])
-    w = np.sqrt(max(0.0, 1.0 + r[0, 0] + r[1, 1] + r[2, 2])) / 2
-    x = np.copysign(np.sqrt(max(0.0, 1.0 + r[0, 0] - r[1, 1] - r[2, 2])) / 2, r[2, 1] - r[1, 2])
-    y = np.copysign(np.sqrt(max(0.0, 1.0 - r[0, 0] + r[1, 1] - r[2, 2])) / 2, r[0, 2] - r[2, 0])
-    z = np.copysign(np.sqrt(max(0.0, 1.0 - r[0, 0] - r[1, 1] + r[2, 2])) / 2, r[1, 0] - r[0, 1])
-    q = np.array([w, x, y, z])
+    # Shepperd's method: solve for the largest of |w|, |x|, |y|, |z| first and take the others
+    # from the off-diagonal sums. (Was: every component from the diagonal with its sign copied from
+    # an off-diagonal difference, which is 0 or rounding noise for rotations by ~180 degrees, so
+    # e.g. a half turn about (1, -1, 0) came back as one about (1, 1, 0) and a moving collider
+    # placed near a half turn swung through wrong orientations between substeps.)
+    t = np.array([r[0, 0] + r[1, 1] + r[2, 2], r[0, 0], r[1, 1], r[2, 2]])
+    k = int(np.argmax(t))
+    if k == 0:
+        s = 2.0 * np.sqrt(max(0.0, 1.0 + t[0]))                       # 4 |w|
+        q = np.array([s / 4, (r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s,
+                      (r[1, 0] - r[0, 1]) / s])
+    elif k == 1:
+        s = 2.0 * np.sqrt(max(0.0, 1.0 + r[0, 0] - r[1, 1] - r[2, 2]))  # 4 |x|
+        q = np.array([(r[2, 1] - r[1, 2]) / s, s / 4, (r[0, 1] + r[1, 0]) / s,
+                      (r[0, 2] + r[2, 0]) / s])
+    elif k == 2:
+        s = 2.0 * np.sqrt(max(0.0, 1.0 - r[0, 0] + r[1, 1] - r[2, 2]))  # 4 |y|
+        q = np.array([(r[0, 2] - r[2, 0]) / s, (r[0, 1] + r[1, 0]) / s, s / 4,
+                      (r[1, 2] + r[2, 1]) / s])
+    else:
+        s = 2.0 * np.sqrt(max(0.0, 1.0 - r[0, 0] - r[1, 1] + r[2, 2]))  # 4 |z|
+        q = np.array([(r[1, 0] - r[0, 1]) / s, (r[0, 2] + r[2, 0]) / s,
+                      (r[1, 2] + r[2, 1]) / s, s / 4])
+    if q[0] < 0:
+        q = -q                                 # the same rotation; keep w >= 0 as before
     return q / np.linalg.norm(q)
 
 
@@ -78,6 +116,17 @@ def interpolate(f0, f1, s):
     rotation by spherical interpolation (a mirrored rotation is kept as it is)."""
     if s >= 1.0:
         return f1
+    # Equal frames give f0 itself and an unchanged rotation stays bit-exact (was: always a round
+    # trip through a quaternion, off by rounding; contact.py tells a collider at rest by identity,
+    # so a checkpoint whose frames were rebuilt, e.g. read back from a file, resumed with a
+    # "moving" collider and did not reproduce the run bit for bit).
+    same_rot = np.array_equal(f0.rotation, f1.rotation)
+    if same_rot and np.array_equal(f0.translation, f1.translation) \
+            and np.array_equal(f0.scale, f1.scale):
+        return f0
+    if same_rot:
+        return Frame(f0.rotation, f0.translation + s * (f1.translation - f0.translation),
+                     f0.scale + s * (f1.scale - f0.scale))
     mirror = np.linalg.det(f1.rotation) < 0
     q0, q1 = to_quaternion(f0.rotation), to_quaternion(f1.rotation)
     dot = float(q0 @ q1)
@@ -125,11 +174,26 @@ def _box(q, half):
     return phi, grad
 
 
-def _cylinder(q, radius, half_depth):
+def _cylinder(q, radius, half_depth, scale_xy=None):
     rho = np.hypot(q[:, 0], q[:, 1])
     radial = np.where((rho > _TINY)[:, None], q[:, :2] / np.maximum(rho, _TINY)[:, None],
                       np.array([1.0, 0.0]))
     d0 = rho - radius
+    if scale_xy is not None:
+        # Elliptic cross-section, semi-axes radius * scale_xy: only the radial distance is the
+        # first-order estimate (the circle's in q / scale divided by its scaled gradient); the
+        # axial one stays exact and the two combine as for the round cylinder. (Was: the whole
+        # cylinder evaluated in q / s, which compared radial and axial distances in different
+        # units, so inside near a rim a particle that came in through a cap was pushed out through
+        # the side, in a band up to s_xy / s_z times its depth wide: a flat oval table top. And
+        # float32 matrices from Blender take this branch for almost every rotated cylinder.)
+        u = q[:, :2] / scale_xy
+        rho = np.hypot(u[:, 0], u[:, 1])
+        radial = np.where((rho > _TINY)[:, None], u / np.maximum(rho, _TINY)[:, None],
+                          np.array([1.0, 0.0])) / scale_xy
+        gn = np.linalg.norm(radial, axis=1)
+        radial = radial / gn[:, None]
+        d0 = (rho - radius) / gn
     d1 = np.abs(q[:, 2]) - half_depth
     o0, o1 = np.maximum(d0, 0.0), np.maximum(d1, 0.0)
     outside = np.hypot(o0, o1)
@@ -185,7 +249,23 @@ def evaluate_local(shape, dims, frame, q):
         if shape == BOX:
             return _box(q, 0.5 * np.asarray(dims) * s)
         return _primitive(shape, q, (dims[0] * s[0], dims[1] * s[2]))
-    phi_u, g_u = _primitive(shape, q / s, dims)
+    if shape == CYLINDER:
+        return _cylinder(q, dims[0], 0.5 * dims[1] * s[2], s[:2])
+    if shape == CAPSULE:
+        # Keep the capsule the same shape as in the exact branch: total length depth * s_z, caps
+        # of height radius * max(s_x, s_y) (half-ellipsoids), an elliptic cross-section between.
+        # (Was: the unit capsule scaled by s, whose caps are radius * s_z tall, so the shape
+        # jumped as soon as s_x != s_y by more than 1e-9 relative, which float32 matrices from
+        # Blender do for almost every rotated capsule.) Evaluated as a sphere around the clamped
+        # axis point, in coordinates divided by (s_x, s_y, cap).
+        cap = max(s[0], s[1])
+        seg = max(0.5 * dims[1] * s[2] - dims[0] * cap, 0.0)
+        v = q.copy()
+        v[:, 2] -= np.clip(q[:, 2], -seg, seg)
+        s = np.array([s[0], s[1], cap])
+        phi_u, g_u = _primitive(SPHERE, v / s, dims)
+    else:
+        phi_u, g_u = _primitive(shape, q / s, dims)
     g = g_u / s
     gn = np.maximum(np.linalg.norm(g, axis=1), _TINY)
     return phi_u / gn, g / gn[:, None]

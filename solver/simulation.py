@@ -23,11 +23,10 @@ randomness but the seeded wind), and get_state / set_state resume bit-identicall
 """
 
 import math
-import os
 
 import numpy as np
 
-from . import sdf
+from . import backend as _backend
 from .contact import Colliders, ContactState, TetraPoints
 from .errors import SolverError
 from .forces import Wind, aero_acceleration, explosion_kick, vertex_normals
@@ -41,19 +40,6 @@ DEFAULT_DAMPING = 0.0
 # [kg/(m^2 s)] linear air drag on surfaces: a 150 g/m^2 cloth falls at about 1.5 m/s, as cotton
 # does in still air
 DEFAULT_AIR_DRAG = 1.0
-BACKENDS = ("numpy",)
-
-
-def _backend_from_env():
-    want = os.environ.get("VERLET_BACKEND", "").strip().lower()
-    if want and want not in ("numpy", "numba"):
-        raise ValueError(f"VERLET_BACKEND: expected 'numpy' or 'numba', got {want!r}")
-    if want == "numba" and "numba" not in BACKENDS:
-        raise ValueError("VERLET_BACKEND=numba: the compiled kernels are not available in this "
-                         "build; unset it or use VERLET_BACKEND=numpy")
-    return "numpy"
-
-
 def _check_int(value, name, lo):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
         raise ValueError(f"{name}: expected an integer >= {lo}, got {value!r}")
@@ -83,7 +69,7 @@ class Simulation:
 
     def __init__(self, model, substeps=DEFAULT_SUBSTEPS, iterations=DEFAULT_ITERATIONS,
                  gravity=(0.0, 0.0, -9.81), damping=DEFAULT_DAMPING, over_relaxation=1.0,
-                 max_speed=None, air_drag=DEFAULT_AIR_DRAG):
+                 max_speed=None, air_drag=DEFAULT_AIR_DRAG, backend=None):
         self.model = model
         self.substeps = _check_int(substeps, "substeps", 1)
         self.iterations = _check_int(iterations, "iterations", 1)
@@ -100,7 +86,9 @@ class Simulation:
             if ms.shape != (n,) or not np.all(np.isfinite(ms)) or np.any(ms <= 0):
                 raise ValueError("max_speed: expected a positive number or (n,) array [m/s]")
             self.max_speed = ms                                       # (n,) [m/s]
-        self.backend = _backend_from_env()
+        # "numba" (compiled kernels) or "numpy"; None = VERLET_BACKEND, else the fastest
+        self.backend = _backend.choose(backend)
+        self._kernels = _backend.numba_kernels() if self.backend == "numba" else None
 
         # positions are stored as coordinate rows (3, n) for the stick kernel's gathers; every
         # other module works on the (n, 3) transposed view of the same memory
@@ -223,6 +211,9 @@ class Simulation:
         strength = _check_float(strength, "strength")
         min_distance = _check_float(min_distance, "min_distance", 1e-6)
         dv = explosion_kick(self._x, self._free, c, strength, min_distance)
+        if not np.all(np.isfinite(dv)):
+            raise ValueError(f"strength: an explosion of {strength!r} gives a non-finite velocity "
+                             f"change at min_distance {min_distance!r}")
         if self._h is None:
             self._v_start += dv
         else:
@@ -322,18 +313,25 @@ class Simulation:
         g_norm = float(np.linalg.norm(self.gravity))
         sticks, shapes, volumes = self._sticks, self._shapes, self._volumes
         disp = self._disp
+        kernels = self._kernels
+        lim = self.max_speed * h if self.max_speed is not None else np.zeros(0)
+        if kernels is not None:
+            a_h2_rows = np.ascontiguousarray(a_h2.T)      # (3, n) for the compiled kernel
         for s in range(S):
             colliders.begin_substep(s, S)
-            np.subtract(x, xp, out=disp)
-            xp[:] = x
-            if keep != 1.0:
-                disp *= keep
-            disp += a_h2
-            if self.max_speed is not None:
-                lim = self.max_speed * h
-                length = np.sqrt(np.einsum("ij,ij->i", disp, disp))
-                disp *= np.minimum(1.0, lim / np.maximum(length, 1e-300))[:, None]
-            x += disp
+            if kernels is not None:
+                kernels.predict(self._X, self._Xp, a_h2_rows, keep, lim)
+            else:
+                np.subtract(x, xp, out=disp)
+                xp[:] = x
+                if keep != 1.0:
+                    disp *= keep
+                disp += a_h2
+                if lim.size:
+                    length = np.sqrt(disp[:, 0] * disp[:, 0] + disp[:, 1] * disp[:, 1]
+                                     + disp[:, 2] * disp[:, 2])
+                    disp *= np.minimum(1.0, lim / np.maximum(length, 1e-300))[:, None]
+                x += disp
             if pins.size:
                 x[pins] = p0 + (p1 - p0) * ((s + 1) / S)
                 xp[pins] = p0 + (p1 - p0) * (s / S)
@@ -344,7 +342,7 @@ class Simulation:
             shapes.begin_substep(h)
             volumes.begin_substep(h)
             for _ in range(self.iterations):
-                sticks.solve(self._X, self.over_relaxation)
+                sticks.solve(self._X, self.over_relaxation, kernels)
                 volumes.solve(x)
                 if has_contacts:
                     colliders.project(x, xp, radius, cs)
@@ -354,7 +352,8 @@ class Simulation:
                     shapes.solve(x, cs.touching)
             if colliders.any_restitution:
                 colliders.restitution(x, xp, self._x_pred, h, g_norm, cs)
-            if not math.isfinite(float(x.sum())):
+            # one reduction per substep; the sum can overflow with finite entries, so confirm
+            if not math.isfinite(float(x.sum())) and not np.isfinite(x).all():
                 self._fail(backup, s)
         colliders.end_step()
         self._time += dt

@@ -58,9 +58,15 @@ class StickSolver:
             self._h = h
         self.lam.fill(0.0)
 
-    def solve(self, X, omega=1.0):
+    def solve(self, X, omega=1.0, kernels=None):
         """One Gauss-Seidel sweep over all colours, in place on X (3, n) [m] (coordinate rows:
-        gathering three 1-D rows is about 4x faster in NumPy than rows of an (n, 3) array)."""
+        gathering three 1-D rows is about 4x faster in NumPy than rows of an (n, 3) array).
+        kernels: the compiled kernel module (backend.py), or None for NumPy."""
+        if kernels is not None:
+            kernels.solve_sticks(X, self.i, self.j, self.rest, self.wi, self.wj, self.alpha,
+                                 self.denom, self.lam, self.lam_lo, self.lam_hi, self.offsets,
+                                 float(omega), self.one_sided)
+            return
         lam, alpha, denom = self.lam, self.alpha, self.denom
         px, py, pz = X
         for i, j, rest, wi, wj, s in self.colors:

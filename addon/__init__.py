@@ -1,0 +1,19 @@
+"""The Blender side of Verlet Physics: the only package that imports bpy.
+
+Data flows one way each frame: Blender objects -> bridge -> solver arrays -> solver step ->
+arrays -> bridge -> Blender. This package holds the Blender ends of that flow.
+"""
+
+from . import properties
+
+_modules = (properties,)
+
+
+def register():
+    for m in _modules:
+        m.register()
+
+
+def unregister():
+    for m in reversed(_modules):
+        m.unregister()

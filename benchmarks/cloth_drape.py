@@ -1,0 +1,128 @@
+"""Cloth drape benchmark: our solver against Blender's own Cloth modifier, in one run.
+
+Scene (benchmarks/blender_cloth.py holds it, shared by both halves): an unpinned N x N cloth,
+2 m square, dropped from 1 m above a 0.5 m radius sphere that rests on a ground plane, 60 frames
+at 24 fps. Our side runs at the product's default settings (Simulation() defaults, Builder
+add_cloth defaults); Blender's runs its Cloth modifier at quality 5 with default settings and a
+Collision modifier on the sphere and the ground.
+
+Printed for each N: median ms per frame, ratio ours / Blender's, and the largest and
+99th-percentile edge strain |len - rest| / rest of the mesh edges at frame 60. This is a script,
+not a test: timings depend on the machine, so they are printed, never asserted.
+
+    .venv/bin/python benchmarks/cloth_drape.py                 # N = 32, 64, 128
+    .venv/bin/python benchmarks/cloth_drape.py --sizes 32 64   # a quicker run
+    .venv/bin/python benchmarks/cloth_drape.py --no-blender    # our solver only
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import blender_cloth as scene  # noqa: E402  (scene constants and the Blender half)
+from solver import Builder, Simulation, backend  # noqa: E402
+
+
+def translation(z):
+    m = np.eye(4)
+    m[2, 3] = z
+    return m
+
+
+def run_ours(n, frames=60, fps=24, **sim_kwargs):
+    """Our solver on the benchmark scene. Returns a dict like run_blender_cloth's."""
+    x, faces = scene.grid_cloth(n)
+    t0 = time.perf_counter()
+    b = Builder()
+    b.add_cloth(x, faces)
+    b.add_collider("sphere", matrix=translation(scene.SPHERE_CENTER[2]),
+                   radius=scene.SPHERE_RADIUS)
+    b.add_collider("plane", matrix=translation(scene.GROUND_Z))
+    sim = Simulation(b.build(), **sim_kwargs)
+    build_ms = (time.perf_counter() - t0) * 1e3
+    ms = []
+    for _ in range(frames):
+        t = time.perf_counter()
+        sim.step(1.0 / fps)
+        ms.append((time.perf_counter() - t) * 1e3)
+    return {"ms_per_frame": ms, "median_ms": float(np.median(ms)), "positions": np.array(sim.x),
+            "rest": x, "faces": faces, "edges": scene.edge_pairs(faces), "build_ms": build_ms,
+            "backend": sim.backend, "substeps": sim.substeps, "iterations": sim.iterations}
+
+
+def strain(result):
+    s = scene.edge_strain(result["positions"], result["rest"], result["edges"])
+    return scene.strain_summary(s)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[32, 64, 128])
+    ap.add_argument("--frames", type=int, default=60)
+    ap.add_argument("--no-blender", action="store_true", help="skip Blender's Cloth modifier")
+    ap.add_argument("--substeps", type=int, help="override our substeps (default: product's)")
+    ap.add_argument("--iterations", type=int, help="override our iterations")
+    ap.add_argument("--backends", nargs="+", default=["numpy", "numba"],
+                    help="our kernel backends to run (those that load)")
+    args = ap.parse_args(argv)
+    kw = {k: v for k, v in (("substeps", args.substeps), ("iterations", args.iterations)) if v}
+    backends = [b for b in args.backends if b == "numpy" or backend.numba_kernels() is not None]
+    if "numba" in backends:
+        t = time.perf_counter()
+        run_ours(4, 1, backend="numba")               # compile (or load the cached) kernels
+        print(f"numba kernels ready in {time.perf_counter() - t:.1f} s "
+              f"(cache: {backend.default_cache_dir()})")
+
+    rows = []
+    for n in args.sizes:
+        bl = sb = None
+        if not args.no_blender:
+            bl = scene.run_blender_cloth(n, frames=args.frames)
+            sb = strain(bl)
+        for name in backends:
+            ours = run_ours(n, args.frames, backend=name, **kw)
+            so = strain(ours)
+            row = {"n": n, "ours_ms": ours["median_ms"], "ours_max": so["max"],
+                   "ours_p99": so["p99"], "backend": ours["backend"],
+                   "setting": f"{ours['substeps']} x {ours['iterations']}"}
+            if bl is not None:
+                row.update(blender_ms=bl["median_ms"], blender_max=sb["max"],
+                           blender_p99=sb["p99"], version=bl["blender_version"])
+            rows.append(row)
+            print(_format_row(row), flush=True)
+    print()
+    print(_markdown(rows))
+    return rows
+
+
+def _format_row(r):
+    s = (f"N={r['n']:4d}  ours ({r['backend']}, {r['setting']} substeps x iterations): "
+         f"{r['ours_ms']:8.1f} ms/frame  strain max {r['ours_max']:.4f} p99 {r['ours_p99']:.4f}")
+    if "blender_ms" in r:
+        s += (f"  |  Blender Cloth: {r['blender_ms']:8.1f} ms/frame  strain max "
+              f"{r['blender_max']:.4f} p99 {r['blender_p99']:.4f}  |  ratio ours/Blender "
+              f"{r['ours_ms'] / r['blender_ms']:.2f}")
+    return s
+
+
+def _markdown(rows):
+    head = "| N | backend | ours ms/frame | Blender ms/frame | ours / Blender | ours strain max / p99 " \
+           "| Blender strain max / p99 |\n|---|---|---|---|---|---|---|"
+    lines = [head]
+    for r in rows:
+        bl = (f"{r['blender_ms']:.1f}", f"{r['ours_ms'] / r['blender_ms']:.2f}",
+              f"{r['blender_max']:.3f} / {r['blender_p99']:.3f}") if "blender_ms" in r else ("-",) * 3
+        lines.append(f"| {r['n']} | {r['backend']} | {r['ours_ms']:.1f} | {bl[0]} | {bl[1]} | "
+                     f"{r['ours_max']:.3f} / {r['ours_p99']:.3f} | {bl[2]} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

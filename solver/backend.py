@@ -1,0 +1,77 @@
+"""Kernel backend selection: compiled Numba kernels when Numba imports, NumPy otherwise.
+
+The NumPy kernels are the reference and the fallback; the Numba kernels perform the same
+floating-point operations in the same order on the same arrays, so the two backends give
+bit-identical results wherever a kernel exists in both (tests/solver/test_backends.py).
+
+VERLET_BACKEND=numpy|numba forces a backend (numba raises if it cannot be loaded);
+VERLET_THREADS=N bounds the threads the parallel kernels use (default: all cores), so a render
+farm can share a machine; VERLET_CACHE_DIR (or configure(cache_dir=...)) is where compiled
+kernels are cached, so compilation is paid once per machine (inside Blender the add-on points it
+at the extension's user directory, never at the extension's own folder).
+"""
+
+import os
+
+_state = {"numba": None, "error": None, "cache_dir": None, "threads": None}
+
+
+def default_cache_dir():
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "verlet_physics", "kernels")
+
+
+def configure(cache_dir=None, threads=None):
+    """Set the kernel cache folder and thread count. Call before the first Simulation to move
+    the cache; the thread count can change at any time."""
+    if cache_dir is not None:
+        _state["cache_dir"] = str(cache_dir)
+        if _state["numba"] is not None:
+            import numba
+            numba.config.CACHE_DIR = _state["cache_dir"]
+    if threads is not None:
+        _state["threads"] = int(threads)
+        if _state["numba"] is not None:
+            _apply_threads()
+
+
+def _apply_threads():
+    import numba
+    want = _state["threads"] or int(os.environ.get("VERLET_THREADS", "0") or 0)
+    top = numba.config.NUMBA_NUM_THREADS
+    numba.set_num_threads(max(1, min(want, top)) if want > 0 else top)
+
+
+def numba_kernels():
+    """The compiled kernel module, or None (the reason is in load_error())."""
+    if _state["numba"] is None and _state["error"] is None:
+        try:
+            import numba
+            cache = _state["cache_dir"] or os.environ.get("VERLET_CACHE_DIR") or default_cache_dir()
+            os.makedirs(cache, exist_ok=True)
+            numba.config.CACHE_DIR = cache
+            _state["cache_dir"] = cache
+            from . import kernels_numba
+            _state["numba"] = kernels_numba
+            _apply_threads()
+        except Exception as exc:    # no numba, or it failed to load: NumPy runs instead
+            _state["error"] = f"{type(exc).__name__}: {exc}"
+    return _state["numba"]
+
+
+def load_error():
+    return _state["error"]
+
+
+def choose(requested=None):
+    """'numpy' or 'numba': requested (or VERLET_BACKEND), else the fastest available."""
+    want = (requested or os.environ.get("VERLET_BACKEND", "")).strip().lower()
+    if want not in ("", "numpy", "numba"):
+        raise ValueError(f"VERLET_BACKEND: expected 'numpy' or 'numba', got {want!r}")
+    if want == "numpy":
+        return "numpy"
+    if numba_kernels() is not None:
+        return "numba"
+    if want == "numba":
+        raise ValueError(f"backend 'numba' requested but Numba could not be loaded ({load_error()})")
+    return "numpy"

@@ -1,0 +1,126 @@
+"""The compiled (Numba) and NumPy backends agree bit for bit.
+
+Every kernel that exists in both backends performs the same floating-point operations in the
+same order (solver/kernels_numba.py), so positions after 60 frames must be identical, not merely
+close, on every scenario here. The rest of the solver suite also runs once per backend
+(scripts/test.sh runs tests/solver with VERLET_BACKEND=numpy after the default run).
+"""
+
+import numpy as np
+import pytest
+
+from solver import Builder, Simulation, backend
+
+
+def _grid(n, size=1.0, z=1.0):
+    u, v = np.meshgrid(np.linspace(-size / 2, size / 2, n), np.linspace(-size / 2, size / 2, n))
+    x = np.column_stack([u.ravel(), v.ravel(), np.full(n * n, z)])
+    idx = np.arange(n * n).reshape(n, n)
+    return x, np.stack([idx[:-1, :-1], idx[:-1, 1:], idx[1:, 1:], idx[1:, :-1]], -1).reshape(-1, 4)
+
+
+def _translate(x, y, z):
+    m = np.eye(4)
+    m[:3, 3] = x, y, z
+    return m
+
+
+def cloth_on_sphere_in_wind():
+    b = Builder()
+    x, f = _grid(16)
+    b.add_cloth(x, f)
+    b.add_collider("sphere", matrix=_translate(0, 0, 0.3), radius=0.3)
+    b.add_collider("plane", restitution=0.3)
+    return b, dict(substeps=10), lambda s: s.set_wind((2.0, 0.0, 0.0), turbulence=0.5, seed=3)
+
+
+def pinned_cloth_speed_clamp():
+    b = Builder()
+    x, f = _grid(12)
+    ids = b.add_cloth(x, f, stretch_compliance=1e-3)
+    b.pin(ids[np.isclose(x[:, 0], x[:, 0].min())])
+    return b, dict(substeps=8, iterations=2, damping=0.1, max_speed=3.0, over_relaxation=1.3), None
+
+
+def ropes_and_limits():
+    b = Builder()
+    p = b.add_particles(np.column_stack([np.linspace(0, 2, 11), np.zeros(11), np.full(11, 2.0)]),
+                        mass=np.linspace(0.5, 1.5, 11))
+    b.add_sticks(np.column_stack([p[:-1], p[1:]]), kind="max")
+    b.add_sticks(np.column_stack([p[:-2], p[2:]]), kind="min", rest_length=0.15)
+    b.pin(p[:1])
+    b.add_collider("box", matrix=_translate(1.0, 0, 0.5), size=(0.5, 0.5, 0.5))
+    return b, dict(substeps=20, damping=0.0), None
+
+
+def bodies_on_a_ramp():
+    b = Builder()
+    g = np.linspace(-0.1, 0.1, 3)
+    lattice = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
+    rigid = b.add_particles(lattice + [0, 0, 0.6])
+    b.add_shape_match(rigid, stiffness=1.0)
+    soft = b.add_particles(lattice + [0.5, 0, 0.6])
+    b.add_shape_match(soft[:14], stiffness=0.4)
+    b.add_shape_match(soft[13:], stiffness=0.4)
+    tet = np.array([[0.1, 0.1, 0.1], [-0.1, -0.1, 0.1], [-0.1, 0.1, -0.1], [0.1, -0.1, -0.1]])
+    b.add_tetra_body(tet + [-0.5, 0, 0.8], 2 * tet + [-0.5, 0, 0.8])
+    c, s = np.cos(0.3), np.sin(0.3)
+    ramp = np.array([[1, 0, 0, 0], [0, c, -s, 0], [0, s, c, 0], [0, 0, 0, 1.0]])
+    b.add_collider("plane", matrix=ramp, friction=0.4, static_friction=0.6)
+    b.add_collider("capsule", matrix=_translate(0, -0.6, 0.2), radius=0.1, depth=0.8)
+    return b, dict(substeps=12), None
+
+
+def balloon_and_moving_collider():
+    b = Builder()
+    oct_x = np.array([[0, 0, 1.2], [0.2, 0, 1.0], [0, 0.2, 1.0], [-0.2, 0, 1.0], [0, -0.2, 1.0],
+                      [0, 0, 0.8]])
+    ids = b.add_particles(oct_x, mass=0.1)
+    faces = [[0, 1, 2], [0, 2, 3], [0, 3, 4], [0, 4, 1], [5, 2, 1], [5, 3, 2], [5, 4, 3], [5, 1, 4]]
+    edges = {tuple(sorted((f_[i], f_[(i + 1) % 3]))) for f_ in faces for i in range(3)}
+    b.add_sticks(ids[np.array(sorted(edges))], compliance=1e-3)
+    b.add_volume(ids[np.array(faces)], pressure=1.3)
+    k = b.add_collider("box", matrix=_translate(0, 0, 0.3), size=(1, 1, 0.2), friction=0.8)
+
+    def drive(sim):
+        sim.set_collider_matrix(k, _translate(0.02 * sim.time, 0, 0.3 + 0.01 * sim.time))
+    return b, dict(substeps=10), drive
+
+
+SCENARIOS = [cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
+             balloon_and_moving_collider]
+
+
+def _run(build, name):
+    b, kw, control = build()
+    sim = Simulation(b.build(), backend=name, **kw)
+    assert sim.backend == name
+    for frame in range(60):
+        if control is not None:
+            control(sim)
+        sim.step(1 / 24)
+    return np.array(sim.x)
+
+
+def test_numba_kernels_load():
+    assert backend.numba_kernels() is not None, backend.load_error()
+
+
+@pytest.mark.parametrize("build", SCENARIOS, ids=lambda f: f.__name__)
+def test_backends_bit_identical(build):
+    a = _run(build, "numpy")
+    b = _run(build, "numba")
+    assert np.all(np.isfinite(a))
+    assert np.array_equal(a, b), f"largest difference {np.abs(a - b).max():.3e} m"
+
+
+def test_backend_choice(monkeypatch):
+    monkeypatch.setenv("VERLET_BACKEND", "numpy")
+    assert backend.choose() == "numpy"
+    monkeypatch.setenv("VERLET_BACKEND", "numba")
+    assert backend.choose() == "numba"
+    monkeypatch.setenv("VERLET_BACKEND", "cuda")
+    with pytest.raises(ValueError, match="VERLET_BACKEND"):
+        backend.choose()
+    monkeypatch.delenv("VERLET_BACKEND")
+    assert backend.choose() == "numba"           # the fastest available by default
