@@ -4,9 +4,9 @@ Data flows one way each frame: Blender objects -> bridge -> solver arrays -> sol
 arrays -> bridge -> Blender. This package holds the Blender ends of that flow.
 """
 
-from . import properties
+from . import cli, operators, properties
 
-_modules = (properties,)
+_modules = (properties, operators, cli)
 
 
 def register():

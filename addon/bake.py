@@ -1,0 +1,305 @@
+"""Baking and playback: the one place that steps a SceneSim over frames.
+
+Both the bake operator and the live playback handler go through here, so what an artist sees
+while pressing play is what the bake writes (preview equals bake). A re-entrancy guard keeps
+Blender's own frame changes (frame_set during a bake, render, Alembic export) from stepping.
+"""
+
+import contextlib
+import hashlib
+import json
+import time
+
+import bpy
+import numpy as np
+
+from ..solver import SolverError
+from . import bridge, cache
+from .bridge import BridgeError
+from .simscene import DEFORMING, SIMULATED, SceneSim
+
+# module state: guard against re-entrant frame changes, and "read only" while Blender drives
+# frames for its own purposes (render, export); the live-playback run
+_guard = {"busy": False, "read_only": 0}
+_live = {"sim": None, "frames": {}, "start": None, "last": None, "scene": None}
+
+SCENE_SETTINGS = ("substeps", "iterations", "wind_direction", "wind_strength", "wind_turbulence",
+                  "wind_seed", "air_drag", "gravity_scale", "damping")
+
+
+@contextlib.contextmanager
+def guarded(read_only=False):
+    """Run with the frame handler disabled (or read-only: it shows the cache but never steps)."""
+    prev = _guard["busy"]
+    if read_only:
+        _guard["read_only"] += 1
+    else:
+        _guard["busy"] = True
+    try:
+        yield
+    finally:
+        if read_only:
+            _guard["read_only"] -= 1
+        else:
+            _guard["busy"] = prev
+
+
+def settings_hash(scene):
+    """A hash of every setting that changes the result (scene and simulated objects)."""
+    data = {k: _plain(getattr(scene.verlet, k, None)) for k in SCENE_SETTINGS}
+    data["gravity"] = list(scene.gravity) if scene.use_gravity else [0, 0, 0]
+    data["fps"] = scene.render.fps / scene.render.fps_base
+    for obj in sorted((o for o in scene.objects if getattr(o, "verlet", None) is not None
+                       and o.verlet.kind != "NONE"), key=lambda o: o.name):
+        data[obj.name] = {p.identifier: _plain(getattr(obj.verlet, p.identifier))
+                          for p in obj.verlet.bl_rna.properties if p.identifier not in ("rna_type", "name", "preset")}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _plain(v):
+    try:
+        return list(v) if not isinstance(v, str) else v
+    except TypeError:
+        return v
+
+
+def simulated_objects(scene):
+    return [o for o in scene.objects if getattr(o, "verlet", None) is not None
+            and o.verlet.kind in SIMULATED]
+
+
+@contextlib.contextmanager
+def display_muted(scene):
+    """Mute our display shape keys (and put rigid bodies back at rest) so the evaluated meshes
+    are the user's own, as the simulation must start from them."""
+    muted = []
+    for obj in simulated_objects(scene):
+        keys = obj.data.shape_keys if obj.type == "MESH" else None
+        if keys is not None and bridge.DISPLAY_KEY in keys.key_blocks:
+            kb = keys.key_blocks[bridge.DISPLAY_KEY]
+            if not kb.mute:
+                kb.mute = True
+                muted.append(kb)
+        if obj.verlet.kind == "RIGID" and "verlet_rest_matrix" in obj:
+            obj.matrix_world = _matrix(obj["verlet_rest_matrix"])
+    bpy.context.view_layer.update()
+    try:
+        yield
+    finally:
+        for kb in muted:
+            kb.mute = False
+
+
+def _matrix(flat):
+    from mathutils import Matrix
+    m = np.array(flat, dtype=np.float64).reshape(4, 4)
+    return Matrix(m.tolist())
+
+
+class BakeResult:
+    def __init__(self):
+        self.frames = {}          # {object name: list of (n, 3) or (4, 4) arrays}
+        self.kinds = {}
+        self.hashes = {}
+        self.counts = {}
+        self.start = None
+        self.last = None
+        self.cancelled = False
+        self.error = None
+        self.seconds = 0.0
+
+
+def run(context, frame_start, frame_end, should_cancel=None, progress=None):
+    """Simulate frames frame_start..frame_end of the context's scene. Returns a BakeResult with
+    every frame computed (all of them, or those before a cancel or a solver error). Raises
+    BridgeError (bad input: nothing was computed) with a message naming the object."""
+    scene = context.scene
+    if frame_end < frame_start:
+        raise BridgeError(f"{scene.name}: the frame range {frame_start}..{frame_end} is empty")
+    res = BakeResult()
+    t0 = time.perf_counter()
+    frame_before = scene.frame_current
+    with guarded():
+        try:
+            scene.frame_set(frame_start)
+            with display_muted(scene):
+                depsgraph = context.evaluated_depsgraph_get()
+                ss = SceneSim(scene, depsgraph)
+            res.start = res.last = frame_start
+            for body in ss.bodies:
+                res.frames[body.name] = [ss.result(body)]
+                res.kinds[body.name] = body.kind
+                res.hashes[body.name] = body.topology_hash
+                res.counts[body.name] = len(body.ids)
+            for f in range(frame_start + 1, frame_end + 1):
+                if should_cancel is not None and should_cancel():
+                    res.cancelled = True
+                    break
+                scene.frame_set(f)
+                try:
+                    ss.step_to(context.evaluated_depsgraph_get())
+                except SolverError as exc:
+                    res.error = f"frame {f}: {exc}"
+                    break
+                for body in ss.bodies:
+                    res.frames[body.name].append(ss.result(body))
+                res.last = f
+                if progress is not None:
+                    progress(f)
+        finally:
+            scene.frame_set(frame_before)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def store(scene, res):
+    """Write every object's frames to its cache and mark the objects baked. Returns the paths."""
+    shash = settings_hash(scene)
+    paths = []
+    for name, frames in res.frames.items():
+        obj = scene.objects[name]
+        rigid = res.kinds[name] == "RIGID"
+        header = {"kind": res.kinds[name], "vertex_count": res.counts[name],
+                  "topology_hash": res.hashes[name], "settings_hash": shash,
+                  "frame_start": res.start, "frame_end": res.last,
+                  "layout": "matrices" if rigid else "positions"}
+        path = cache.write(name, header, np.stack(frames))
+        paths.append(path)
+        obj["verlet_baked"] = True
+        obj["verlet_cache"] = cache.relative_path(name) if path else ""
+        if rigid and "verlet_rest_matrix" not in obj:
+            obj["verlet_rest_matrix"] = np.array(frames[0], dtype=np.float64).ravel().tolist()
+        where = "in memory (save the .blend to keep it)" if path is None else "on disk"
+        partial = " (cancelled: frames kept)" if res.cancelled else ""
+        obj["verlet_status"] = f"Baked {res.start}-{res.last}{partial}, {where}"
+    return paths
+
+
+def free(scene, objs=None):
+    """Remove our caches, display keys and marks (only what the product created)."""
+    for obj in objs or simulated_objects(scene):
+        cache.remove(obj.name)
+        if obj.type == "MESH":
+            bridge.remove_display_key(obj)
+        if obj.verlet.kind == "RIGID" and "verlet_rest_matrix" in obj:
+            obj.matrix_world = _matrix(obj["verlet_rest_matrix"])
+        for key in ("verlet_baked", "verlet_cache", "verlet_status", "verlet_rest_matrix"):
+            if key in obj:
+                del obj[key]
+    stop_live()
+
+
+def load(obj):
+    """(header, frames) of an object's bake, or None; an unusable cache (outdated topology,
+    damaged file) gives None and a status saying why."""
+    try:
+        data = cache.read(obj.name, bpy.path.abspath(obj["verlet_cache"])
+                          if obj.get("verlet_cache") else None)
+    except cache.CacheError as exc:
+        obj["verlet_status"] = f"Cache unusable: {exc}"
+        return None
+    if data is None:
+        return None
+    header, frames = data
+    if obj.type == "MESH" and header["layout"] == "positions":
+        mesh = obj.data
+        if len(mesh.vertices) != header["vertex_count"] or \
+                bridge.topology_hash(len(mesh.vertices), bridge.faces(mesh)) != header["topology_hash"]:
+            obj["verlet_status"] = "Cache outdated: the mesh topology changed; bake again"
+            return None
+    return header, frames
+
+
+def sample(header, frames, frame):
+    """The cached state at a (possibly fractional) frame: linear between samples, held outside."""
+    f = min(max(frame, header["frame_start"]), header["frame_end"]) - header["frame_start"]
+    i = int(np.floor(f))
+    t = f - i
+    if t <= 0 or i + 1 >= len(frames):
+        return np.asarray(frames[min(i, len(frames) - 1)], dtype=np.float64)
+    a, b = frames[i].astype(np.float64), frames[i + 1].astype(np.float64)
+    if header["layout"] == "matrices":
+        from .simscene import rigid_matrix
+        # blend the rigid motion, not the matrix entries
+        return _blend_matrices(a, b, t, rigid_matrix)
+    return a + (b - a) * t
+
+
+def _blend_matrices(a, b, t, _):
+    from mathutils import Matrix
+    ma, mb = Matrix(a.tolist()), Matrix(b.tolist())
+    return np.array(ma.lerp(mb, t))
+
+
+def show(obj, state):
+    """Put a frame's state on the object: our shape key, or the transform for RIGID."""
+    if obj.verlet.kind == "RIGID":
+        obj.matrix_world = _matrix(np.asarray(state).ravel())
+    else:
+        bridge.write_display(obj, state)
+
+
+# ------------------------------------------------------------------ playback
+def stop_live():
+    _live.update(sim=None, frames={}, start=None, last=None, scene=None)
+
+
+def on_frame_change(scene, depsgraph=None):
+    """The frame-change handler (Blender Cloth's contract, see the module docstring)."""
+    if _guard["busy"]:
+        return
+    _guard["busy"] = True
+    try:
+        frame = scene.frame_current_final
+        baked = {o.name: load(o) for o in simulated_objects(scene) if o.get("verlet_baked")}
+        for name, data in baked.items():
+            if data is not None:
+                show(scene.objects[name], sample(data[0], data[1], frame))
+        if baked or _guard["read_only"]:
+            return
+        _live_playback(scene, int(round(frame)))
+        scene["verlet_error"] = ""
+    except (BridgeError, SolverError, cache.CacheError) as exc:
+        scene["verlet_error"] = str(exc)
+        stop_live()
+        _report(str(exc))
+    finally:
+        _guard["busy"] = False
+
+
+def _live_playback(scene, frame):
+    objs = simulated_objects(scene)
+    if not objs:
+        return
+    s = scene.verlet
+    start = s.frame_start
+    if frame == start or (_live["scene"] != scene.name):
+        if frame != start:
+            return
+        stop_live()
+        with display_muted(scene):
+            ss = SceneSim(scene, bpy.context.evaluated_depsgraph_get())
+        _live.update(sim=ss, start=start, last=start, scene=scene.name,
+                     frames={start: {b.name: ss.result(b) for b in ss.bodies}})
+        return
+    if _live["sim"] is None:
+        return
+    if frame == _live["last"] + 1 and frame <= s.frame_end:
+        ss = _live["sim"]
+        ss.step_to(bpy.context.evaluated_depsgraph_get())
+        _live["frames"][frame] = {b.name: ss.result(b) for b in ss.bodies}
+        _live["last"] = frame
+    held = _live["frames"].get(min(max(frame, start), _live["last"]))
+    for name, state in (held or {}).items():
+        if name in scene.objects:
+            show(scene.objects[name], state)
+
+
+def _report(message):
+    print(f"Verlet Physics: {message}")
+    wm = bpy.context.window_manager
+    if wm is not None and getattr(bpy.context, "workspace", None) is not None:
+        try:
+            bpy.context.workspace.status_text_set(f"Verlet Physics: {message}")
+        except (AttributeError, RuntimeError):
+            pass

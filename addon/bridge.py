@@ -1,0 +1,155 @@
+"""Blender data <-> NumPy arrays: one bulk foreach_get / foreach_set per array.
+
+Reading goes through the evaluated object (modifiers and animation applied) so that pins follow
+an armature or keyframes. Positions cross the boundary as float32 (Blender's storage) and become
+float64 for the solver. Nothing here writes to the user's mesh: display goes through our own
+shape key (DISPLAY_KEY), and every other output is our own named data.
+"""
+
+import hashlib
+
+import bpy
+import numpy as np
+
+DISPLAY_KEY = "Verlet"          # the one shape key the playback handler writes
+
+
+class BridgeError(ValueError):
+    """Bad input found while reading Blender data; the message names the object and the cause."""
+
+
+def evaluated_mesh(obj, depsgraph):
+    """The evaluated mesh of obj (modifiers applied) and the evaluated object; call
+    ``obj_eval.to_mesh_clear()`` when done with it."""
+    if obj.type != "MESH":
+        raise BridgeError(f"{obj.name}: is a {obj.type.lower()}, not a mesh; only meshes can be "
+                          "simulated")
+    if obj.mode == "EDIT":
+        raise BridgeError(f"{obj.name}: is in Edit Mode; leave Edit Mode to simulate it")
+    obj_eval = obj.evaluated_get(depsgraph)
+    return obj_eval.to_mesh(), obj_eval
+
+
+def positions(mesh):
+    """(n, 3) float64 vertex positions [m] in the mesh's own (object) space."""
+    n = len(mesh.vertices)
+    buf = np.empty(n * 3, dtype=np.float32)
+    mesh.attributes["position"].data.foreach_get("vector", buf)
+    return buf.reshape(n, 3).astype(np.float64)
+
+
+def faces(mesh):
+    """Polygons as a list of int arrays (triangles, quads and n-gons), one bulk read each."""
+    p = len(mesh.polygons)
+    start = np.empty(p, dtype=np.int32)
+    total = np.empty(p, dtype=np.int32)
+    mesh.polygons.foreach_get("loop_start", start)
+    mesh.polygons.foreach_get("loop_total", total)
+    corner = np.empty(len(mesh.loops), dtype=np.int32)
+    mesh.loops.foreach_get("vertex_index", corner)
+    if p == 0:
+        return []
+    if np.all(total == total[0]):
+        return corner.reshape(p, int(total[0])).astype(np.int64)
+    return [corner[s:s + t].astype(np.int64) for s, t in zip(start, total)]
+
+
+def edges(mesh):
+    """(e, 2) int64 vertex pairs of the mesh edges."""
+    e = np.empty(len(mesh.edges) * 2, dtype=np.int32)
+    mesh.edges.foreach_get("vertices", e)
+    return e.reshape(-1, 2).astype(np.int64)
+
+
+def to_world(matrix_world, x):
+    m = np.array(matrix_world, dtype=np.float64)
+    return x @ m[:3, :3].T + m[:3, 3]
+
+
+def to_local(matrix_world, x):
+    m = np.linalg.inv(np.array(matrix_world, dtype=np.float64))
+    return x @ m[:3, :3].T + m[:3, 3]
+
+
+def group_weights(obj, mesh, name):
+    """(n,) float64 weights of vertex group ``name`` (0 where unassigned). Build-time only: vertex
+    group membership has no bulk accessor, so this walks the vertices once."""
+    vg = obj.vertex_groups.get(name)
+    if vg is None:
+        raise BridgeError(f"{obj.name}: vertex group '{name}' does not exist")
+    gi = vg.index
+    w = np.zeros(len(mesh.vertices))
+    for v in mesh.vertices:
+        for g in v.groups:
+            if g.group == gi:
+                w[v.index] = g.weight
+    return w
+
+
+def topology_hash(n_vertices, face_list):
+    """A hash of the vertex count and the faces, to tell when a cache no longer fits the mesh."""
+    h = hashlib.sha256(str(int(n_vertices)).encode())
+    if isinstance(face_list, np.ndarray):
+        h.update(np.ascontiguousarray(face_list, dtype=np.int64).tobytes())
+    else:
+        for f in face_list:
+            h.update(np.asarray(f, dtype=np.int64).tobytes())
+            h.update(b"|")
+    return h.hexdigest()[:16]
+
+
+def ensure_display_key(obj):
+    """Our display shape key (created with a Basis if the mesh has none). Returns the key."""
+    mesh = obj.data
+    if mesh.shape_keys is None or DISPLAY_KEY not in mesh.shape_keys.key_blocks:
+        if mesh.shape_keys is None:
+            obj.shape_key_add(name="Basis", from_mix=False)
+            mesh.shape_keys["verlet_added_basis"] = True     # ours: removed with our key
+        key = obj.shape_key_add(name=DISPLAY_KEY, from_mix=False)
+        key.value = 1.0
+    return mesh.shape_keys.key_blocks[DISPLAY_KEY]
+
+
+def write_display(obj, local_positions):
+    """Show (n, 3) object-space positions through our shape key (one foreach_set)."""
+    key = ensure_display_key(obj)
+    key.data.foreach_set("co", np.asarray(local_positions, dtype=np.float32).ravel())
+    key.value = 1.0
+    obj.data.update()
+
+
+def remove_display_key(obj):
+    """Remove our shape key (and the Basis we added if nothing else remains)."""
+    mesh = obj.data
+    if mesh.shape_keys is None or DISPLAY_KEY not in mesh.shape_keys.key_blocks:
+        return
+    obj.shape_key_remove(mesh.shape_keys.key_blocks[DISPLAY_KEY])
+    keys = mesh.shape_keys
+    if keys is not None and len(keys.key_blocks) == 1 and keys.key_blocks[0].name == "Basis" \
+            and keys.get("verlet_added_basis", False):
+        obj.shape_key_remove(keys.key_blocks[0])
+
+
+def user_data_hash(obj):
+    """A hash of the user's mesh, shape keys and vertex groups, leaving out our own data: used by
+    tests (and debug checks) to prove an operation changed nothing of the user's."""
+    mesh = obj.data
+    h = hashlib.sha256()
+    h.update(np.ascontiguousarray(positions(mesh)).tobytes())
+    h.update(np.ascontiguousarray(edges(mesh)).tobytes())
+    f = faces(mesh)
+    h.update(topology_hash(len(mesh.vertices), f).encode())
+    if mesh.shape_keys is not None:
+        ours_basis = mesh.shape_keys.get("verlet_added_basis", False)
+        for kb in mesh.shape_keys.key_blocks:
+            if kb.name == DISPLAY_KEY or (ours_basis and kb.name == "Basis"):
+                continue
+            co = np.empty(len(kb.data) * 3, dtype=np.float32)
+            kb.data.foreach_get("co", co)
+            h.update(kb.name.encode())
+            h.update(co.tobytes())
+            h.update(np.float32(kb.value).tobytes())
+    for vg in obj.vertex_groups:
+        h.update(vg.name.encode())
+        h.update(group_weights(obj, mesh, vg.name).tobytes())
+    return h.hexdigest()

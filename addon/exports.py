@@ -1,0 +1,92 @@
+"""Outputs from one cache: shape keys, PC2 files with a Mesh Cache modifier, Alembic.
+
+PC2 (the point cache format of 3ds Max, read by Blender's Mesh Cache modifier):
+    12 bytes  b"POINTCACHE2\\0"
+    int32     version (1)
+    int32     number of points
+    float32   start frame
+    float32   sample rate (frames between samples: 1.0)
+    int32     number of samples
+    then float32 (samples, points, 3) object-space positions.
+Every file is written to a temporary name and renamed.
+"""
+
+import os
+import struct
+
+import bpy
+import numpy as np
+
+from . import bake, bridge
+
+PC2_MODIFIER = "Verlet PC2"
+KEY_PREFIX = "Verlet "
+
+
+def write_pc2(obj, directory, header, frames):
+    """Write obj's baked positions as <directory>/<object>.pc2 and add (or update) our Mesh Cache
+    modifier so that frame N shows sample N - frame_start. Returns the file path."""
+    name = "".join(c if c.isalnum() or c in "_.-" else "_" for c in obj.name) + ".pc2"
+    path = os.path.join(directory, name)
+    tmp = path + ".tmp"
+    data = np.ascontiguousarray(frames, dtype="<f4")
+    with open(tmp, "wb") as fh:
+        fh.write(b"POINTCACHE2\0")
+        fh.write(struct.pack("<ii", 1, data.shape[1]))
+        fh.write(struct.pack("<ffi", float(header["frame_start"]), 1.0, data.shape[0]))
+        fh.write(data.tobytes())
+    os.replace(tmp, path)
+    mod = obj.modifiers.get(PC2_MODIFIER) or obj.modifiers.new(PC2_MODIFIER, "MESH_CACHE")
+    mod.cache_format = "PC2"
+    mod.filepath = bpy.path.relpath(path) if bpy.data.filepath else path
+    mod.frame_start = float(header["frame_start"])
+    mod.frame_scale = 1.0
+    mod.deform_mode = "OVERWRITE"
+    mod.interpolation = "LINEAR"
+    mod.time_mode = "FRAME"
+    mod.play_mode = "SCENE"
+    return path
+
+
+def to_shape_keys(obj, header, frames):
+    """One shape key per baked frame, keyed to be fully on at its frame only (deforming kinds),
+    or location/rotation/scale keyframes (RIGID)."""
+    start = header["frame_start"]
+    if header["layout"] == "matrices":
+        for i, m in enumerate(frames):
+            obj.matrix_world = bake._matrix(np.asarray(m, dtype=np.float64).ravel())
+            obj.keyframe_insert("location", frame=start + i)
+            obj.keyframe_insert("rotation_euler", frame=start + i)
+            obj.keyframe_insert("scale", frame=start + i)
+        return
+    bridge.ensure_display_key(obj).mute = True          # the keyed keys take over the display
+    keys = obj.data.shape_keys
+    for i, co in enumerate(frames):
+        f = start + i
+        name = f"{KEY_PREFIX}{f:05d}"
+        kb = keys.key_blocks.get(name) or obj.shape_key_add(name=name, from_mix=False)
+        kb.data.foreach_set("co", np.ascontiguousarray(co, dtype=np.float32).ravel())
+        for frame, value in ((f - 1, 0.0), (f, 1.0), (f + 1, 0.0)):
+            kb.value = value
+            kb.keyframe_insert("value", frame=frame)
+
+
+def write_alembic(context, filepath):
+    """Blender's Alembic exporter over the baked range, our handler in read-only mode so that
+    every (sub)frame shows the cache; written to a temporary name and renamed."""
+    scene = context.scene
+    objs = [o for o in bake.simulated_objects(scene) if o.get("verlet_baked")]
+    headers = [d[0] for d in (bake.load(o) for o in objs) if d is not None]
+    if not headers:
+        raise RuntimeError("no usable bake")
+    start = min(h["frame_start"] for h in headers)
+    end = max(h["frame_end"] for h in headers)
+    os.makedirs(os.path.dirname(os.path.abspath(filepath)) or ".", exist_ok=True)
+    tmp = filepath + ".tmp.abc"
+    with bake.guarded(read_only=True):
+        result = bpy.ops.wm.alembic_export(filepath=tmp, start=start, end=end, selected=False,
+                                           as_background_job=False, evaluation_mode="VIEWPORT")
+    if "FINISHED" not in result or not os.path.exists(tmp):
+        raise RuntimeError("Blender's Alembic exporter did not write the file")
+    os.replace(tmp, filepath)
+    return filepath

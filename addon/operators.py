@@ -1,0 +1,223 @@
+"""Operators (CONTRACT.md): verlet.bake, verlet.free_bake, verlet.bake_to_shape_keys,
+verlet.export_pc2, verlet.export_alembic. Each runs synchronously from scripts and headless
+(EXEC_DEFAULT); verlet.bake invoked from the UI runs modally with a progress bar and cancels on
+Esc, keeping the frames already computed.
+"""
+
+import os
+
+import bpy
+import numpy as np
+from bpy.props import StringProperty
+
+from . import bake, bridge, exports
+from .bridge import BridgeError
+
+
+def _range(scene):
+    s = scene.verlet
+    return s.frame_start, s.frame_end
+
+
+def _baked(scene):
+    return [o for o in bake.simulated_objects(scene) if o.get("verlet_baked")]
+
+
+class VERLET_OT_bake(bpy.types.Operator):
+    """Simulate the scene's Verlet bodies over the frame range and store the result"""
+    bl_idname = "verlet.bake"
+    bl_label = "Bake"
+    bl_options = {"REGISTER"}
+
+    _timer = None
+
+    def execute(self, context):
+        scene = context.scene
+        start, end = _range(scene)
+        try:
+            res = bake.run(context, start, end)
+        except BridgeError as exc:
+            self.report({"ERROR"}, str(exc))
+            scene["verlet_error"] = str(exc)
+            return {"CANCELLED"}
+        return self._finish(context, res)
+
+    def _finish(self, context, res):
+        scene = context.scene
+        try:
+            bake.store(scene, res)
+        except (OSError, ValueError) as exc:
+            self.report({"ERROR"}, str(exc))
+            scene["verlet_error"] = str(exc)
+            return {"CANCELLED"}
+        scene["verlet_error"] = res.error or ""
+        if res.error:
+            self.report({"ERROR"}, f"Bake stopped at {res.error}; frames {res.start}-{res.last} kept")
+        elif res.cancelled:
+            self.report({"WARNING"}, f"Bake cancelled; frames {res.start}-{res.last} kept")
+        else:
+            self.report({"INFO"}, f"Baked frames {res.start}-{res.last} in {res.seconds:.1f} s")
+        bake.on_frame_change(scene)
+        return {"FINISHED"}
+
+    def invoke(self, context, event):
+        # modal: one frame per timer tick so the UI shows progress and Esc cancels
+        scene = context.scene
+        start, end = _range(scene)
+        self._frames = iter(range(start, end + 1))
+        self._cancel = False
+        self._state = None
+        wm = context.window_manager
+        wm.progress_begin(start, end)
+        self._timer = wm.event_timer_add(0.001, window=context.window)
+        wm.modal_handler_add(self)
+        self._start, self._end = start, end
+        self._res = None
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context, event):
+        if event.type == "ESC":
+            self._cancel = True
+        if event.type != "TIMER" and not self._cancel:
+            return {"PASS_THROUGH"}
+        wm = context.window_manager
+        wm.event_timer_remove(self._timer)
+        try:
+            res = bake.run(context, self._start, self._end, should_cancel=self._poll_cancel,
+                           progress=wm.progress_update)
+        except BridgeError as exc:
+            wm.progress_end()
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        wm.progress_end()
+        return self._finish(context, res)
+
+    def _poll_cancel(self):
+        return self._cancel
+
+
+class VERLET_OT_free_bake(bpy.types.Operator):
+    """Delete the bake: our cache files, display shape keys and marks (nothing else)"""
+    bl_idname = "verlet.free_bake"
+    bl_label = "Free Bake"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        bake.free(context.scene)
+        self.report({"INFO"}, "Bake freed")
+        return {"FINISHED"}
+
+
+class VERLET_OT_bake_to_shape_keys(bpy.types.Operator):
+    """Turn the bake into one keyed shape key per frame (a self-contained .blend) and keyframes
+    for rigid bodies"""
+    bl_idname = "verlet.bake_to_shape_keys"
+    bl_label = "Bake to Shape Keys"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        done = 0
+        for obj in _baked(context.scene):
+            data = bake.load(obj)
+            if data is None:
+                self.report({"ERROR"}, f"{obj.name}: {obj.get('verlet_status', 'no usable bake')}")
+                return {"CANCELLED"}
+            exports.to_shape_keys(obj, *data)
+            done += 1
+        if not done:
+            self.report({"ERROR"}, "Nothing is baked: bake first")
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Wrote shape keys or keyframes for {done} object(s)")
+        return {"FINISHED"}
+
+
+class VERLET_OT_export_pc2(bpy.types.Operator):
+    """Write a PC2 point cache per baked deforming object and add a Mesh Cache modifier that
+    plays it without the add-on"""
+    bl_idname = "verlet.export_pc2"
+    bl_label = "Export PC2"
+    bl_options = {"REGISTER", "UNDO"}
+
+    directory: StringProperty(name="Directory", subtype="DIR_PATH",
+                              description="Folder for the .pc2 files (// = beside the .blend)")
+
+    def execute(self, context):
+        directory = bpy.path.abspath(self.directory or "//")
+        if not directory or not os.path.isdir(directory):
+            self.report({"ERROR"}, f"PC2 export: folder '{self.directory}' does not exist")
+            return {"CANCELLED"}
+        written = []
+        for obj in _baked(context.scene):
+            if obj.verlet.kind not in bake.DEFORMING:
+                continue
+            data = bake.load(obj)
+            if data is None:
+                self.report({"ERROR"}, f"{obj.name}: {obj.get('verlet_status', 'no usable bake')}")
+                return {"CANCELLED"}
+            try:
+                written.append(exports.write_pc2(obj, directory, *data))
+            except OSError as exc:
+                self.report({"ERROR"}, f"{obj.name}: cannot write PC2 in '{directory}': {exc}")
+                return {"CANCELLED"}
+        if not written:
+            self.report({"ERROR"}, "Nothing to export: bake a cloth, plant or soft body first")
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Wrote {len(written)} PC2 file(s) to {directory}")
+        return {"FINISHED"}
+
+    def invoke(self, context, event):
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+
+class VERLET_OT_export_alembic(bpy.types.Operator):
+    """Export the baked range through Blender's Alembic exporter (rigid bodies as transforms)"""
+    bl_idname = "verlet.export_alembic"
+    bl_label = "Export Alembic"
+    bl_options = {"REGISTER"}
+
+    filepath: StringProperty(name="File Path", subtype="FILE_PATH")
+
+    def execute(self, context):
+        if not self.filepath:
+            self.report({"ERROR"}, "Alembic export: no file path given")
+            return {"CANCELLED"}
+        if not _baked(context.scene):
+            self.report({"ERROR"}, "Nothing is baked: bake first")
+            return {"CANCELLED"}
+        try:
+            exports.write_alembic(context, bpy.path.abspath(self.filepath))
+        except (OSError, RuntimeError) as exc:
+            self.report({"ERROR"}, f"Alembic export to '{self.filepath}' failed: {exc}")
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Wrote {self.filepath}")
+        return {"FINISHED"}
+
+    def invoke(self, context, event):
+        if not self.filepath:
+            self.filepath = bpy.path.ensure_ext(bpy.path.abspath("//") + "verlet", ".abc")
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+
+_classes = (VERLET_OT_bake, VERLET_OT_free_bake, VERLET_OT_bake_to_shape_keys,
+            VERLET_OT_export_pc2, VERLET_OT_export_alembic)
+
+
+@bpy.app.handlers.persistent
+def _frame_change(scene, depsgraph=None):
+    bake.on_frame_change(scene, depsgraph)
+
+
+def register():
+    for c in _classes:
+        bpy.utils.register_class(c)
+    if _frame_change not in bpy.app.handlers.frame_change_post:
+        bpy.app.handlers.frame_change_post.append(_frame_change)
+
+
+def unregister():
+    if _frame_change in bpy.app.handlers.frame_change_post:
+        bpy.app.handlers.frame_change_post.remove(_frame_change)
+    for c in reversed(_classes):
+        bpy.utils.unregister_class(c)

@@ -1,0 +1,281 @@
+"""The scene as one simulation: Blender objects -> Builder -> Simulation, and back.
+
+Every object whose ``verlet.kind`` is not NONE takes part; all step in one Simulation. Positions
+enter the solver in world space [m]; results leave as object-space positions (deforming kinds)
+or world matrices (RIGID). Colliders and pins are read from the evaluated depsgraph every frame,
+so animation, constraints and armatures drive them.
+"""
+
+import math
+
+import numpy as np
+
+from ..solver import Builder, Simulation
+from ..solver.builder import signed_volume  # noqa: F401  (re-exported for tests)
+from . import bridge
+from .bridge import BridgeError
+
+DEFORMING = ("CLOTH", "PLANT", "SOFT")
+SIMULATED = DEFORMING + ("RIGID",)
+
+
+def _settings(obj, name, default):
+    """A setting from obj.verlet, with NaN or negative values refused by name."""
+    value = getattr(obj.verlet, name, default)
+    if isinstance(value, float) and (not math.isfinite(value) or value < 0):
+        raise BridgeError(f"{obj.name}: {name} is {value!r}; it must be a finite number >= 0")
+    return value
+
+
+def compliance(obj, name, default):
+    """XPBD compliance [m/N] of a stiffness setting (1 = rigid; see properties.py)."""
+    stiffness = _settings(obj, name, None)
+    if stiffness is None:
+        return default
+    from .properties import compliance_from_stiffness
+    return compliance_from_stiffness(stiffness)
+
+
+def infer_collider(obj, x_local):
+    """(shape, local 4x4 offset, size kwargs) of a collider mesh, from its geometry.
+
+    Recognises Blender's plane, cube, UV and ico sphere and cylinder primitives (in object space,
+    so any object scale or rotation works through the world matrix). Raises BridgeError naming
+    the object when the shape is not one of those and was not chosen explicitly."""
+    choice = getattr(obj.verlet, "collider_shape", "AUTO")
+    lo, hi = x_local.min(axis=0), x_local.max(axis=0)
+    centre = (lo + hi) / 2
+    ext = hi - lo
+    q = x_local - centre
+    size = float(ext.max())
+    tol = 1e-3 * max(size, 1e-9)
+    offset = np.eye(4)
+    offset[:3, 3] = centre
+    r_xy = np.hypot(q[:, 0], q[:, 1])
+    if choice == "AUTO":
+        if ext[2] <= tol and len(x_local) >= 3:
+            choice = "PLANE"
+        elif np.all(np.abs(np.linalg.norm(q, axis=1) - ext.max() / 2) <= 2e-2 * size):
+            choice = "SPHERE"
+        elif np.all(np.isclose(np.abs(q), ext / 2, atol=tol)):
+            choice = "BOX"
+        elif np.all(np.isclose(np.abs(q[:, 2]), ext[2] / 2, atol=tol)) and \
+                np.all(np.abs(r_xy - ext[0] / 2) <= 1e-2 * size) and abs(ext[0] - ext[1]) <= 2e-2 * size:
+            choice = "CYLINDER"
+        else:
+            raise BridgeError(f"{obj.name}: AUTO cannot tell which collider shape this mesh is "
+                              "(not a plane, cube, sphere or cylinder primitive); choose the "
+                              "shape explicitly")
+    if choice == "PLANE":
+        return "plane", offset, {}
+    if choice == "SPHERE":
+        return "sphere", offset, {"radius": float(np.linalg.norm(q, axis=1).max())}
+    if choice == "BOX":
+        return "box", offset, {"size": tuple(float(e) for e in np.maximum(ext, 1e-6))}
+    radius = float(max(ext[0], ext[1]) / 2)
+    depth = float(max(ext[2], 2 * radius if choice == "CAPSULE" else 1e-6))
+    return choice.lower(), offset, {"radius": radius, "depth": depth}
+
+
+class Body:
+    """One simulated object: its particle ids and how results go back to Blender."""
+
+    def __init__(self, obj, kind, ids, rest_world, matrix_world, topo_hash, pin_local=None):
+        self.name = obj.name
+        self.kind = kind
+        self.ids = ids                      # (n,) int64 particle ids, in vertex order
+        self.rest_world = rest_world        # (n, 3) float64 [m] world positions at the start
+        self.rest_matrix = np.array(matrix_world, dtype=np.float64)   # (4, 4) at the start
+        self.topology_hash = topo_hash
+        self.pin_local = pin_local          # (p,) int64 vertex indices that are pinned, or None
+
+
+class SceneSim:
+    """Builds and steps the scene's one Simulation."""
+
+    def __init__(self, scene, depsgraph):
+        self.scene = scene
+        self.bodies = []
+        self.colliders = []                 # (object name, collider index, local offset)
+        b = Builder()
+        objs = [o for o in scene.objects if getattr(o, "verlet", None) is not None
+                and o.verlet.kind != "NONE"]
+        if not any(o.verlet.kind in SIMULATED for o in objs):
+            raise BridgeError("the scene has no Verlet body to simulate (set an object's kind to "
+                              "Cloth, Plant, Soft Body or Rigid Body)")
+        for obj in objs:
+            mesh, obj_eval = bridge.evaluated_mesh(obj, depsgraph)
+            try:
+                self._add(b, obj, obj_eval, mesh)
+            finally:
+                obj_eval.to_mesh_clear()
+        self.model = b.build()
+        s = scene.verlet
+        g = getattr(s, "gravity_scale", 1.0) * np.array(scene.gravity, dtype=np.float64) \
+            if scene.use_gravity else np.zeros(3)
+        self.sim = Simulation(self.model, substeps=s.substeps, iterations=s.iterations,
+                              gravity=g, damping=getattr(s, "damping", 0.0),
+                              air_drag=getattr(s, "air_drag", 1.0))
+        strength = getattr(s, "wind_strength", 0.0)
+        if strength:
+            d = np.array(getattr(s, "wind_direction", (1.0, 0.0, 0.0)), dtype=np.float64)
+            d = d / max(np.linalg.norm(d), 1e-12)
+            self.sim.set_wind(d * strength, turbulence=getattr(s, "wind_turbulence", 0.0),
+                              seed=getattr(s, "wind_seed", 0))
+        self.fps = scene.render.fps / scene.render.fps_base
+
+    # ------------------------------------------------------------------ building
+    def _add(self, b, obj, obj_eval, mesh):
+        kind = obj.verlet.kind
+        x_local = bridge.positions(mesh)
+        if not np.all(np.isfinite(x_local)):
+            raise BridgeError(f"{obj.name}: the mesh has NaN or infinite coordinates")
+        mw = obj_eval.matrix_world
+        if kind == "COLLIDER":
+            shape, offset, size = infer_collider(obj, x_local)
+            m = np.array(mw, dtype=np.float64) @ offset
+            k = b.add_collider(shape, matrix=m, friction=_settings(obj, "friction", 0.5),
+                               restitution=min(_settings(obj, "restitution", 0.0), 1.0),
+                               thickness=_settings(obj, "thickness", 0.0), **size)
+            self.colliders.append((obj.name, k, offset))
+            return
+        x = bridge.to_world(mw, x_local)
+        faces = bridge.faces(mesh)
+        n = len(x)
+        if n == 0:
+            raise BridgeError(f"{obj.name}: the mesh has no vertices")
+        mass = _settings(obj, "mass", 1.0)
+        if mass <= 0:
+            raise BridgeError(f"{obj.name}: mass must be > 0")
+        radius = _settings(obj, "thickness", 0.0)
+        try:
+            ids = self._add_kind(b, obj, mesh, kind, x, faces, mass, radius)
+        except ValueError as exc:
+            raise BridgeError(f"{obj.name}: {exc}") from None
+        pin_local = None
+        if obj.verlet.pin_group:
+            w = bridge.group_weights(obj, mesh, obj.verlet.pin_group)
+            pin_local = np.nonzero(w > 0)[0]
+            if pin_local.size == 0:
+                raise BridgeError(f"{obj.name}: pin group '{obj.verlet.pin_group}' is empty")
+            b.pin(ids[pin_local])
+        self.bodies.append(Body(obj, kind, ids, x, mw, bridge.topology_hash(n, faces), pin_local))
+
+    def _add_kind(self, b, obj, mesh, kind, x, faces, mass, radius):
+        n = len(x)
+        if kind == "CLOTH":
+            if len(faces) == 0:
+                raise BridgeError(f"{obj.name}: a cloth needs faces; this mesh has none")
+            area = _area(x, faces)
+            return b.add_cloth(x, faces, density=mass / max(area, 1e-12), radius=radius,
+                               stretch_compliance=compliance(obj, "stretch_stiffness", 0.0),
+                               shear_compliance=compliance(obj, "shear_stiffness", 0.0),
+                               bend_compliance=compliance(obj, "bend_stiffness", 1e-3))
+        if kind == "PLANT":
+            if len(faces):
+                area = _area(x, faces)
+                return b.add_cloth(x, faces, density=mass / max(area, 1e-12), radius=radius,
+                                   bend_compliance=compliance(obj, "bend_stiffness", 1e-5))
+            e = bridge.edges(mesh)
+            if len(e) == 0:
+                raise BridgeError(f"{obj.name}: a plant needs faces or edges")
+            ids = b.add_particles(x, mass=mass / n, radius=radius)
+            b.add_sticks(ids[e])
+            support = _strand_supports(e, n)
+            if len(support):
+                b.add_sticks(ids[support], compliance=compliance(obj, "bend_stiffness", 1e-5))
+            return ids
+        ids = b.add_particles(x, mass=mass / n, radius=radius)
+        if kind == "SOFT":
+            e = bridge.edges(mesh)
+            if len(e):
+                b.add_sticks(ids[e], compliance=compliance(obj, "stretch_stiffness", 1e-4))
+            b.add_shape_match(ids, stiffness=max(getattr(obj.verlet, "shape_stiffness", 0.3), 1e-3))
+            if len(faces) and getattr(obj.verlet, "use_volume", True):
+                try:
+                    b.add_volume(ids[faces] if isinstance(faces, np.ndarray)
+                                 else [ids[f] for f in faces],
+                                 pressure=max(getattr(obj.verlet, "pressure", 1.0), 1e-3))
+                except ValueError:
+                    pass        # an open surface encloses no volume: shape matching alone
+            return ids
+        if kind == "RIGID":
+            b.add_shape_match(ids, stiffness=1.0)
+            return ids
+        raise BridgeError(f"{obj.name}: unknown kind {kind!r}")
+
+    # ------------------------------------------------------------------ stepping
+    def step_to(self, depsgraph):
+        """Advance one frame to the scene's current (already evaluated) frame: colliders and pins
+        take their evaluated placement at that frame, reached at the end of the step."""
+        for name, k, offset in self.colliders:
+            obj = self.scene.objects[name].evaluated_get(depsgraph)
+            self.sim.set_collider_matrix(k, np.array(obj.matrix_world, dtype=np.float64) @ offset)
+        for body in self.bodies:
+            if body.pin_local is None:
+                continue
+            obj = self.scene.objects[body.name]
+            mesh, obj_eval = bridge.evaluated_mesh(obj, depsgraph)
+            try:
+                x = bridge.to_world(obj_eval.matrix_world, bridge.positions(mesh))
+            finally:
+                obj_eval.to_mesh_clear()
+            if len(x) != len(body.ids):
+                raise BridgeError(f"{body.name}: the vertex count changed during the simulation "
+                                  f"({len(body.ids)} -> {len(x)}); a modifier changes the topology")
+            self.sim.set_pin_targets(body.ids[body.pin_local], x[body.pin_local])
+        self.sim.step(1.0 / self.fps)
+
+    def result(self, body):
+        """The body's current state: (n, 3) object-space positions (deforming kinds, relative to
+        the object's world matrix at the start) or its (4, 4) world matrix (RIGID)."""
+        x = np.array(self.sim.x[body.ids])
+        if body.kind == "RIGID":
+            return rigid_matrix(body.rest_world, x) @ body.rest_matrix
+        return bridge.to_local(body.rest_matrix, x)
+
+
+def rigid_matrix(rest, current):
+    """(4, 4) world transform taking rest points (n, 3) onto current ones (Kabsch)."""
+    c0, c1 = rest.mean(axis=0), current.mean(axis=0)
+    h = (rest - c0).T @ (current - c1)
+    u, _, vt = np.linalg.svd(h)
+    d = np.sign(np.linalg.det(vt.T @ u.T)) or 1.0
+    r = vt.T @ np.diag([1.0, 1.0, d]) @ u.T
+    m = np.eye(4)
+    m[:3, :3] = r
+    m[:3, 3] = c1 - r @ c0
+    return m
+
+
+def _area(x, faces):
+    total = 0.0
+    for f in (faces if not isinstance(faces, np.ndarray) else [faces]):
+        f = np.atleast_2d(f)
+        p = x[f]
+        nrm = np.zeros((len(f), 3))
+        for k in range(f.shape[1]):
+            nrm += np.cross(p[:, k], p[:, (k + 1) % f.shape[1]])
+        total += 0.5 * float(np.linalg.norm(nrm, axis=1).sum())
+    return total
+
+
+def _strand_supports(e, n):
+    """Support sticks of edge-only strands: for two edges meeting at a vertex, a stick between
+    their far ends (Jakobsen's plant support sticks)."""
+    a = np.concatenate([e[:, 0], e[:, 1]])
+    other = np.concatenate([e[:, 1], e[:, 0]])
+    order = np.argsort(a, kind="stable")
+    a, other = a[order], other[order]
+    pairs = []
+    starts = np.nonzero(np.r_[True, a[1:] != a[:-1]])[0]
+    ends = np.r_[starts[1:], len(a)]
+    for s, t in zip(starts, ends):          # build time only: per shared vertex
+        nb = other[s:t]
+        for i in range(len(nb)):
+            for j in range(i + 1, len(nb)):
+                pairs.append((nb[i], nb[j]))
+    if not pairs:
+        return np.zeros((0, 2), np.int64)
+    p = np.unique(np.sort(np.array(pairs, dtype=np.int64), axis=1), axis=0)
+    return p[p[:, 0] != p[:, 1]]
