@@ -4,9 +4,9 @@ Data flows one way each frame: Blender objects -> bridge -> solver arrays -> sol
 arrays -> bridge -> Blender. This package holds the Blender ends of that flow.
 """
 
-from . import cli, operators, properties
+from . import cli, operators, panels, presets_menu, properties
 
-_modules = (properties, operators, cli)
+_modules = (properties, presets_menu, panels, operators, cli)
 
 
 def register():

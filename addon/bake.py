@@ -156,6 +156,10 @@ def store(scene, res):
     """Write every object's frames to its cache and mark the objects baked. Returns the paths."""
     shash = settings_hash(scene)
     paths = []
+    for obj in scene.objects:              # colliders too: their settings lock with the bake
+        if getattr(obj, "verlet", None) is not None and obj.verlet.kind == "COLLIDER":
+            obj["verlet_baked"] = True
+            obj["verlet_status"] = "Collider of a baked simulation"
     for name, frames in res.frames.items():
         obj = scene.objects[name]
         rigid = res.kinds[name] == "RIGID"
@@ -177,6 +181,11 @@ def store(scene, res):
 
 def free(scene, objs=None):
     """Remove our caches, display keys and marks (only what the product created)."""
+    for obj in scene.objects:
+        if getattr(obj, "verlet", None) is not None and obj.verlet.kind == "COLLIDER":
+            for key in ("verlet_baked", "verlet_status"):
+                if key in obj:
+                    del obj[key]
     for obj in objs or simulated_objects(scene):
         cache.remove(obj.name)
         if obj.type == "MESH":

@@ -1,13 +1,41 @@
 """Settings stored on Blender data: Object.verlet and Scene.verlet (see CONTRACT.md).
 
-Units follow the solver: mass [kg], thickness [m]; friction is a Coulomb coefficient.
+Units follow the solver: mass [kg], thickness [m], wind speed [m/s], air drag [kg/(m^2 s)];
+friction is a Coulomb coefficient; damping is the fraction of velocity removed per second (the
+same at any substep count).
+
+Stiffness. The artist-facing ``stretch_stiffness``, ``shear_stiffness`` and ``bend_stiffness``
+are numbers in [0, 1] that map to XPBD compliance [m/N] (inverse physical stiffness) through
+:func:`compliance_from_stiffness`::
+
+    compliance(s) = C_MAX * (10 ** (-D * s) - 10 ** -D) / (1 - 10 ** -D)
+    with C_MAX = 1.0 m/N and D = 8 decades
+
+so each 0.125 of stiffness is one decade of compliance (s = 0.375 -> ~1e-3 m/N, the solver's
+default cloth bend; s = 0.5 -> ~1e-4; s = 0.875 -> ~9e-8), s = 0 is 1 m/N (as good as no
+constraint) and s = 1 is exactly 0 (inextensible). The mapping is continuous and strictly
+decreasing, and :func:`stiffness_from_compliance` is its exact inverse on [0, C_MAX]. XPBD
+compliance is a physical quantity, so a stiffness means the same at any substep or iteration
+count.
+
+Validation. Every numeric property has hard ``min``/``max`` bounds, so the UI cannot set a
+negative, infinite or out-of-range value (Blender clamps what scripts assign too, e.g. -1 becomes
+the minimum). Blender's clamp lets NaN through when a *script* assigns it; NaN is refused when
+the simulation is built: the bake code (``simscene``) refuses non-finite object settings by name,
+and :func:`invalid_settings` lists every non-finite setting of an Object.verlet or Scene.verlet
+for the bake code to report before it builds anything.
 """
 
-import bpy
-from bpy.props import (BoolProperty, EnumProperty, FloatProperty, IntProperty, PointerProperty,
-                       StringProperty)
+import math
 
-from ..solver.simulation import DEFAULT_ITERATIONS, DEFAULT_SUBSTEPS
+import bpy
+import numpy as np
+from bpy.props import (BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty,
+                       IntProperty, PointerProperty, StringProperty)
+
+from ..solver.builder import CLOTH_BEND_COMPLIANCE
+from ..solver.simulation import (DEFAULT_AIR_DRAG, DEFAULT_DAMPING, DEFAULT_ITERATIONS,
+                                 DEFAULT_SUBSTEPS)
 
 KINDS = (
     ("NONE", "None", "Not simulated"),
@@ -27,22 +55,120 @@ COLLIDER_SHAPES = (
     ("CAPSULE", "Capsule", "A capsule along the object's local Z"),
 )
 
+# ---------------------------------------------------------------------- stiffness <-> compliance
+COMPLIANCE_MAX = 1.0        # [m/N] compliance at stiffness 0
+STIFFNESS_DECADES = 8       # decades of compliance spanned by stiffness 0..1
+_FLOOR = 10.0 ** -STIFFNESS_DECADES
 
+
+def compliance_from_stiffness(stiffness):
+    """XPBD compliance [m/N] of an artist stiffness in [0, 1] (scalar or array; see the module
+    docstring): 0 -> COMPLIANCE_MAX (1 m/N), 1 -> exactly 0 (inextensible), one decade per
+    1/8 of stiffness in between. Values outside [0, 1] are clamped; NaN raises ValueError."""
+    s = np.asarray(stiffness, dtype=np.float64)
+    if not np.all(np.isfinite(s)):
+        raise ValueError(f"stiffness: must be a finite number in [0, 1], got {stiffness!r}")
+    s = np.clip(s, 0.0, 1.0)
+    c = COMPLIANCE_MAX * (10.0 ** (-STIFFNESS_DECADES * s) - _FLOOR) / (1.0 - _FLOOR)
+    c = np.maximum(c, 0.0)
+    return float(c) if c.ndim == 0 else c
+
+
+def stiffness_from_compliance(compliance):
+    """The stiffness in [0, 1] whose compliance_from_stiffness is ``compliance`` [m/N] (the exact
+    inverse; compliance above COMPLIANCE_MAX gives 0, compliance 0 gives 1). Negative or NaN
+    compliance raises ValueError."""
+    c = np.asarray(compliance, dtype=np.float64)
+    if not np.all(np.isfinite(c)) or np.any(c < 0):
+        raise ValueError(f"compliance: must be a finite number >= 0 [m/N], got {compliance!r}")
+    c = np.minimum(c, COMPLIANCE_MAX)
+    s = -np.log10(c / COMPLIANCE_MAX * (1.0 - _FLOOR) + _FLOOR) / STIFFNESS_DECADES
+    s = np.clip(s, 0.0, 1.0)
+    return float(s) if s.ndim == 0 else s
+
+
+# default bend stiffness: the solver's default cloth bend compliance (1e-3 m/N -> 0.375)
+DEFAULT_BEND_STIFFNESS = stiffness_from_compliance(CLOTH_BEND_COMPLIANCE)
+
+
+def wind_velocity(scene_settings):
+    """(3,) wind velocity [m/s]: wind_direction normalised, times wind_strength. A zero
+    direction or strength gives no wind."""
+    d = np.array(scene_settings.wind_direction, dtype=np.float64)
+    norm = float(np.linalg.norm(d))
+    if norm < 1e-12 or scene_settings.wind_strength == 0.0:
+        return np.zeros(3)
+    return d / norm * float(scene_settings.wind_strength)
+
+
+def invalid_settings(settings):
+    """Names of the float settings of ``settings`` (an Object.verlet or Scene.verlet) that hold NaN
+    or infinity: scripts can assign NaN past Blender's min/max clamp, the UI cannot."""
+    bad = []
+    for prop in settings.bl_rna.properties:
+        if prop.type != "FLOAT":
+            continue
+        value = getattr(settings, prop.identifier)
+        values = value if getattr(prop, "is_array", False) else (value,)
+        if not all(math.isfinite(v) for v in values):
+            bad.append(prop.identifier)
+    return bad
+
+
+# ---------------------------------------------------------------------- object settings
 class VerletObjectSettings(bpy.types.PropertyGroup):
     kind: EnumProperty(name="Kind", items=KINDS, default="NONE",
                        description="How this object takes part in the simulation")
     pin_group: StringProperty(name="Pin Group",
                               description="Vertex group of vertices that follow the mesh")
-    mass: FloatProperty(name="Mass", default=1.0, min=1e-6, soft_max=1000.0, unit="MASS",
-                        description="Total mass of the object [kg]")
-    friction: FloatProperty(name="Friction", default=0.5, min=0.0, soft_max=2.0,
+    mass: FloatProperty(name="Mass", default=1.0, min=1e-6, max=1e9, soft_max=1000.0,
+                        unit="MASS", description="Total mass of the object [kg]")
+    friction: FloatProperty(name="Friction", default=0.5, min=0.0, max=10.0, soft_max=2.0,
                             description="Coulomb friction coefficient")
-    thickness: FloatProperty(name="Thickness", default=0.0, min=0.0, soft_max=0.1,
+    thickness: FloatProperty(name="Thickness", default=0.0, min=0.0, max=100.0, soft_max=0.1,
                              unit="LENGTH", description="Collision offset from the surface [m]")
     collider_shape: EnumProperty(name="Collider Shape", items=COLLIDER_SHAPES, default="AUTO",
                                  description="Shape used when this object is a collider")
 
+    # stiffness: 0..1 mapped to XPBD compliance by compliance_from_stiffness (module docstring)
+    stretch_stiffness: FloatProperty(
+        name="Stretch", default=1.0, min=0.0, max=1.0, precision=3,
+        description="Resistance to stretching along edges: 1 = inextensible (compliance 0), "
+                    "each 0.125 less is 10x more compliant; the same at any substep count")
+    shear_stiffness: FloatProperty(
+        name="Shear", default=1.0, min=0.0, max=1.0, precision=3,
+        description="Resistance to shearing across polygon diagonals: 1 = rigid (compliance 0), "
+                    "each 0.125 less is 10x more compliant")
+    bend_stiffness: FloatProperty(
+        name="Bend", default=DEFAULT_BEND_STIFFNESS, min=0.0, max=1.0, precision=3,
+        description="Resistance to bending across adjacent faces: 1 = rigid, 0.375 = cotton "
+                    "(1e-3 m/N), each 0.125 less is 10x more compliant")
+    restitution: FloatProperty(
+        name="Restitution", default=0.0, min=0.0, max=1.0,
+        description="Bounciness at contact: fraction of the normal speed kept (0 = no bounce)")
+    shape_stiffness: FloatProperty(
+        name="Shape Stiffness", default=0.5, min=0.001, max=1.0, precision=3,
+        description="Soft body shape matching: 1 = rigid, lower = softer (solver goal "
+                    "compliance (1/s - 1) * 1e-3 m/N)")
+    pressure: FloatProperty(
+        name="Pressure", default=1.0, min=0.01, max=100.0, soft_max=5.0,
+        description="Soft body volume as a multiple of its rest volume (> 1 inflates)")
+    use_volume: BoolProperty(
+        name="Keep Volume", default=True,
+        description="Soft body: keep the volume enclosed by the (closed) surface")
+    taper_group: StringProperty(
+        name="Taper Group",
+        description="Plant: vertex group scaling stiffness per vertex (weight 1 = full "
+                    "stiffness, e.g. at the root; 0 = limp, e.g. at the tip); empty = uniform")
+    damping: FloatProperty(
+        name="Damping", default=0.0, min=0.0, max=1.0,
+        description="Fraction of this object's velocity removed per second (0 = none), the "
+                    "same at any substep count")
+    preset: StringProperty(
+        name="Preset", description="The last preset applied (informational)")
 
+
+# ---------------------------------------------------------------------- scene settings
 def _range_getter(key, scene_attr, default):
     def get(self):
         if self.use_scene_range:
@@ -75,6 +201,31 @@ class VerletSceneSettings(bpy.types.PropertyGroup):
     frame_end: IntProperty(name="End", description="Last simulated frame",
                            get=_range_getter("frame_end", "frame_end", 250),
                            set=_range_setter("frame_end"))
+
+    wind_direction: FloatVectorProperty(
+        name="Wind Direction", size=3, default=(1.0, 0.0, 0.0), subtype="DIRECTION",
+        min=-1000.0, max=1000.0, soft_min=-1.0, soft_max=1.0,
+        description="Direction the wind blows towards (normalised when used; zero = no wind)")
+    wind_strength: FloatProperty(
+        name="Wind Speed", default=0.0, min=0.0, max=1000.0, soft_max=30.0, unit="VELOCITY",
+        description="Mean wind speed [m/s]")
+    wind_turbulence: FloatProperty(
+        name="Turbulence", default=0.0, min=0.0, max=10.0, soft_max=1.0,
+        description="Gust strength as a fraction of the wind speed (0 = steady)")
+    wind_seed: IntProperty(
+        name="Seed", default=0, min=0, max=2**31 - 1,
+        description="Random seed of the turbulence (the same seed gives the same gusts)")
+    air_drag: FloatProperty(
+        name="Air Drag", default=DEFAULT_AIR_DRAG, min=0.0, max=10000.0, soft_max=10.0,
+        description="Air drag on surfaces through their normal [kg/(m^2 s)]; what wind pushes "
+                    "with")
+    gravity_scale: FloatProperty(
+        name="Gravity Scale", default=1.0, min=0.0, max=100.0, soft_max=2.0,
+        description="Multiplier on the scene's gravity")
+    damping: FloatProperty(
+        name="Damping", default=DEFAULT_DAMPING, min=0.0, max=1.0,
+        description="Fraction of velocity removed per second for every body (0 = none), the "
+                    "same at any substep count")
 
 
 _classes = (VerletObjectSettings, VerletSceneSettings)

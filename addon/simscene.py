@@ -97,9 +97,17 @@ class SceneSim:
         self.scene = scene
         self.bodies = []
         self.colliders = []                 # (object name, collider index, local offset)
+        from .properties import invalid_settings
+        bad = invalid_settings(scene.verlet)
+        if bad:
+            raise BridgeError(f"{scene.name}: scene setting {', '.join(bad)} is not a finite number")
         b = Builder()
         objs = [o for o in scene.objects if getattr(o, "verlet", None) is not None
                 and o.verlet.kind != "NONE"]
+        for obj in objs:
+            bad = invalid_settings(obj.verlet)
+            if bad:
+                raise BridgeError(f"{obj.name}: {', '.join(bad)} is not a finite number")
         if not any(o.verlet.kind in SIMULATED for o in objs):
             raise BridgeError("the scene has no Verlet body to simulate (set an object's kind to "
                               "Cloth, Plant, Soft Body or Rigid Body)")
@@ -172,18 +180,26 @@ class SceneSim:
                                shear_compliance=compliance(obj, "shear_stiffness", 0.0),
                                bend_compliance=compliance(obj, "bend_stiffness", 1e-3))
         if kind == "PLANT":
+            taper = None
+            if getattr(obj.verlet, "taper_group", ""):
+                taper = bridge.group_weights(obj, mesh, obj.verlet.taper_group)
             if len(faces):
                 area = _area(x, faces)
-                return b.add_cloth(x, faces, density=mass / max(area, 1e-12), radius=radius,
-                                   bend_compliance=compliance(obj, "bend_stiffness", 1e-5))
-            e = bridge.edges(mesh)
-            if len(e) == 0:
-                raise BridgeError(f"{obj.name}: a plant needs faces or edges")
-            ids = b.add_particles(x, mass=mass / n, radius=radius)
-            b.add_sticks(ids[e])
-            support = _strand_supports(e, n)
+                ids = b.add_cloth(x, faces, density=mass / max(area, 1e-12), radius=radius,
+                                  stretch_compliance=compliance(obj, "stretch_stiffness", 0.0),
+                                  shear_compliance=compliance(obj, "shear_stiffness", 0.0),
+                                  bend=False)
+                from ..solver.mesh import cloth_topology, normalize_faces
+                support = cloth_topology(*normalize_faces(faces, n), n)["bend"]
+            else:
+                e = bridge.edges(mesh)
+                if len(e) == 0:
+                    raise BridgeError(f"{obj.name}: a plant needs faces or edges")
+                ids = b.add_particles(x, mass=mass / n, radius=radius)
+                b.add_sticks(ids[e], compliance=compliance(obj, "stretch_stiffness", 0.0))
+                support = _strand_supports(e, n)
             if len(support):
-                b.add_sticks(ids[support], compliance=compliance(obj, "bend_stiffness", 1e-5))
+                b.add_sticks(ids[support], compliance=_tapered(obj, taper, support))
             return ids
         ids = b.add_particles(x, mass=mass / n, radius=radius)
         if kind == "SOFT":
@@ -246,6 +262,17 @@ def rigid_matrix(rest, current):
     m[:3, :3] = r
     m[:3, 3] = c1 - r @ c0
     return m
+
+
+def _tapered(obj, taper, pairs):
+    """Compliance [m/N] of plant support sticks: the bend stiffness, scaled toward the tips by
+    the taper group's weight (mean of the stick's two ends; weight 1 = full stiffness)."""
+    stiffness = _settings(obj, "bend_stiffness", 0.375)
+    from .properties import compliance_from_stiffness
+    if taper is None:
+        return compliance_from_stiffness(stiffness)
+    w = np.clip(0.5 * (taper[pairs[:, 0]] + taper[pairs[:, 1]]), 0.0, 1.0)
+    return compliance_from_stiffness(stiffness * w)
 
 
 def _area(x, faces):

@@ -47,7 +47,11 @@ def numba_kernels():
     if _state["numba"] is None and _state["error"] is None:
         try:
             import numba
-            cache = _state["cache_dir"] or os.environ.get("VERLET_CACHE_DIR") or default_cache_dir()
+            base = _state["cache_dir"] or os.environ.get("VERLET_CACHE_DIR") or default_cache_dir()
+            # one folder per import name: Numba keys its cache by source file, but a cached
+            # kernel remembers the module it was compiled in, so the same file imported as
+            # "solver" (tests) and as "verlet_physics.solver" (inside Blender) must not share it
+            cache = os.path.join(base, __name__.rpartition(".")[0] or "solver")
             os.makedirs(cache, exist_ok=True)
             numba.config.CACHE_DIR = cache
             _state["cache_dir"] = cache

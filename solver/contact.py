@@ -27,7 +27,7 @@ contact works at any point of the body, not only at its particles.
 
 import numpy as np
 
-from . import sdf
+from . import exact, sdf
 
 
 def _friction(rel, n, depth_total, used, mu_s, mu_k):
@@ -108,11 +108,30 @@ class Colliders:
         return points - sdf.to_world_points(f0, u * f0.scale)
 
     # ------------------------------------------------------------------ contact solve
-    def project(self, x, x_prev, radius, cs):
-        """Project candidate particles out of every collider, with friction. cs: ContactState."""
+    def project(self, x, x_prev, radius, cs, rows=None, kernels=None):
+        """Project candidate particles out of every collider, with friction. cs: ContactState.
+        Colliders whose SDF is exact go through exact.py (or its compiled mirror when
+        ``kernels`` is given, with ``rows`` = the (3, n) position and previous-position
+        arrays behind x and x_prev); the first-order ones through sdf.evaluate below."""
         for k in range(self.count):
             idx = self.candidates[k]
             if idx.size == 0:
+                continue
+            now, before = self.now[k], self.before[k]
+            if sdf.is_exact(self.shape[k], now.scale):
+                abc = exact.scaled_dims(self.shape[k], self.dims[k], now.scale)
+                moving = before is not now
+                if kernels is not None:
+                    X, Xp = rows
+                    kernels.project_exact(
+                        X, Xp, idx, int(self.shape[k]), float(abc[0]), float(abc[1]),
+                        float(abc[2]), float(self.thickness[k]), radius, now.rotation,
+                        now.translation, now.scale, before.rotation, before.translation,
+                        before.scale, moving, float(self.mu_s[k]), float(self.mu_k[k]), k,
+                        cs.depth, cs.used, cs.touching, cs.normal, cs.motion, cs.collider)
+                else:
+                    exact.project(x, x_prev, idx, self.shape[k], abc, self.thickness[k], radius,
+                                  now, before, moving, self.mu_s[k], self.mu_k[k], k, cs)
                 continue
             xc = x[idx]
             phi, n = sdf.evaluate(self.shape[k], self.dims[k], self.now[k], xc)

@@ -234,10 +234,12 @@ def is_exact(shape, scale):
     """Whether the SDF is exact for this shape under this scale (see the module docstring)."""
     if shape in (PLANE, BOX):
         return True
+    # equal to float32 precision: Blender's matrices are float32, so a uniformly scaled, rotated
+    # object has scales that differ in the 7th digit
     sx, sy, sz = scale
     if shape == SPHERE:
-        return abs(sx - sy) <= 1e-9 * sx and abs(sx - sz) <= 1e-9 * sx
-    return abs(sx - sy) <= 1e-9 * sx
+        return abs(sx - sy) <= 1e-6 * sx and abs(sx - sz) <= 1e-6 * sx
+    return abs(sx - sy) <= 1e-6 * sx
 
 
 def evaluate_local(shape, dims, frame, q):

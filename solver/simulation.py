@@ -345,7 +345,7 @@ class Simulation:
                 sticks.solve(self._X, self.over_relaxation, kernels)
                 volumes.solve(x)
                 if has_contacts:
-                    colliders.project(x, xp, radius, cs)
+                    colliders.project(x, xp, radius, cs, (self._X, self._Xp), kernels)
                     if self._tetra.ranks:
                         colliders.project_points(x, xp, self._tetra, cs)
                 if not shapes.empty:

@@ -1,0 +1,32 @@
+"""What the UI reads about bakes: custom properties the bake code sets and clears.
+
+The bake code owns these keys (it writes them; this module only reads them, no bpy import):
+
+- ``obj["verlet_baked"]``: True while the object has a usable bake (settings are then locked);
+- ``obj["verlet_status"]``: a one-line cache status for the Cache panel;
+- ``scene["verlet_error"]``: the last bake / playback error, "" when the last run succeeded.
+"""
+
+BAKED_KEY = "verlet_baked"
+STATUS_KEY = "verlet_status"
+ERROR_KEY = "verlet_error"
+NOT_BAKED = "Not baked"
+
+
+def has_bake(obj):
+    """True when ``obj`` has a bake (its simulation settings are then read-only in the UI)."""
+    return obj is not None and bool(obj.get(BAKED_KEY, False))
+
+
+def status_text(obj):
+    """One-line cache status of ``obj``, e.g. "Baked 1-250, on disk" or "Not baked"."""
+    if obj is None:
+        return NOT_BAKED
+    return str(obj.get(STATUS_KEY, NOT_BAKED)) or NOT_BAKED
+
+
+def last_error(scene):
+    """The last bake or playback error of ``scene`` ("" when there is none)."""
+    if scene is None:
+        return ""
+    return str(scene.get(ERROR_KEY, "") or "")
