@@ -130,6 +130,10 @@ class SceneSim:
             d = d / max(np.linalg.norm(d), 1e-12)
             self.sim.set_wind(d * strength, turbulence=getattr(s, "wind_turbulence", 0.0),
                               seed=getattr(s, "wind_seed", 0))
+        for body in self.bodies:
+            d = scene.objects[body.name].verlet
+            if getattr(d, "damping", 0.0) > 0:
+                self.sim.set_damping(body.ids, min(d.damping, 1.0))
         self.fps = scene.render.fps / scene.render.fps_base
 
     # ------------------------------------------------------------------ building

@@ -15,7 +15,8 @@ _EPS = 1e-12
 
 @njit(cache=True, parallel=True, fastmath=False)
 def predict(X, Xp, a_h2, keep, lim):
-    """Verlet prediction (simulation.py, step 1) on (3, n) rows; lim (n,) speed*h or empty."""
+    """Verlet prediction (simulation.py, step 1) on (3, n) rows; keep (n,) velocity fraction kept;
+    lim (n,) speed*h or empty."""
     n = X.shape[1]
     clamp = lim.shape[0] > 0
     for p in prange(n):
@@ -25,10 +26,9 @@ def predict(X, Xp, a_h2, keep, lim):
         Xp[0, p] = X[0, p]
         Xp[1, p] = X[1, p]
         Xp[2, p] = X[2, p]
-        if keep != 1.0:
-            dx *= keep
-            dy *= keep
-            dz *= keep
+        dx *= keep[p]
+        dy *= keep[p]
+        dz *= keep[p]
         dx += a_h2[0, p]
         dy += a_h2[1, p]
         dz += a_h2[2, p]

@@ -99,6 +99,8 @@ class Simulation:
         self._h = None                              # [s] length of the last substep
         # velocity before the first step (Verlet has no x* yet), (n, 3) float64 [m/s]
         self._v_start = np.zeros_like(model.particle_x0)
+        # per-particle damping on top of the global one, (n,) float64 fraction per second
+        self._particle_damping = np.zeros(model.particle_count)
         self._time = 0.0                            # [s] simulated time
         self._step_index = 0
         self._free = model.particle_inv_mass > 0    # (n,) bool
@@ -195,6 +197,15 @@ class Simulation:
         slot = self._pin_slot[ids]
         self._pin_target[slot[slot >= 0]] = p[slot >= 0]
 
+    def set_damping(self, ids, damping):
+        """Extra damping for particles ``ids``: the fraction of their velocity removed per second
+        (scalar or per particle, in [0, 1]), on top of the Simulation's own ``damping``."""
+        ids = self._ids(ids)
+        d = np.broadcast_to(np.asarray(damping, dtype=np.float64), ids.shape)
+        if not np.all(np.isfinite(d)) or np.any(d < 0) or np.any(d > 1):
+            raise ValueError("damping: must be finite and in [0, 1]")
+        self._particle_damping[ids] = d
+
     def set_velocities(self, ids, velocities):
         """Set velocities [m/s] of particles between steps (moves x*)."""
         ids = self._ids(ids)
@@ -235,7 +246,7 @@ class Simulation:
         c = self._colliders
         return {
             "x": self._x.copy(), "x_prev": self._x_prev.copy(), "h": self._h,
-            "v_start": self._v_start.copy(),
+            "v_start": self._v_start.copy(), "particle_damping": self._particle_damping.copy(),
             "time": self._time, "step_index": self._step_index,
             "pin_target": self._pin_target.copy(),
             "collider_frame": list(c.frame), "collider_target": list(c.target),
@@ -254,6 +265,7 @@ class Simulation:
         self._x_prev[:] = state["x_prev"]
         self._h = state["h"]
         self._v_start[:] = state["v_start"]
+        self._particle_damping[:] = state["particle_damping"]
         self._time = state["time"]
         self._step_index = state["step_index"]
         self._pin_target[:] = state["pin_target"]
@@ -307,7 +319,9 @@ class Simulation:
         pins = self._pinned
         p0 = x[pins].copy()
         p1 = self._pin_target
-        keep = (1.0 - self.damping) ** h
+        # (n,) fraction of velocity kept per substep: (1 - damping)^h is the same per second at
+        # any substep count; multiplying by exactly 1.0 changes nothing, so no branch is needed
+        keep = ((1.0 - self.damping) * (1.0 - self._particle_damping)) ** h
         a_h2 = acc * (h * h)
         radius = self._radius
         g_norm = float(np.linalg.norm(self.gravity))
@@ -324,8 +338,7 @@ class Simulation:
             else:
                 np.subtract(x, xp, out=disp)
                 xp[:] = x
-                if keep != 1.0:
-                    disp *= keep
+                disp *= keep[:, None]
                 disp += a_h2
                 if lim.size:
                     length = np.sqrt(disp[:, 0] * disp[:, 0] + disp[:, 1] * disp[:, 1]

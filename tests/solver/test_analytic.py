@@ -189,3 +189,24 @@ def test_pin_target_moves_along_straight_line():
     for _ in range(3):
         a.step(dt)
         assert np.allclose(a.x[0], target, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("substeps", [1, 7, 40])
+def test_damping_is_a_fraction_per_second_at_any_substep_count(substeps):
+    """damping d removes the fraction d of the velocity per second: after T seconds with no
+    other force v = v0 (1 - d)^T, whatever the substep count (per-particle set_damping on top
+    of the global damping multiplies: (1 - d_global)(1 - d_particle)). Tolerance 1e-9."""
+    b = Builder()
+    ids = b.add_particles(np.zeros((3, 3)) + [[0, 0, 0], [1, 0, 0], [2, 0, 0]])
+    sim = Simulation(b.build(), substeps=substeps, gravity=(0, 0, 0), damping=0.2, air_drag=0.0)
+    sim.set_velocities(ids, np.tile([0.0, 1.0, 0.0], (3, 1)))
+    sim.set_damping(ids[1], 0.5)
+    sim.set_damping(ids[2], 1.0)
+    for _ in range(48):
+        sim.step(1 / 24)
+    v = sim.v[:, 1]
+    assert v[0] == pytest.approx(0.8 ** 2, rel=1e-9)
+    assert v[1] == pytest.approx((0.8 * 0.5) ** 2, rel=1e-9)
+    assert v[2] == 0.0
+    with pytest.raises(ValueError, match="damping"):
+        sim.set_damping(ids[0], 1.5)
