@@ -185,6 +185,8 @@ class PHYSICS_PT_verlet_cache(VerletPanel, bpy.types.Panel):
             col.label(text="Colliders follow their animation (not cached)", icon="INFO")
         else:
             col.label(text=state.status_text(obj), icon="CHECKMARK" if baked else "INFO")
+        from .preferences import backend_status       # compiled kernels, or NumPy and why
+        col.label(text=backend_status(), icon="SETTINGS")
 
         layout.use_property_split = False
         row = layout.row(align=True)

@@ -71,14 +71,17 @@ def main(argv=None):
     ap.add_argument("--iterations", type=int, help="override our iterations")
     ap.add_argument("--backends", nargs="+", default=["numpy", "numba"],
                     help="our kernel backends to run (those that load)")
+    ap.add_argument("--numba-only-sizes", type=int, nargs="*", default=[256],
+                    help="sizes run on the compiled backend alone (growth of cost with size)")
     args = ap.parse_args(argv)
     kw = {k: v for k, v in (("substeps", args.substeps), ("iterations", args.iterations)) if v}
     backends = [b for b in args.backends if b == "numpy" or backend.numba_kernels() is not None]
     if "numba" in backends:
+        print(f"numba kernels: cold compile (empty cache) {cold_compile_seconds():.1f} s; "
+              f"threads {_threads()}")
         t = time.perf_counter()
-        run_ours(4, 1, backend="numba")               # compile (or load the cached) kernels
-        print(f"numba kernels ready in {time.perf_counter() - t:.1f} s "
-              f"(cache: {backend.default_cache_dir()})")
+        backend.warm_up()                             # load the cached kernels in this process
+        print(f"numba kernels loaded from the cache in {time.perf_counter() - t:.1f} s")
 
     rows = []
     for n in args.sizes:
@@ -97,9 +100,36 @@ def main(argv=None):
                            blender_p99=sb["p99"], version=bl["blender_version"])
             rows.append(row)
             print(_format_row(row), flush=True)
+    if "numba" in backends:
+        for n in args.numba_only_sizes:
+            ours = run_ours(n, args.frames, backend="numba", **kw)
+            so = strain(ours)
+            row = {"n": n, "ours_ms": ours["median_ms"], "ours_max": so["max"],
+                   "ours_p99": so["p99"], "backend": "numba",
+                   "setting": f"{ours['substeps']} x {ours['iterations']}"}
+            rows.append(row)
+            print(_format_row(row), flush=True)
     print()
     print(_markdown(rows))
     return rows
+
+
+def cold_compile_seconds():
+    """Seconds to compile every kernel from an empty cache, in a fresh process (what the first
+    use after install costs)."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, VERLET_CACHE_DIR=d)
+        code = "from solver import backend; print(backend.warm_up())"
+        out = subprocess.run([sys.executable, "-c", code], env=env, cwd=os.path.dirname(HERE),
+                             capture_output=True, text=True, check=True)
+        return float(out.stdout.strip().splitlines()[-1])
+
+
+def _threads():
+    import numba
+    return numba.get_num_threads()
 
 
 def _format_row(r):

@@ -79,3 +79,33 @@ def choose(requested=None):
     if want == "numba":
         raise ValueError(f"backend 'numba' requested but Numba could not be loaded ({load_error()})")
     return "numpy"
+
+
+def warm_up_done():
+    """Whether warm_up() already ran in this process (or there is nothing to compile)."""
+    return bool(_state.get("warm")) or numba_kernels() is None
+
+
+def warm_up():
+    """Compile (or load from the cache) every compiled kernel by stepping a tiny scene once.
+    Returns the seconds it took, or None when the compiled backend is unavailable. Callers show
+    "compiling solver kernels" while it runs: the first call after install pays the compile."""
+    if numba_kernels() is None:
+        return None
+    if _state.get("warm"):
+        return 0.0
+    import time
+
+    import numpy as np
+
+    from .builder import Builder
+    from .simulation import Simulation
+    t0 = time.perf_counter()
+    b = Builder()
+    ids = b.add_particles(np.array([[0.0, 0.0, 0.05], [0.1, 0.0, 0.05]]))
+    b.add_sticks(ids[None, :])
+    b.add_collider("plane")
+    sim = Simulation(b.build(), substeps=1, backend="numba", max_speed=10.0)
+    sim.step(1 / 24)
+    _state["warm"] = True
+    return time.perf_counter() - t0

@@ -22,6 +22,9 @@ KINDS = ("NONE", "CLOTH", "PLANT", "SOFT", "RIGID", "COLLIDER")
 EXPORT_OPS = ("verlet.bake_to_shape_keys", "verlet.export_pc2", "verlet.export_alembic")
 ALL_OPS = ("verlet.bake", "verlet.free_bake") + EXPORT_OPS
 
+# the Cache panel's kernels line: these tests run where Numba loads (pinned in requirements.txt)
+KERNELS = "Solver kernels: compiled (Numba)"
+
 
 # ---------------------------------------------------------------------- a recording UILayout
 _UI = bpy.types.UILayout.bl_rna
@@ -372,7 +375,7 @@ def test_draw_every_panel_for_every_kind(ui):
                 assert drawn(log, "operator") == list(ALL_OPS)
                 labels = [e.name for e in log if e.what == "label"]
                 assert labels == (["Colliders follow their animation (not cached)"]
-                                  if kind == "COLLIDER" else ["Not baked"])
+                                  if kind == "COLLIDER" else ["Not baked"]) + [KERNELS]
                 assert all(e.enabled for e in log if e.what == "operator")
         header = draw("PHYSICS_PT_verlet", obj, "draw_header_preset")
         assert drawn(header, "menu") == ([] if kind == "COLLIDER" else ["VERLET_MT_presets"])
@@ -392,7 +395,7 @@ def test_baked_object_settings_are_disabled(ui):
                    "verlet.bake_to_shape_keys": True, "verlet.export_pc2": True,
                    "verlet.export_alembic": True}
     assert [(e.name, e.icon) for e in log if e.what == "label"] == \
-        [("Baked 1-48, on disk", "CHECKMARK")]
+        [("Baked 1-48, on disk", "CHECKMARK"), (KERNELS, "SETTINGS")]
     header = draw("PHYSICS_PT_verlet", obj, "draw_header_preset")
     assert [e.enabled for e in header if e.what == "menu"] == [False]
     main = draw("PHYSICS_PT_verlet", obj)
@@ -407,12 +410,12 @@ def test_cache_panel_shows_the_last_error(ui):
     scene = bpy.context.scene
     scene["verlet_error"] = ""
     log = draw("PHYSICS_PT_verlet_cache", obj)
-    assert [e.icon for e in log if e.what == "label"] == ["INFO"]
+    assert [e.icon for e in log if e.what == "label"] == ["INFO", "SETTINGS"]
     message = ("Cloth: step 12: particle 40 became non-finite under stick 7 (stretch); lower "
                "the stiffness or raise the substeps")
     scene["verlet_error"] = message
     log = draw("PHYSICS_PT_verlet_cache", obj)
-    errors = [e for e in log if e.what == "label"][1:]
+    errors = [e for e in log if e.what == "label"][2:]
     assert errors[0].icon == "ERROR"
     assert all(e.icon == "NONE" for e in errors[1:])
     assert " ".join(e.name for e in errors) == message

@@ -6,6 +6,10 @@ close, on every scenario here. The rest of the solver suite also runs once per b
 (scripts/test.sh runs tests/solver with VERLET_BACKEND=numpy after the default run).
 """
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -124,3 +128,33 @@ def test_backend_choice(monkeypatch):
         backend.choose()
     monkeypatch.delenv("VERLET_BACKEND")
     assert backend.choose() == "numba"           # the fastest available by default
+
+
+def test_thread_count_does_not_change_results():
+    """Parallel loops only run over items that touch disjoint particles, so one thread and all
+    cores give the same bits; configure(threads=...) sets the count the kernels use."""
+    import numba
+    top = numba.config.NUMBA_NUM_THREADS
+    try:
+        backend.configure(threads=1)
+        assert numba.get_num_threads() == 1
+        one = _run(cloth_on_sphere_in_wind, "numba")
+        backend.configure(threads=top)
+        assert numba.get_num_threads() == top
+        many = _run(cloth_on_sphere_in_wind, "numba")
+    finally:
+        backend.configure(threads=0)          # back to the default: VERLET_THREADS or all cores
+    assert np.array_equal(one, many)
+
+
+def test_cold_compile_cache_is_per_import_name(tmp_path):
+    """Kernels compile into the configured cache folder, in a subfolder per import name (the
+    solver is imported as "solver" here and as "<extension>.solver" inside Blender)."""
+    code = "from solver import backend; t = backend.warm_up(); print(t)"
+    env = dict(os.environ, VERLET_CACHE_DIR=str(tmp_path))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True,
+                         text=True, check=True)
+    assert float(out.stdout.strip().splitlines()[-1]) > 0
+    cached = list((tmp_path / "solver").rglob("*.nbi"))
+    assert cached, "no kernel index written to the cache folder"
