@@ -80,14 +80,41 @@ def display_muted(scene):
             if not kb.mute:
                 kb.mute = True
                 muted.append(kb)
-        if obj.verlet.kind == "RIGID" and "verlet_rest_matrix" in obj:
-            obj.matrix_world = _matrix(obj["verlet_rest_matrix"])
+        if obj.verlet.kind == "RIGID":
+            # Changed: back to rest only while the object is where we last put it (if the user
+            # has moved it since, where it is now is the new rest), and through its exact
+            # location/rotation/scale: a matrix_world round trip changed the last bits, so two
+            # bakes of the same scene differed.
+            shown = obj.get("verlet_shown_matrix")
+            here = np.array(obj.matrix_world, dtype=np.float64).ravel()
+            if shown is None or np.allclose(here, shown, rtol=0, atol=1e-6):
+                if "verlet_rest_basis" in obj:
+                    _restore_basis(obj, obj["verlet_rest_basis"])
+                elif "verlet_rest_matrix" in obj:
+                    obj.matrix_world = _matrix(obj["verlet_rest_matrix"])
+            obj["verlet_rest_basis"] = _basis(obj)
     bpy.context.view_layer.update()
     try:
         yield
     finally:
         for kb in muted:
             kb.mute = False
+
+
+_BASIS = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale")
+
+
+def _basis(obj):
+    """An object's own transform channels, exactly (ID properties store them as doubles)."""
+    d = {k: [float(v) for v in getattr(obj, k)] for k in _BASIS}
+    d["rotation_mode"] = obj.rotation_mode
+    return d
+
+
+def _restore_basis(obj, d):
+    obj.rotation_mode = str(d["rotation_mode"])
+    for k in _BASIS:
+        setattr(obj, k, list(d[k]))
 
 
 def _matrix(flat):
@@ -113,10 +140,30 @@ def run(context, frame_start, frame_end, should_cancel=None, progress=None):
     """Simulate frames frame_start..frame_end of the context's scene. Returns a BakeResult with
     every frame computed (all of them, or those before a cancel or a solver error). Raises
     BridgeError (bad input: nothing was computed) with a message naming the object."""
+    res = BakeResult()
+    steps = iterate(context, frame_start, frame_end, res, progress)
+    try:
+        for _ in steps:
+            if should_cancel is not None and should_cancel():
+                res.cancelled = True
+                break
+    finally:
+        steps.close()
+    return res
+
+
+def iterate(context, frame_start, frame_end, res, progress=None):
+    """The bake as a generator filling ``res``: the first resumption builds the simulation at
+    frame_start, each later one computes one more frame. It pauses (yields) before every frame
+    after the first, where the caller may stop it (close()) and keep the frames computed.
+
+    run() drives it to the end; the modal operator drives it one frame per timer tick so that
+    Esc can cancel in the middle of a bake. (Added: the modal operator used to run the whole bake
+    in its first timer event, so Esc could never interrupt it.) While it is suspended the frame
+    handler stays guarded; closing it returns the scene to the frame it was on."""
     scene = context.scene
     if frame_end < frame_start:
         raise BridgeError(f"{scene.name}: the frame range {frame_start}..{frame_end} is empty")
-    res = BakeResult()
     t0 = time.perf_counter()
     frame_before = scene.frame_current
     with guarded():
@@ -132,9 +179,7 @@ def run(context, frame_start, frame_end, should_cancel=None, progress=None):
                 res.hashes[body.name] = body.topology_hash
                 res.counts[body.name] = len(body.ids)
             for f in range(frame_start + 1, frame_end + 1):
-                if should_cancel is not None and should_cancel():
-                    res.cancelled = True
-                    break
+                yield f
                 scene.frame_set(f)
                 try:
                     ss.step_to(context.evaluated_depsgraph_get())
@@ -148,8 +193,7 @@ def run(context, frame_start, frame_end, should_cancel=None, progress=None):
                     progress(f)
         finally:
             scene.frame_set(frame_before)
-    res.seconds = time.perf_counter() - t0
-    return res
+            res.seconds = time.perf_counter() - t0
 
 
 def store(scene, res):
@@ -171,7 +215,7 @@ def store(scene, res):
         paths.append(path)
         obj["verlet_baked"] = True
         obj["verlet_cache"] = cache.relative_path(name) if path else ""
-        if rigid and "verlet_rest_matrix" not in obj:
+        if rigid:                       # changed: always the rest this bake started from
             obj["verlet_rest_matrix"] = np.array(frames[0], dtype=np.float64).ravel().tolist()
         where = "in memory (save the .blend to keep it)" if path is None else "on disk"
         partial = " (cancelled: frames kept)" if res.cancelled else ""
@@ -190,9 +234,12 @@ def free(scene, objs=None):
         cache.remove(obj.name)
         if obj.type == "MESH":
             bridge.remove_display_key(obj)
-        if obj.verlet.kind == "RIGID" and "verlet_rest_matrix" in obj:
+        if obj.verlet.kind == "RIGID" and "verlet_rest_basis" in obj:
+            _restore_basis(obj, obj["verlet_rest_basis"])
+        elif obj.verlet.kind == "RIGID" and "verlet_rest_matrix" in obj:
             obj.matrix_world = _matrix(obj["verlet_rest_matrix"])
-        for key in ("verlet_baked", "verlet_cache", "verlet_status", "verlet_rest_matrix"):
+        for key in ("verlet_baked", "verlet_cache", "verlet_status", "verlet_rest_matrix",
+                    "verlet_shown_matrix", "verlet_rest_basis"):
             if key in obj:
                 del obj[key]
     stop_live()
@@ -208,8 +255,20 @@ def load(obj):
         obj["verlet_status"] = f"Cache unusable: {exc}"
         return None
     if data is None:
+        # Added: a bake whose cache is gone (deleted, left behind when the .blend moved, or a
+        # Free Bake undone) says so instead of silently showing nothing.
+        where = bpy.path.abspath(obj["verlet_cache"]) if obj.get("verlet_cache") else "memory"
+        obj["verlet_status"] = f"Cache missing: {obj.name}: no cache in {where}; bake again"
         return None
     header, frames = data
+    # Added: a cache of another kind of body (e.g. a rigid body's matrices copied over a
+    # cloth's file) used to be shown and fail inside the frame handler.
+    layout = "matrices" if obj.verlet.kind == "RIGID" else "positions"
+    if header.get("layout") != layout:
+        obj["verlet_status"] = (f"Cache unusable: {obj.name}: the cache holds "
+                                f"{header.get('layout')} of the {header.get('kind')} body "
+                                f"'{header.get('object')}', not this object's; bake again")
+        return None
     if obj.type == "MESH" and header["layout"] == "positions":
         mesh = obj.data
         if len(mesh.vertices) != header["vertex_count"] or \
@@ -244,8 +303,46 @@ def show(obj, state):
     """Put a frame's state on the object: our shape key, or the transform for RIGID."""
     if obj.verlet.kind == "RIGID":
         obj.matrix_world = _matrix(np.asarray(state).ravel())
+        # added: remember where we put it, so that a move by the user can be told apart
+        obj["verlet_shown_matrix"] = np.array(obj.matrix_world, dtype=np.float64).ravel().tolist()
     else:
         bridge.write_display(obj, state)
+
+
+# ------------------------------------------------------------------ file events
+# Added: handlers for file events (registered in operators.py). The live run holds references to
+# the scene's data, which a file load or an undo replaces: it is dropped then (playback restarts
+# at the start frame). A bake made before the .blend had a file lives in memory; saving the
+# file now writes it beside the .blend (its status said "save the .blend to keep it", but the
+# bake used to be lost on save).
+def on_load_post(*_args):
+    stop_live()
+    cache.clear_memory()
+
+
+def on_undo_redo(*_args):
+    stop_live()
+
+
+def on_save_pre(filepath=None, *_args):
+    if not isinstance(filepath, str) or not filepath:
+        return
+    for scene in bpy.data.scenes:
+        for obj in simulated_objects(scene):
+            if not obj.get("verlet_baked") or obj.get("verlet_cache") \
+                    or not cache.in_memory(obj.name):
+                continue
+            header, frames = cache._memory[obj.name]
+            try:
+                cache.write(obj.name, header, frames, blend_path=filepath)
+            except cache.CacheError as exc:
+                obj["verlet_status"] = f"Bake kept in memory only: {exc}"
+                _report(str(exc))
+                continue
+            cache._memory.pop(obj.name, None)
+            obj["verlet_cache"] = cache.relative_path(obj.name, blend_path=filepath)
+            obj["verlet_status"] = str(obj.get("verlet_status", "")).replace(
+                "in memory (save the .blend to keep it)", "on disk")
 
 
 # ------------------------------------------------------------------ playback
@@ -264,25 +361,54 @@ def on_frame_change(scene, depsgraph=None):
         for name, data in baked.items():
             if data is not None:
                 show(scene.objects[name], sample(data[0], data[1], frame))
-        if baked or _guard["read_only"]:
+        if baked:
             return
-        _live_playback(scene, int(round(frame)))
-        scene["verlet_error"] = ""
+        # Changed: also read-only when Blender drives frames itself (render, Alembic export,
+        # subframes): it used to step the live run from inside a render or an export.
+        if _guard["read_only"] or blender_drives(scene, depsgraph, frame):
+            _live_playback(scene, int(round(frame)), step=False)
+            return
+        if _live_playback(scene, int(round(frame))):
+            scene["verlet_error"] = ""      # changed: cleared only by a reset or step that ran
     except (BridgeError, SolverError, cache.CacheError) as exc:
         scene["verlet_error"] = str(exc)
         stop_live()
         _report(str(exc))
+    except Exception as exc:        # added: a frame handler must never raise into Blender;
+        msg = f"playback failed: {type(exc).__name__}: {exc}"   # report it like the others
+        try:
+            scene["verlet_error"] = msg
+        except ReferenceError:
+            pass
+        stop_live()
+        _report(msg)
     finally:
         _guard["busy"] = False
 
 
-def _live_playback(scene, frame):
+def blender_drives(scene, depsgraph, frame):
+    """True when Blender evaluates frames for its own purposes rather than for the viewport: a
+    subframe (motion blur, Alembic samples), or a depsgraph that is not one of the scene's view
+    layers' (a render, an exporter). The handler then only reads, it never steps."""
+    if frame != int(frame):
+        return True
+    if depsgraph is None:
+        return False
+    try:
+        if depsgraph.mode == "RENDER":
+            return True
+        return not any(depsgraph == vl.depsgraph for vl in scene.view_layers)
+    except (AttributeError, ReferenceError):
+        return False
+
+
+def _live_playback(scene, frame, step=True):
     objs = simulated_objects(scene)
     if not objs:
         return
     s = scene.verlet
     start = s.frame_start
-    if frame == start or (_live["scene"] != scene.name):
+    if step and (frame == start or (_live["scene"] != scene.name)):
         if frame != start:
             return
         stop_live()
@@ -290,18 +416,29 @@ def _live_playback(scene, frame):
             ss = SceneSim(scene, bpy.context.evaluated_depsgraph_get())
         _live.update(sim=ss, start=start, last=start, scene=scene.name,
                      frames={start: {b.name: ss.result(b) for b in ss.bodies}})
-        return
-    if _live["sim"] is None:
-        return
-    if frame == _live["last"] + 1 and frame <= s.frame_end:
+        # Added: show the start state (the user's mesh), as Blender Cloth does at its start
+        # frame; the display used to keep the last frame played. Rigid bodies remember their
+        # rest so that the next reset starts from it, not from where they landed.
+        for b in ss.bodies:
+            obj = scene.objects[b.name]
+            if b.kind == "RIGID":
+                obj["verlet_rest_matrix"] = b.rest_matrix.ravel().tolist()
+            show(obj, _live["frames"][start][b.name])
+        return True
+    if _live["sim"] is None or _live["scene"] != scene.name:
+        return False
+    stepped = False
+    if step and frame == _live["last"] + 1 and frame <= s.frame_end:
         ss = _live["sim"]
         ss.step_to(bpy.context.evaluated_depsgraph_get())
         _live["frames"][frame] = {b.name: ss.result(b) for b in ss.bodies}
         _live["last"] = frame
-    held = _live["frames"].get(min(max(frame, start), _live["last"]))
+        stepped = True
+    held = _live["frames"].get(min(max(frame, _live["start"]), _live["last"]))
     for name, state in (held or {}).items():
         if name in scene.objects:
             show(scene.objects[name], state)
+    return stepped
 
 
 def _report(message):

@@ -7,11 +7,13 @@ shape key (DISPLAY_KEY), and every other output is our own named data.
 """
 
 import hashlib
+import re
 
 import bpy
 import numpy as np
 
 DISPLAY_KEY = "Verlet"          # the one shape key the playback handler writes
+FRAME_KEY = re.compile(r"Verlet -?\d{4,}$")   # ours too: verlet.bake_to_shape_keys, one per frame
 
 
 class BridgeError(ValueError):
@@ -113,9 +115,43 @@ def ensure_display_key(obj):
 def write_display(obj, local_positions):
     """Show (n, 3) object-space positions through our shape key (one foreach_set)."""
     key = ensure_display_key(obj)
-    key.data.foreach_set("co", np.asarray(local_positions, dtype=np.float32).ravel())
+    x = np.asarray(local_positions, dtype=np.float64)
+    # changed: net of what the user's other active shape keys add, so that the mix shows exactly
+    # these positions (a user key at 0.5 used to be added on top of the simulated shape)
+    off = other_keys_offset(obj, key)
+    if off is not None:
+        x = x - off
+    key.data.foreach_set("co", x.astype(np.float32).ravel())
     key.value = 1.0
     obj.data.update()
+
+
+def _key_co(kb):
+    co = np.empty(len(kb.data) * 3, dtype=np.float32)
+    kb.data.foreach_get("co", co)
+    return co.reshape(-1, 3).astype(np.float64)
+
+
+def other_keys_offset(obj, ours):
+    """(n, 3) what the mesh's other shape keys add to the reference key at their current values
+    (Blender's relative mix: value x vertex-group weight x (key - its relative key)), or None
+    when they add nothing. Absolute (non-relative) keys are left alone."""
+    keys = obj.data.shape_keys
+    if keys is None or not keys.use_relative:
+        return None
+    off = None
+    for kb in keys.key_blocks:
+        if kb == ours or kb == keys.reference_key or kb.mute or kb.value == 0.0 \
+                or kb.relative_key == kb:
+            continue
+        d = (_key_co(kb) - _key_co(kb.relative_key)) * kb.value
+        if kb.vertex_group:
+            try:
+                d *= group_weights(obj, obj.data, kb.vertex_group)[:, None]
+            except BridgeError:         # a missing group: Blender then applies no weight
+                pass
+        off = d if off is None else off + d
+    return off
 
 
 def remove_display_key(obj):
@@ -142,7 +178,9 @@ def user_data_hash(obj):
     if mesh.shape_keys is not None:
         ours_basis = mesh.shape_keys.get("verlet_added_basis", False)
         for kb in mesh.shape_keys.key_blocks:
-            if kb.name == DISPLAY_KEY or (ours_basis and kb.name == "Basis"):
+            # changed: bake_to_shape_keys' per-frame keys are our named data too
+            if kb.name == DISPLAY_KEY or FRAME_KEY.match(kb.name) or \
+                    (ours_basis and kb.name == "Basis"):
                 continue
             co = np.empty(len(kb.data) * 3, dtype=np.float32)
             kb.data.foreach_get("co", co)

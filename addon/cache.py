@@ -37,32 +37,35 @@ def _safe(name):
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
-def folder():
+# blend_path (added): the .blend being saved, for save_pre, where bpy.data.filepath is still the
+# old one; None = the current file.
+def folder(blend_path=None):
     """Absolute cache folder for the current .blend, or None for an unsaved file."""
-    if not bpy.data.filepath:
+    blend_path = blend_path or bpy.data.filepath
+    if not blend_path:
         return None
-    blend = os.path.splitext(os.path.basename(bpy.data.filepath))[0]
-    return os.path.join(bpy.path.abspath("//"), CACHE_DIR, _safe(blend))
+    blend = os.path.splitext(os.path.basename(blend_path))[0]
+    return os.path.join(os.path.dirname(os.path.abspath(blend_path)), CACHE_DIR, _safe(blend))
 
 
-def relative_path(obj_name):
+def relative_path(obj_name, blend_path=None):
     """The cache path relative to the .blend (what the object stores, so the .blend can move)."""
-    blend = os.path.splitext(os.path.basename(bpy.data.filepath))[0]
+    blend = os.path.splitext(os.path.basename(blend_path or bpy.data.filepath))[0]
     return "//" + "/".join((CACHE_DIR, _safe(blend), _safe(obj_name) + ".vpc"))
 
 
-def path_for(obj_name):
-    f = folder()
+def path_for(obj_name, blend_path=None):
+    f = folder(blend_path)
     return None if f is None else os.path.join(f, _safe(obj_name) + ".vpc")
 
 
-def write(obj_name, header, frames):
+def write(obj_name, header, frames, blend_path=None):
     """Store a bake: to a file beside the saved .blend (temporary name, then rename), or to
     memory for an unsaved file. Returns the path or None. Raises CacheError naming the folder
     when it cannot be written."""
     frames = np.ascontiguousarray(frames, dtype=np.float32)
     header = dict(header, format_version=FORMAT_VERSION, object=obj_name)
-    path = path_for(obj_name)
+    path = path_for(obj_name, blend_path)
     if path is None:
         _memory[obj_name] = (header, frames.copy())
         return None
@@ -141,3 +144,8 @@ def remove(obj_name):
 
 def in_memory(obj_name):
     return obj_name in _memory
+
+
+def clear_memory():
+    """Forget every in-memory bake (another .blend was loaded: they belonged to the old one)."""
+    _memory.clear()

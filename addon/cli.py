@@ -1,5 +1,8 @@
 """Headless command: ``blender -b scene.blend -c verlet bake [--frames A:B] [--alembic OUT.abc]
-[--pc2 DIR]``. Exit code 0 on success, 1 with a message on failure.
+[--pc2 DIR] [--no-save]``. Exit code 0 on success, 1 with a message on failure.
+
+After a successful bake the .blend is saved (unless --no-save), so that opening it finds the
+bake (the objects record where their cache files are) and the PC2 Mesh Cache modifiers.
 
 ``main(argv)`` is the function behind it; tests (and pipelines without a blender binary, using
 the bpy module) call it with an argument list.
@@ -26,6 +29,9 @@ def _parser():
     b.add_argument("--alembic", metavar="OUT.abc", help="also export Alembic to this file")
     b.add_argument("--pc2", metavar="DIR", help="also export PC2 files to this folder")
     b.add_argument("--scene", help="scene name (default: the active scene)")
+    b.add_argument("--no-save", action="store_true",
+                   help="do not save the .blend after baking (the cache files are still "
+                        "written, but the .blend will not know about them)")
     return p
 
 
@@ -36,6 +42,8 @@ def main(argv):
     except ValueError as exc:
         print(f"verlet: {exc}", file=sys.stderr)
         return 1
+    except SystemExit as exc:           # added: --help exits through argparse; return instead
+        return 0 if exc.code in (None, 0) else 1
     if args.command != "bake":
         print("verlet: expected a command: bake", file=sys.stderr)
         return 1
@@ -77,6 +85,16 @@ def main(argv):
     if error:
         print(f"verlet: {error}", file=sys.stderr)
         return 1
+    # Added: a headless bake used to leave the .blend unsaved, so the file did not know about
+    # its bake (nor the PC2 modifiers) when opened again.
+    if not args.no_save and bpy.data.filepath:
+        try:
+            bpy.ops.wm.save_mainfile()
+        except RuntimeError as exc:
+            print(f"verlet: the bake is written but '{bpy.data.filepath}' could not be saved: "
+                  f"{str(exc).strip()}", file=sys.stderr)
+            return 1
+        print(f"verlet: saved {bpy.data.filepath}")
     return 0
 
 

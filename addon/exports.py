@@ -83,9 +83,24 @@ def write_alembic(context, filepath):
     end = max(h["frame_end"] for h in headers)
     os.makedirs(os.path.dirname(os.path.abspath(filepath)) or ".", exist_ok=True)
     tmp = filepath + ".tmp.abc"
-    with bake.guarded(read_only=True):
-        result = bpy.ops.wm.alembic_export(filepath=tmp, start=start, end=end, selected=False,
-                                           as_background_job=False, evaluation_mode="VIEWPORT")
+    # Added: Blender's exporter writes a transform once unless the object "moves in time"
+    # (animation data or constraints); our handler moves rigid bodies, so they were exported
+    # static. A temporary constraint of ours with every limit off (it changes nothing) marks
+    # them as moving; it is removed after the export.
+    temporary = []
+    for o in objs:
+        if o.verlet.kind == "RIGID":
+            con = o.constraints.new("LIMIT_LOCATION")
+            con.name = "Verlet Alembic (temporary)"
+            temporary.append((o, con))
+    try:
+        with bake.guarded(read_only=True):
+            result = bpy.ops.wm.alembic_export(filepath=tmp, start=start, end=end,
+                                               selected=False, as_background_job=False,
+                                               evaluation_mode="VIEWPORT")
+    finally:
+        for o, con in temporary:
+            o.constraints.remove(con)
     if "FINISHED" not in result or not os.path.exists(tmp):
         raise RuntimeError("Blender's Alembic exporter did not write the file")
     os.replace(tmp, filepath)

@@ -62,38 +62,51 @@ class VERLET_OT_bake(bpy.types.Operator):
 
     def invoke(self, context, event):
         # modal: one frame per timer tick so the UI shows progress and Esc cancels
-        scene = context.scene
-        start, end = _range(scene)
-        self._frames = iter(range(start, end + 1))
-        self._cancel = False
-        self._state = None
+        self._begin(context)
         wm = context.window_manager
-        wm.progress_begin(start, end)
         self._timer = wm.event_timer_add(0.001, window=context.window)
         wm.modal_handler_add(self)
-        self._start, self._end = start, end
-        self._res = None
         return {"RUNNING_MODAL"}
+
+    # Changed: the modal bake used to call bake.run() for the whole range in its first timer
+    # event, so Esc could not interrupt it; it now resumes bake.iterate() once per tick.
+    def _begin(self, context):
+        start, end = _range(context.scene)
+        wm = context.window_manager
+        wm.progress_begin(start, end)
+        self._res = bake.BakeResult()
+        self._steps = bake.iterate(context, start, end, self._res, progress=wm.progress_update)
 
     def modal(self, context, event):
         if event.type == "ESC":
-            self._cancel = True
-        if event.type != "TIMER" and not self._cancel:
+            self._res.cancelled = True
+            return self._end(context)
+        if event.type != "TIMER":
             return {"PASS_THROUGH"}
-        wm = context.window_manager
-        wm.event_timer_remove(self._timer)
         try:
-            res = bake.run(context, self._start, self._end, should_cancel=self._poll_cancel,
-                           progress=wm.progress_update)
+            next(self._steps)                   # build, then one frame per tick
+        except StopIteration:
+            return self._end(context)
         except BridgeError as exc:
-            wm.progress_end()
+            self._end(context, finish=False)
             self.report({"ERROR"}, str(exc))
+            context.scene["verlet_error"] = str(exc)
             return {"CANCELLED"}
-        wm.progress_end()
-        return self._finish(context, res)
+        return {"RUNNING_MODAL"}
 
-    def _poll_cancel(self):
-        return self._cancel
+    def _end(self, context, finish=True):
+        self._steps.close()                     # back to the frame the bake started from
+        wm = context.window_manager
+        wm.progress_end()
+        if self._timer is not None:
+            wm.event_timer_remove(self._timer)
+            self._timer = None
+        if not finish:
+            return {"CANCELLED"}
+        if self._res.start is None:             # cancelled before the first frame was built
+            self.report({"WARNING"}, "Bake cancelled before it started; nothing was baked")
+            return {"CANCELLED"}
+        return self._finish(context, self._res)
 
 
 class VERLET_OT_free_bake(bpy.types.Operator):
@@ -209,15 +222,43 @@ def _frame_change(scene, depsgraph=None):
     bake.on_frame_change(scene, depsgraph)
 
 
+# Added: file-event handlers (see bake.py "file events"): drop the live run on load and undo,
+# clear in-memory bakes on load, write them to disk when the .blend is saved.
+@bpy.app.handlers.persistent
+def _load_post(*args):
+    bake.on_load_post(*args)
+
+
+@bpy.app.handlers.persistent
+def _undo_redo(*args):
+    bake.on_undo_redo(*args)
+
+
+@bpy.app.handlers.persistent
+def _save_pre(*args):
+    bake.on_save_pre(*args)
+
+
+_file_handlers = (("load_post", _load_post), ("undo_post", _undo_redo),
+                  ("redo_post", _undo_redo), ("save_pre", _save_pre))
+
+
 def register():
     for c in _classes:
         bpy.utils.register_class(c)
     if _frame_change not in bpy.app.handlers.frame_change_post:
         bpy.app.handlers.frame_change_post.append(_frame_change)
+    for name, fn in _file_handlers:
+        if fn not in getattr(bpy.app.handlers, name):
+            getattr(bpy.app.handlers, name).append(fn)
 
 
 def unregister():
     if _frame_change in bpy.app.handlers.frame_change_post:
         bpy.app.handlers.frame_change_post.remove(_frame_change)
+    for name, fn in _file_handlers:
+        if fn in getattr(bpy.app.handlers, name):
+            getattr(bpy.app.handlers, name).remove(fn)
+    bake.stop_live()            # added: no live run outlives the add-on
     for c in reversed(_classes):
         bpy.utils.unregister_class(c)

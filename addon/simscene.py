@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from ..solver import Builder, Simulation
+from ..solver import backend as _backend
 from ..solver.builder import signed_volume  # noqa: F401  (re-exported for tests)
 from . import bridge
 from .bridge import BridgeError
@@ -55,7 +56,13 @@ def infer_collider(obj, x_local):
     if choice == "AUTO":
         if ext[2] <= tol and len(x_local) >= 3:
             choice = "PLANE"
-        elif np.all(np.abs(np.linalg.norm(q, axis=1) - ext.max() / 2) <= 2e-2 * size):
+        # a sphere's bounding box is (nearly) a cube. (Was: only "every vertex at ext.max() / 2
+        # from the centre", which every vertex of a thin cylinder or long thin box also passes
+        # within the 2 % tolerance, e.g. a 3 m x 4 cm pole became a 1.5 m sphere; the check on
+        # the extents rejects those while coarse sphere primitives, whose smallest extent is
+        # >= 0.65 x the largest, still pass.)
+        elif ext.min() >= 0.5 * ext.max() and \
+                np.all(np.abs(np.linalg.norm(q, axis=1) - ext.max() / 2) <= 2e-2 * size):
             choice = "SPHERE"
         elif np.all(np.isclose(np.abs(q), ext / 2, atol=tol)):
             choice = "BOX"
@@ -121,9 +128,15 @@ class SceneSim:
         s = scene.verlet
         g = getattr(s, "gravity_scale", 1.0) * np.array(scene.gravity, dtype=np.float64) \
             if scene.use_gravity else np.zeros(3)
+        from .preferences import requested_backend
+        kernels = requested_backend()
+        if kernels != "numpy" and not _backend.warm_up_done():
+            _status("compiling solver kernels (once per install)...")
+            _backend.warm_up()
+            _status(None)
         self.sim = Simulation(self.model, substeps=s.substeps, iterations=s.iterations,
                               gravity=g, damping=getattr(s, "damping", 0.0),
-                              air_drag=getattr(s, "air_drag", 1.0))
+                              air_drag=getattr(s, "air_drag", 1.0), backend=kernels)
         strength = getattr(s, "wind_strength", 0.0)
         if strength:
             d = np.array(getattr(s, "wind_direction", (1.0, 0.0, 0.0)), dtype=np.float64)
@@ -156,6 +169,13 @@ class SceneSim:
         n = len(x)
         if n == 0:
             raise BridgeError(f"{obj.name}: the mesh has no vertices")
+        # Added: the result is shown through a shape key of the mesh itself, one position per
+        # vertex, so a modifier that adds or removes vertices cannot be simulated through (it
+        # used to bake, then fail to display and call its own cache outdated).
+        if kind in DEFORMING and n != len(obj.data.vertices):
+            raise BridgeError(f"{obj.name}: a modifier changes the vertex count "
+                              f"({len(obj.data.vertices)} -> {n}); apply or disable it to "
+                              "simulate this object")
         mass = _settings(obj, "mass", 1.0)
         if mass <= 0:
             raise BridgeError(f"{obj.name}: mass must be > 0")
@@ -245,14 +265,34 @@ class SceneSim:
                                   f"({len(body.ids)} -> {len(x)}); a modifier changes the topology")
             self.sim.set_pin_targets(body.ids[body.pin_local], x[body.pin_local])
         self.sim.step(1.0 / self.fps)
+        # Added: deforming results are in the object's space at this frame, as Blender Cloth
+        # does; they were relative to its matrix at the start, so an animated object (a flag
+        # on a moving pole) showed its motion twice and its pins left the pole.
+        for body in self.bodies:
+            if body.kind != "RIGID":
+                obj = self.scene.objects[body.name].evaluated_get(depsgraph)
+                body.matrix = np.array(obj.matrix_world, dtype=np.float64)
 
     def result(self, body):
-        """The body's current state: (n, 3) object-space positions (deforming kinds, relative to
-        the object's world matrix at the start) or its (4, 4) world matrix (RIGID)."""
+        """The body's current state: (n, 3) object-space positions (deforming kinds, in the
+        object's space at the current frame) or its (4, 4) world matrix (RIGID)."""
         x = np.array(self.sim.x[body.ids])
         if body.kind == "RIGID":
             return rigid_matrix(body.rest_world, x) @ body.rest_matrix
-        return bridge.to_local(body.rest_matrix, x)
+        return bridge.to_local(getattr(body, "matrix", body.rest_matrix), x)
+
+
+def _status(text):
+    """Show (or clear, with None) a message in Blender's status bar, when there is a UI."""
+    import bpy
+    workspace = getattr(bpy.context, "workspace", None)
+    if workspace is not None:
+        try:
+            workspace.status_text_set(f"Verlet Physics: {text}" if text else None)
+        except (AttributeError, RuntimeError):
+            pass
+    if text:
+        print(f"Verlet Physics: {text}")
 
 
 def rigid_matrix(rest, current):

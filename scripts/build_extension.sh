@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Validate blender_manifest.toml and build dist/verlet_physics-<version>.zip with Blender's own
+# extension tool (the blender_ext.py that ships inside the bpy wheel; with a real Blender binary
+# the same tool is `blender -c extension build`). Creates .venv first if needed.
+# Arguments go to scripts/build_extension.py, e.g. --output-dir DIR or --split-platforms.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+exec .venv/bin/python scripts/build_extension.py "$@"

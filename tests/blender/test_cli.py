@@ -1,0 +1,142 @@
+"""The headless command (``blender -b scene.blend -c verlet bake ...``): addon/cli.py main(argv)
+returns the exit code, 0 on success, 1 with a message on stderr on failure. No blender binary
+exists here, so the function is called directly, and once in a separate Python process to see
+the real exit status."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+import scenes  # noqa: E402
+
+
+def _addon():
+    from verlet_physics.addon import bake, cache, cli
+    return bake, cache, cli
+
+
+def _saved_scene(tmp_path, frames=(1, 10)):
+    c, box = scenes.mixed_scene(n=8, frames=frames)
+    scenes.add_user_data(c)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "cli.blend"))
+    return c, box
+
+
+def test_command_is_registered(extension):
+    _, _, cli = _addon()
+    if not hasattr(bpy.utils, "register_cli_command"):
+        pytest.skip("this Blender has no command-line commands (Blender < 4.2)")
+    assert cli._state.get("handle") is not None
+
+
+def test_bake_with_frames_pc2_and_alembic(extension, tmp_path, capsys):
+    bake, cache, cli = _addon()
+    c, box = _saved_scene(tmp_path)
+    before = scenes.user_hashes(c, box)
+    (tmp_path / "pc2").mkdir()
+    abc = tmp_path / "abc" / "shot.abc"
+    code = cli.main(["bake", "--frames", "2:9", "--pc2", str(tmp_path / "pc2"),
+                     "--alembic", str(abc)])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "bake done" in out.out and "Alembic export done" in out.out
+    header, fr = cache.read("Cloth", cache.path_for("Cloth"))
+    assert (header["frame_start"], header["frame_end"]) == (2, 9) and fr.shape == (8, 64, 3)
+    assert np.isfinite(fr).all()
+    assert os.path.getsize(tmp_path / "pc2" / "Cloth.pc2") == 32 + 8 * 64 * 3 * 4
+    assert abc.is_file() and abc.stat().st_size > 0
+    assert bpy.context.scene.get("verlet_error", "") == ""
+    assert scenes.user_hashes(c, box) == before
+
+
+def test_help_returns_0(extension, capsys):
+    _, _, cli = _addon()
+    assert cli.main(["bake", "--help"]) == 0
+    assert "--frames" in capsys.readouterr().out
+
+
+def test_bake_default_range_matches_the_operator(extension, tmp_path):
+    bake, cache, cli = _addon()
+    c, _ = _saved_scene(tmp_path, frames=(1, 8))
+    assert cli.main(["bake", "--no-save"]) == 0
+    assert not os.path.exists(tmp_path / "cli.blend1")        # --no-save: not written
+    first = open(cache.path_for("Cloth"), "rb").read()
+    scenes.bake_op()
+    assert open(cache.path_for("Cloth"), "rb").read() == first
+
+
+@pytest.mark.parametrize("argv, words", [
+    ([], "expected a command"),
+    (["render"], "invalid choice"),
+    (["bake", "--frames", "one:ten"], "--frames expects A:B"),
+    (["bake", "--frames", "9:2"], "9..2"),
+    (["bake", "--scene", "Nope"], "no scene named 'Nope'"),
+    (["bake", "--pc2", "/nonexistent/verlet"], "does not exist"),
+    (["bake", "--bogus"], "unrecognized arguments"),
+])
+def test_bad_arguments_exit_1_with_a_message(extension, tmp_path, capsys, argv, words):
+    _, cache, cli = _addon()
+    _saved_scene(tmp_path)
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert words in err and err.startswith("verlet:"), err
+    assert not os.path.exists(tmp_path / "verlet_cache")
+
+
+def test_bad_scene_exits_1_naming_the_object(extension, tmp_path, capsys):
+    _, _, cli = _addon()
+    c, _ = _saved_scene(tmp_path)
+    c.verlet.pin_group = "Nope"
+    assert cli.main(["bake"]) == 1
+    err = capsys.readouterr().err
+    assert "Cloth" in err and "'Nope'" in err
+
+
+def test_unwritable_alembic_target_exits_1(extension, tmp_path, capsys):
+    _, _, cli = _addon()
+    _saved_scene(tmp_path)
+    (tmp_path / "blocker").write_text("a file where a folder must go")
+    assert cli.main(["bake", "--alembic", str(tmp_path / "blocker" / "x.abc")]) == 1
+    assert "Alembic export failed" in capsys.readouterr().err
+
+
+def test_exit_status_of_a_real_process(extension, tmp_path):
+    """A separate Python with bpy: opens the .blend, registers the extension, runs main(argv)
+    and exits with its code, as ``blender -b scene.blend -c verlet ...`` does."""
+    from conftest import ROOT
+    _saved_scene(tmp_path, frames=(1, 6))
+    c = bpy.data.objects["Cloth"]
+    bpy.ops.wm.save_mainfile()
+
+    def run(*argv):
+        code = (
+            "import sys, bpy\n"
+            f"sys.path.insert(0, {os.path.join(ROOT, 'tests')!r})\n"
+            f"bpy.ops.wm.open_mainfile(filepath={str(tmp_path / 'cli.blend')!r})\n"
+            "from conftest import load_extension\n"
+            "load_extension().register()\n"
+            "from verlet_physics.addon import cli\n"
+            f"sys.exit(cli.main({list(argv)!r}))\n")
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=180)
+
+    ok = run("bake", "--frames", "1:4")
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert os.path.isfile(tmp_path / "verlet_cache" / "cli" / "Cloth.vpc")
+    bad = run("bake", "--frames", "x")
+    assert bad.returncode == 1 and "--frames expects A:B" in bad.stderr
+    assert run("bake", "--help").returncode == 0
+    del c
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "cli.blend"))   # the saved result
+    c = bpy.data.objects["Cloth"]
+    assert c.get("verlet_baked") and c["verlet_cache"] == "//verlet_cache/cli/Cloth.vpc"
+    from verlet_physics.addon import bake
+    header, fr = bake.load(c)
+    assert (header["frame_start"], header["frame_end"]) == (1, 4)
+    bpy.context.scene.frame_set(3)
+    np.testing.assert_array_equal(scenes.display_key(c), fr[2])

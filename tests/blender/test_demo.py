@@ -1,0 +1,150 @@
+"""The headless demo (scripts/demo.py): its scene, built at a reduced size and baked through the
+extension's operator, does what the demo claims, checked with numbers; and the whole demo
+pipeline (save, bake, Alembic, PC2, contact sheet) runs end to end on the reduced scene."""
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+from conftest import ROOT  # noqa: E402
+
+
+def _demo():
+    spec = importlib.util.spec_from_file_location("verlet_demo",
+                                                  os.path.join(ROOT, "scripts", "demo.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+demo = _demo()
+
+
+def _bake(scene):
+    assert bpy.ops.verlet.bake("EXEC_DEFAULT") == {"FINISHED"}
+    assert not scene.get("verlet_error"), scene.get("verlet_error")
+
+
+@pytest.fixture
+def baked(extension):
+    """The reduced demo scene (48 frames), baked (in memory: the file is unsaved)."""
+    built = demo.build_scene(demo.Config.small())
+    _bake(bpy.context.scene)
+    return extension, built, demo.measure(extension, built["objects"])
+
+
+def test_demo_colliders_are_read_as_the_shapes_they_are(extension):
+    """AUTO collider shapes of the demo's objects, and of other thin primitives. (The pole, a
+    3 m x 4 cm cylinder, used to be read as a 1.5 m sphere: every vertex of a thin cylinder or
+    box is about ext.max() / 2 from the centre, the old sphere test's only condition.)"""
+    simscene, bridge = extension.addon.simscene, extension.addon.bridge
+    objs = demo.build_scene(demo.Config.small())["objects"]
+    want = {"ground": "plane", "table": "box", "ball": "sphere", "pole": "cylinder",
+            "ramp": "box"}
+    for role, shape in want.items():
+        obj = objs[role]
+        assert simscene.infer_collider(obj, bridge.positions(obj.data))[0] == shape, role
+    for add, shape in ((lambda: bpy.ops.mesh.primitive_cylinder_add(radius=1.0, depth=0.05),
+                        "cylinder"),                               # a flat disc
+                       (lambda: bpy.ops.mesh.primitive_cube_add(size=1.0), "box"),
+                       (lambda: bpy.ops.mesh.primitive_ico_sphere_add(subdivisions=1), "sphere"),
+                       (lambda: bpy.ops.mesh.primitive_uv_sphere_add(segments=8, ring_count=4),
+                        "sphere")):
+        add()
+        obj = bpy.context.object
+        assert simscene.infer_collider(obj, bridge.positions(obj.data))[0] == shape, obj.name
+    bpy.ops.mesh.primitive_cube_add(size=1.0)
+    plank = bpy.context.object
+    x = bridge.positions(plank.data) * [2.4, 0.1, 0.05]           # a long thin box (mesh space)
+    assert simscene.infer_collider(plank, x)[0] == "box"
+
+
+def test_tablecloth_drapes_over_table_and_ball(baked):
+    _, _, f = baked
+    top, ball_top = demo.TABLE_TOP, demo.TABLE_TOP + 2 * demo.BALL_RADIUS
+    # the centre lies on the table top: above it (no tunnelling), within a fold's height
+    assert 0.0 <= f["cloth_centre_above_top"] < 0.15
+    assert -0.005 <= f["cloth_on_top_gap"] < 0.12
+    # the cloth covers the ball: its highest point over the ball is at least the ball's top
+    assert ball_top - 0.01 <= f["cloth_peak_over_ball"] < ball_top + 0.10
+    # and hangs over the edges: a good share below the top, the hem well down the sides
+    assert f["cloth_fraction_hanging"] > 0.2
+    assert 0.2 < f["cloth_lowest"] < top - 0.2
+    assert f["cloth_max_strain"] < 0.15
+
+
+def test_flag_blown_out_by_wind_and_hangs_without(baked):
+    ext, built, f = baked
+    scene = bpy.context.scene
+    if not hasattr(scene.verlet, "wind_strength"):
+        pytest.skip("Scene.verlet has no wind settings yet")
+    width = demo.FLAG_SIZE[0]
+    assert f["flag_pin_error"] < 1e-4
+    # in the wind the flag stands out from the pole, near horizontal, and keeps moving
+    assert f["flag_reach_along_wind"] > 0.7 * width
+    assert f["flag_tip_height_drop"] < 0.3
+    assert f["flag_tip_disp_std_2nd_half"] > 0.01
+    # the same scene in still air: the flag hangs down the pole
+    scene.verlet.wind_strength = 0.0
+    _bake(scene)
+    still = demo.measure(ext, built["objects"])
+    assert still["flag_tip_height_drop"] > 0.4
+    assert still["flag_reach_along_wind"] < 0.6 * width
+    assert still["grass_tip_sway_max"] < 0.5 * f["grass_tip_sway_max"]
+
+
+def test_grass_stands_and_sways(baked):
+    _, _, f = baked
+    assert f["grass_root_error"] < 1e-4               # the root pin group holds
+    assert f["grass_tip_height_ratio"] > 0.6          # stands up (does not fold flat)
+    assert f["grass_tip_sway_max"] > 0.05             # moves in the gusts
+    assert f["grass_tip_sway_range_2nd_half"] > 0.01  # and keeps moving
+
+
+def test_crate_and_jelly_rest_on_the_ramp(baked):
+    _, _, f = baked
+    assert f["crate_on"] == "ramp"
+    assert abs(f["crate_gap"]) < 0.02                 # touching, not through
+    assert f["crate_speed_end"] < 0.05                # at rest (friction 0.5 > tan 18 deg)
+    assert f["crate_drop"] > 0.3                      # it did fall
+    assert f["crate_rebound"] < 0.2                   # no restitution: no bounce back up
+    assert abs(f["crate_det"] - 1.0) < 1e-3           # a rotation: rigid
+    assert -0.02 < f["jelly_gap_ramp"] < 0.02         # the jelly rests on the ramp
+    assert f["jelly_speed_end"] < 0.05
+    assert 0.95 < f["jelly_volume_ratio_end"] < 1.05  # volume kept
+    assert f["jelly_volume_ratio_min"] > 0.85
+    assert f["jelly_wobble_max"] > 0.005              # soft: it deforms on landing
+    assert f["jelly_rebound"] < 0.3                   # and does not bounce back up (energy)
+
+
+def test_demo_pipeline_writes_every_output(tmp_path):
+    """scripts/demo.py end to end on the reduced scene: blend + cache, Alembic, PC2, PNG."""
+    out = tmp_path / "out"
+    try:
+        facts = demo.main(["--small", "--frames", "24", "--out", str(out)])
+    finally:
+        ext = demo.load_extension()
+        if hasattr(bpy.types.Scene, "verlet"):
+            ext.unregister()
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+    assert (out / "demo.blend").is_file()
+    caches = list((out / "verlet_cache" / "demo").glob("*.vpc"))
+    assert len(caches) == 5                           # flag, tablecloth, grass, jelly, crate
+    assert (out / "demo.abc").stat().st_size > 1000
+    pc2 = sorted(p.name for p in (out / "pc2").glob("*.pc2"))
+    assert pc2 == ["Flag.pc2", "Grass.pc2", "Jelly.pc2", "Tablecloth.pc2"]
+    img = bpy.data.images.load(str(out / "demo.png"))
+    try:
+        w, h = img.size
+        px = np.empty(w * h * 4, dtype=np.float32)
+        img.pixels.foreach_get(px)
+    finally:
+        bpy.data.images.remove(img)
+    assert (w, h) == (4 * 480 + 5 * 4, 2 * 270 + 3 * 4)
+    # not blank: the tiles hold a picture (sky, ground and objects of different colours)
+    assert px.reshape(-1, 4)[:, :3].std(axis=0).min() > 0.05
+    assert np.isfinite(facts["jelly_volume_ratio_end"])

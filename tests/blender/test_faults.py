@@ -1,0 +1,339 @@
+"""Bad input and faults: each gives a clear message naming the object and the cause (operator
+error, scene["verlet_error"], or the object's cache status), nothing crashes, no NaN reaches the
+mesh, and the user's mesh, shape keys and vertex groups hash the same before and after."""
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+import bmesh  # noqa: E402  (importable once bpy is)
+import scenes  # noqa: E402
+
+
+def _addon():
+    from verlet_physics.addon import bake, bridge, cache
+    return bake, bridge, cache
+
+
+def _refused(*words):
+    """verlet.bake must fail with an error naming every one of ``words``; returns the message."""
+    with pytest.raises(RuntimeError) as info:           # bpy raises operator ERROR reports
+        scenes.bake_op()
+    msg = str(info.value)
+    for w in words:
+        assert w in msg, (w, msg)
+    assert bpy.context.scene["verlet_error"] in msg
+    return msg
+
+
+def _live_refused(*words):
+    """Live playback at the start frame reports the same cause (no exception, no stepping)."""
+    bake, _, _ = _addon()
+    scene = bpy.context.scene
+    scene.frame_set(scene.frame_start + 1)
+    scene.frame_set(scene.frame_start)
+    err = scene["verlet_error"]
+    for w in words:
+        assert w in err, (w, err)
+    scene.frame_set(scene.frame_start + 1)
+    assert bake._live["sim"] is None
+
+
+def _safe_cloth(n=8, frames=(1, 8)):
+    c, _ = scenes.drape_scene(n=n, frames=frames)
+    scenes.add_user_data(c)
+    return c
+
+
+@pytest.mark.parametrize("kind", ["EMPTY", "CURVE"])
+def test_non_mesh_object_as_cloth(extension, kind):
+    c = _safe_cloth()
+    before = scenes.user_hashes(c)
+    data = None if kind == "EMPTY" else bpy.data.curves.new("Wire", "CURVE")
+    obj = scenes.link(bpy.data.objects.new("Wire", data))
+    obj.verlet.kind = "CLOTH"
+    _refused("Wire", "not a mesh")
+    _live_refused("Wire", "not a mesh")
+    assert not c.get("verlet_baked") and scenes.user_hashes(c) == before
+
+
+def test_edit_mode_refused_by_name(extension):
+    c = _safe_cloth()
+    before = scenes.user_hashes(c)
+    bpy.context.view_layer.objects.active = c
+    c.select_set(True)
+    bpy.ops.object.mode_set(mode="EDIT")
+    _refused("Cloth", "Edit Mode")
+    _live_refused("Cloth", "Edit Mode")
+    bpy.ops.object.mode_set(mode="OBJECT")
+    assert scenes.user_hashes(c) == before
+    assert scenes.bake_op() == {"FINISHED"}            # out of Edit Mode it bakes
+
+
+def test_cloth_mesh_without_faces(extension):
+    scenes.set_range(1, 8)
+    me = bpy.data.meshes.new("Strands")
+    me.from_pydata([(0, 0, 1), (1, 0, 1), (2, 0, 1)], [(0, 1), (1, 2)], [])
+    obj = scenes.link(bpy.data.objects.new("Strands", me))
+    obj.verlet.kind = "CLOTH"
+    before = scenes.user_hashes(obj)
+    _refused("Strands", "faces")
+    _live_refused("Strands", "faces")
+    assert scenes.user_hashes(obj) == before
+
+
+def test_modifier_changing_vertex_count(extension):
+    c = _safe_cloth()
+    mod = c.modifiers.new("Subdivide", "SUBSURF")
+    mod.levels = 1
+    before = scenes.user_hashes(c)
+    _refused("Cloth", "vertex count", "modifier")
+    _live_refused("Cloth", "vertex count")
+    assert scenes.display_key(c) is None and scenes.user_hashes(c) == before
+    mod.show_viewport = False                          # disabled: it bakes
+    assert scenes.bake_op() == {"FINISHED"}
+
+
+@pytest.mark.parametrize("case", ["missing", "empty"])
+def test_pin_group_missing_or_empty(extension, case):
+    c = _safe_cloth()
+    if case == "empty":
+        c.vertex_groups.new(name="NoPins")
+    c.verlet.pin_group = "NoPins"
+    before = scenes.user_hashes(c)
+    _refused("Cloth", "'NoPins'", "does not exist" if case == "missing" else "empty")
+    _live_refused("Cloth", "NoPins")
+    assert scenes.user_hashes(c) == before
+
+
+@pytest.mark.parametrize("setting", ["mass", "friction", "thickness", "bend_stiffness"])
+def test_nan_object_setting_from_python(extension, setting):
+    c = _safe_cloth()
+    setattr(c.verlet, setting, math.nan)               # Blender's clamp lets NaN through
+    assert math.isnan(getattr(c.verlet, setting))
+    _refused("Cloth", setting)
+    _live_refused("Cloth", setting)
+    assert scenes.display_key(c) is None
+
+
+@pytest.mark.parametrize("setting", ["damping", "gravity_scale", "air_drag"])
+def test_nan_scene_setting_from_python(extension, setting):
+    _safe_cloth()
+    setattr(bpy.context.scene.verlet, setting, math.nan)
+    _refused("Scene", setting)
+
+
+def test_nan_object_location(extension):
+    c = _safe_cloth()
+    c.location.x = math.nan
+    _refused("Cloth")
+    assert scenes.display_key(c) is None
+
+
+def test_negative_settings_from_python_clamp_to_their_minimum(extension):
+    """Blender clamps a negative assignment to the property's minimum (documented in
+    properties.py): the bake then runs with that minimum and stays finite."""
+    c = _safe_cloth()
+    before = scenes.user_hashes(c)
+    c.verlet.mass, c.verlet.friction, c.verlet.thickness = -1.0, -0.5, -0.1
+    bpy.context.scene.verlet.substeps = -3
+    assert c.verlet.mass > 0 and c.verlet.friction == 0 and c.verlet.thickness == 0
+    assert bpy.context.scene.verlet.substeps == 1
+    bpy.context.scene.verlet.substeps = 10
+    assert scenes.bake_op() == {"FINISHED"}
+    bake, _, _ = _addon()
+    assert np.isfinite(bake.load(c)[1]).all() and scenes.user_hashes(c) == before
+
+
+def test_solver_fault_mid_bake_keeps_finite_frames(extension, monkeypatch):
+    """A non-finite step raises SolverError (the solver rolls back); the bake keeps the frames
+    before it, says where it stopped, and no NaN reaches the mesh."""
+    from verlet_physics.solver import SolverError, Simulation
+    bake, _, _ = _addon()
+    c = _safe_cloth(frames=(1, 12))
+    before = scenes.user_hashes(c)
+    real, calls = Simulation.step, []
+
+    def failing(self, dt):
+        calls.append(1)
+        if len(calls) == 5:
+            raise SolverError("non-finite position (injected by the test)")
+        return real(self, dt)
+
+    monkeypatch.setattr(Simulation, "step", failing)
+    with pytest.raises(RuntimeError, match="frame 6"):
+        scenes.bake_op()
+    header, fr = bake.load(c)
+    assert (header["frame_start"], header["frame_end"]) == (1, 5) and np.isfinite(fr).all()
+    assert "frame 6" in bpy.context.scene["verlet_error"]
+    bpy.context.scene.frame_set(9)                     # past the kept frames: held
+    np.testing.assert_array_equal(scenes.display_key(c), fr[-1])
+    bpy.ops.verlet.free_bake()
+    calls.clear()
+    scene = bpy.context.scene                          # live: reported, frames held, finite
+    for f in range(1, 9):
+        scene.frame_set(f)
+    assert "non-finite" in scene["verlet_error"] and bake._live["sim"] is None
+    assert np.isfinite(scenes.evaluated_positions(c)).all()
+    assert scenes.user_hashes(c) == before
+
+
+def test_unwritable_cache_folder(extension, tmp_path):
+    """A file where the cache folder must go makes it unwritable (even for root, which ignores
+    permission bits): the bake fails naming the object and the folder, and leaves nothing."""
+    c = _safe_cloth()
+    before = scenes.user_hashes(c)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "ro.blend"))
+    (tmp_path / "verlet_cache").write_text("in the way")
+    _refused("Cloth", "verlet_cache")
+    assert not c.get("verlet_baked") and scenes.display_key(c) is None
+    assert sorted(os.listdir(tmp_path)) == ["ro.blend", "verlet_cache"]
+    assert scenes.user_hashes(c) == before
+
+
+def test_missing_cache_folder(extension, tmp_path):
+    import shutil
+    bake, _, _ = _addon()
+    c = _safe_cloth()
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "gone.blend"))
+    scenes.bake_op()
+    shutil.rmtree(tmp_path / "verlet_cache")
+    bpy.context.scene.frame_set(5)
+    assert c["verlet_status"].startswith("Cache missing") and "Cloth" in c["verlet_status"]
+    assert bake._live["sim"] is None                   # a claimed bake never steps
+    with pytest.raises(RuntimeError, match="Cloth.*missing"):
+        bpy.ops.verlet.bake_to_shape_keys()
+    assert np.isfinite(scenes.evaluated_positions(c)).all()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "foreign", "other_cloth", "rigid_body",
+                                    "old_version"])
+def test_damaged_or_foreign_cache_file(extension, tmp_path, damage):
+    import json
+    import struct
+    bake, _, cache = _addon()
+    c = _safe_cloth()
+    scenes.cube(location=(3, 0, 0.6))
+    scenes.cloth("Sheet", n=5, location=(3, 3, 1))
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "bad.blend"))
+    scenes.bake_op()
+    before = scenes.user_hashes(c)
+    path = cache.path_for("Cloth")
+    blob = open(path, "rb").read()
+    if damage == "truncated":
+        blob = blob[:len(blob) - 100]
+    elif damage == "foreign":
+        blob = b"PK\x03\x04 not ours at all" * 10
+    elif damage in ("other_cloth", "rigid_body"):     # another object's valid cache
+        blob = open(cache.path_for("Sheet" if damage == "other_cloth" else "Cube"), "rb").read()
+    else:
+        n = struct.unpack("<I", blob[8:12])[0]
+        header = json.loads(blob[12:12 + n])
+        header["format_version"] = 99
+        h = json.dumps(header).encode()
+        blob = blob[:8] + struct.pack("<I", len(h)) + h + blob[12 + n:]
+    open(path, "wb").write(blob)
+    shown = scenes.display_key(c).copy()
+    bpy.context.scene.frame_set(6)
+    status = c["verlet_status"]
+    assert status.startswith(("Cache unusable", "Cache outdated")), status
+    assert {"truncated": "truncated", "foreign": "not a Verlet Physics cache",
+            "other_cloth": "topology", "rigid_body": "'Cube'",
+            "old_version": "format 99"}[damage] in status
+    np.testing.assert_array_equal(scenes.display_key(c), shown)       # ignored, not shown
+    for op in (bpy.ops.verlet.bake_to_shape_keys,
+               lambda: bpy.ops.verlet.export_pc2(directory=str(tmp_path))):
+        with pytest.raises(RuntimeError, match="Cloth"):
+            op()
+    assert not (tmp_path / "Cloth.pc2").exists() and scenes.user_hashes(c) == before
+    assert scenes.bake_op() == {"FINISHED"}            # baking again repairs it
+    assert bake.load(c) is not None
+
+
+def test_outdated_topology_is_ignored_with_a_warning(extension):
+    bake, bridge, _ = _addon()
+    c = _safe_cloth()
+    scenes.bake_op()
+    bpy.context.scene.frame_set(8)
+    bm = bmesh.new()                                   # the user edits the mesh after baking:
+    bm.from_mesh(c.data)                               # same vertex count, one face fewer
+    bm.faces.ensure_lookup_table()
+    bm.faces.remove(bm.faces[0])
+    bm.to_mesh(c.data)
+    bm.free()
+    before = scenes.user_hashes(c)
+    shown = scenes.display_key(c).copy()
+    bpy.context.scene.frame_set(3)
+    assert "outdated" in c["verlet_status"] and "topology" in c["verlet_status"]
+    np.testing.assert_array_equal(scenes.display_key(c), shown)
+    assert bake._live["sim"] is None and scenes.user_hashes(c) == before
+
+
+def test_failed_cache_write_keeps_the_previous_cache(extension, tmp_path, monkeypatch):
+    """Caches are written to a temporary name and renamed: a failure at the rename (disk full,
+    a crash) leaves the previous bake intact and no temporary file behind."""
+    bake, _, cache = _addon()
+    c = _safe_cloth()
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "atomic.blend"))
+    scenes.bake_op()
+    path = cache.path_for("Cloth")
+    old = open(path, "rb").read()
+    c.verlet.mass = 3.0                                # a different bake would follow
+
+    def refuse(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cache.os, "replace", refuse)
+    _refused("Cloth", "No space left")
+    assert open(path, "rb").read() == old
+    assert sorted(os.listdir(os.path.dirname(path))) == ["Cloth.vpc"]
+    bpy.context.scene.frame_set(4)                     # the old bake still plays
+    np.testing.assert_array_equal(scenes.display_key(c), bake.load(c)[1][3])
+
+
+def test_free_bake_removes_only_what_the_product_created(extension, tmp_path):
+    bake, bridge, cache = _addon()
+    c = _safe_cloth()                                  # the user's Basis, UserKey and Pins
+    plain = scenes.cloth("Plain", n=5, location=(3, 0, 1))   # no shape keys of its own
+    box = scenes.cube(location=(-3, 0, 0.6))
+    before = scenes.user_hashes(c, plain, box)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "free.blend"))
+    scenes.bake_op()
+    bpy.context.scene.frame_set(6)
+    folder = os.path.dirname(cache.path_for("Cloth"))
+    with open(os.path.join(folder, "notes.txt"), "w") as fh:     # the user's file in our folder
+        fh.write("mine")
+    (tmp_path / "verlet_cache" / "other.txt").write_text("mine too")
+    assert plain.data.shape_keys.key_blocks.keys() == ["Basis", "Verlet"]
+    assert bpy.ops.verlet.free_bake() == {"FINISHED"}
+    assert sorted(os.listdir(folder)) == ["notes.txt"]
+    assert (tmp_path / "verlet_cache" / "other.txt").read_text() == "mine too"
+    assert c.data.shape_keys.key_blocks.keys() == ["Basis", "UserKey"]
+    assert plain.data.shape_keys is None               # the Basis we added went with our key
+    assert [g.name for g in c.vertex_groups] == ["Pins"]
+    np.testing.assert_allclose(np.array(box.matrix_world)[:3, 3], (-3, 0, 0.6), atol=1e-6)
+    for o in (c, plain, box):
+        assert not [k for k in o.keys() if k.startswith("verlet_")], o.keys()
+    assert scenes.user_hashes(c, plain, box) == before
+    os.remove(os.path.join(folder, "notes.txt"))       # an emptied folder of ours goes too
+    scenes.bake_op()
+    bpy.ops.verlet.free_bake()
+    assert sorted(os.listdir(tmp_path / "verlet_cache")) == ["other.txt"]
+
+
+@pytest.mark.xfail(strict=True, reason="known limitation: the display shape key is applied "
+                   "before the object's modifiers, while the simulation starts from the mesh "
+                   "with its modifiers applied, so a deforming modifier (Displace, Armature, "
+                   "Lattice...) acts twice on the displayed result")
+def test_deforming_modifier_is_not_applied_twice(extension):
+    c = _safe_cloth()
+    mod = c.modifiers.new("Lift", "DISPLACE")          # no texture: 5 cm along the normals
+    mod.strength = 0.1
+    rest = scenes.evaluated_positions(c)
+    scenes.bake_op()
+    bpy.context.scene.frame_set(1)
+    np.testing.assert_allclose(scenes.evaluated_positions(c), rest, atol=1e-6)

@@ -1,0 +1,132 @@
+"""The extension as users get it: build the zip with Blender's extension tool, install it with
+Blender's extension installer into an isolated user-resources folder, enable it and bake through
+the installed module; its cache must equal, bit for bit, the one the source tree bakes.
+
+The Blender sessions run in child processes (tests/smoke/installed_extension.py) because Blender
+reads BLENDER_USER_RESOURCES only when bpy is imported; the child prints one ``RESULT {json}``
+line that these tests assert on.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+
+pytest.importorskip("bpy")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import build_extension  # noqa: E402
+
+CHILD = os.path.join(ROOT, "tests", "smoke", "installed_extension.py")
+INSTALLED = "bl_ext.user_default.verlet_physics"
+
+
+def run_child(args, resources, timeout=600):
+    """Run the child Blender session with its own user-resources folder; return its RESULT."""
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(resources))
+    env.pop("PYTHONPATH", None)           # the source tree must not leak into the child
+    proc = subprocess.run([sys.executable, CHILD, *map(str, args)], env=env, cwd=str(resources),
+                          capture_output=True, text=True, timeout=timeout)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert lines, f"no RESULT from the child (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    out = json.loads(lines[-1][len("RESULT "):])
+    assert "error" not in out, f"child failed:\n{out['error']}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+def read_cache(path):
+    """(header, frames) of a .vpc cache, by the layout documented in addon/cache.py."""
+    with open(path, "rb") as fh:
+        blob = fh.read()
+    assert blob[:8] == b"VERLETC1", path
+    n = int.from_bytes(blob[8:12], "little")
+    header = json.loads(blob[12:12 + n])
+    frames = np.frombuffer(blob[12 + n:], dtype="<f4")
+    count = header["frame_end"] - header["frame_start"] + 1
+    return header, frames.reshape(count, header["vertex_count"], 3)
+
+
+@pytest.fixture(scope="module")
+def built_zip(tmp_path_factory):
+    return build_extension.build(output_dir=str(tmp_path_factory.mktemp("dist")))[0]
+
+
+def test_zip_holds_the_extension_and_no_dev_files(built_zip):
+    assert os.path.basename(built_zip) == "verlet_physics-{}.zip".format(
+        build_extension.manifest()["version"])
+    with zipfile.ZipFile(built_zip) as zf:
+        names = zf.namelist()
+    tops = {n.split("/")[0] for n in names}
+    assert {"blender_manifest.toml", "__init__.py", "addon", "solver", "presets"} <= tops
+    for bad in ("tests", "benchmarks", "scripts", ".venv", ".venv-bpy42", ".git", ".ci",
+                "dist", "out", ".pytest_cache", "requirements.txt", "pytest.ini"):
+        assert bad not in tops, bad
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    # every module of the source tree ships (a pattern must not drop product code)
+    for pkg in ("addon", "solver"):
+        for f in os.listdir(os.path.join(ROOT, pkg)):
+            if f.endswith(".py"):
+                assert f"{pkg}/{f}" in names, f"{pkg}/{f} missing from the zip"
+
+
+def test_invalid_manifest_fails_loudly(tmp_path, capsys):
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
+        ".*", "tests", "benchmarks", "scripts", "dist", "out", "__pycache__"))
+    text = (src / "blender_manifest.toml").read_text()
+    (src / "blender_manifest.toml").write_text(text.replace('blender_version_min = "4.2.0"',
+                                                            'blender_version_min = "4.2"'))
+    with pytest.raises(build_extension.BuildError, match="blender_version_min"):
+        build_extension.build(output_dir=str(tmp_path / "dist"), source_dir=str(src))
+    assert not os.path.exists(tmp_path / "dist" / "verlet_physics-0.1.0.zip")
+    # the command line: exit code 1 and the tool's message on stderr
+    script = os.path.join(ROOT, "scripts", "build_extension.py")
+    proc = subprocess.run([sys.executable, script, "--source-dir", str(src),
+                           "--output-dir", str(tmp_path / "d2")], capture_output=True, text=True)
+    assert proc.returncode == 1 and "blender_version_min" in proc.stderr, proc.stderr
+
+
+def test_installed_zip_bakes_like_the_source_tree(built_zip, tmp_path):
+    iso = tmp_path / "user_resources"
+    iso.mkdir()
+    inst = run_child(["--zip", built_zip, "--workdir", tmp_path / "installed"], iso)
+
+    # installed by Blender's installer into the isolated folder, enabled, and what ran
+    ext_dir = os.path.realpath(iso / "extensions" / "user_default" / "verlet_physics")
+    assert inst["install"] == ["FINISHED"]
+    assert inst["extensions_dir"] == os.path.realpath(iso / "extensions")
+    assert inst["package"] == INSTALLED
+    assert inst["package_file"] == os.path.join(ext_dir, "__init__.py")
+    assert inst["operator_module"] == INSTALLED + ".addon.operators"
+    assert inst["operator_file"].startswith(ext_dir + os.sep)
+    assert inst["extension_modules"] and all(
+        f.startswith(ext_dir + os.sep) for f in inst["extension_modules"])
+    assert inst["stray_modules"] == []
+    assert not any(f.startswith(ROOT + os.sep) for f in inst["extension_modules"])
+    assert os.path.exists(os.path.join(ext_dir, "blender_manifest.toml"))
+    assert not os.path.exists(os.path.join(ext_dir, "tests"))
+    assert inst["bake"] == ["FINISHED"] and inst["verlet_error"] == "", inst
+    assert inst["cache"].startswith(str(tmp_path / "installed")), inst["cache"]
+
+    # the same scene baked by the source tree (its own isolated user folder)
+    iso_src = tmp_path / "user_resources_src"
+    iso_src.mkdir()
+    src = run_child(["--source", ROOT, "--workdir", tmp_path / "source"], iso_src)
+    assert src["operator_file"] == os.path.join(os.path.realpath(ROOT), "addon", "operators.py")
+    assert src["bake"] == ["FINISHED"] and src["verlet_error"] == "", src
+
+    h_inst, f_inst = read_cache(inst["cache"])
+    h_src, f_src = read_cache(src["cache"])
+    assert h_inst == h_src
+    assert f_inst.shape == (24, 36, 3)
+    assert f_inst.tobytes() == f_src.tobytes()          # bit-identical, not just close
+    # and it simulated: the cloth fell towards the plane and did not go through it
+    assert f_inst[-1, :, 2].max() < f_inst[0, :, 2].min() - 0.1
+    assert f_inst[-1, :, 2].min() > -1e-3
