@@ -13,12 +13,13 @@ dlambda_i = (-C_i - alpha~ lambda_i) / (w + alpha~), x_i += w dlambda_i, where w
 mean inverse mass for every particle (0 for pinned ones). Using one w per cluster keeps
 sum m_i dx_i = 0, so a free body's linear momentum is conserved exactly.
 
-Contact: particles that touched a collider in this substep count BOOST times heavier in c and
-A. A rigid cluster then turns about its contacts instead of dragging them along, which is what
-lets a per-particle Coulomb friction hold a whole block still on a slope (without it, static
-friction on the bottom particles is averaged away by the free ones and the block creeps; the
-same idea as mass scaling in Macklin et al., "Unified Particle Physics for Real-Time
-Applications", SIGGRAPH 2014).
+Contact: in rigid clusters (compliance 0), particles that touched a collider in this substep
+count BOOST times heavier in c and A. A rigid cluster then turns about its contacts instead of
+dragging them along, which is what lets a per-particle Coulomb friction hold a whole block still
+on a slope (without it, static friction on the bottom particles is averaged away by the free ones
+and the block creeps; the same idea as mass scaling in Macklin et al., "Unified Particle Physics
+for Real-Time Applications", SIGGRAPH 2014). Soft clusters keep plain mass weights: their goals
+follow the body's true centre of mass, and weighting contacts there pumped energy into them.
 
 Clusters are coloured so that no two clusters of one colour share a particle (several
 overlapping clusters per body are allowed); every colour is one batched NumPy solve.
@@ -50,6 +51,7 @@ class ShapeSolver:
         pinned = model.particle_inv_mass[self.particles] == 0
         self.w = np.where(pinned, 0.0, 1.0 / mean_mass[self.cluster]) if k else np.zeros(0)
         self.compliance = model.shape_compliance[self.cluster]  # (e,) float64 [m/N]
+        self.rigid = self.compliance == 0.0                     # (e,) bool entry of a rigid cluster
         self.lam = np.zeros((len(self.particles), 3))          # (e, 3) float64 accumulated
         self.alpha = np.zeros(len(self.particles))             # (e,) alpha / h^2
         self._h = None
@@ -77,7 +79,7 @@ class ShapeSolver:
             pid = self.particles[s]
             xs = x[pid]
             q = self.rest_offset[s]
-            wgt = self.mass[s] * np.where(contact[pid], BOOST, 1.0)
+            wgt = self.mass[s] * np.where(contact[pid] & self.rigid[s], BOOST, 1.0)
             wsum = np.add.reduceat(wgt, seg)
             centre = np.add.reduceat(xs * wgt[:, None], seg, axis=0) / wsum[:, None]
             qbar = np.add.reduceat(q * wgt[:, None], seg, axis=0) / wsum[:, None]
