@@ -145,7 +145,7 @@ class SceneSim:
                               seed=getattr(s, "wind_seed", 0))
         for body in self.bodies:
             d = scene.objects[body.name].verlet
-            if getattr(d, "damping", 0.0) > 0:
+            if getattr(d, "damping", 0.0) > 0 and body.kind != "SOFT":   # SOFT: see _add_kind
                 self.sim.set_damping(body.ids, min(d.damping, 1.0))
         self.fps = scene.render.fps / scene.render.fps_base
 
@@ -230,7 +230,9 @@ class SceneSim:
             e = bridge.edges(mesh)
             if len(e):
                 b.add_sticks(ids[e], compliance=compliance(obj, "stretch_stiffness", 1e-4))
-            b.add_shape_match(ids, stiffness=max(getattr(obj.verlet, "shape_stiffness", 0.3), 1e-3))
+            # a soft body's damping damps its wobble (deformation), not its fall
+            b.add_shape_match(ids, stiffness=max(getattr(obj.verlet, "shape_stiffness", 0.3), 1e-3),
+                              damping=min(getattr(obj.verlet, "damping", 0.0), 1.0))
             if len(faces) and getattr(obj.verlet, "use_volume", True):
                 try:
                     b.add_volume(ids[faces] if isinstance(faces, np.ndarray)

@@ -206,12 +206,15 @@ class Builder:
         return ids
 
     # ------------------------------------------------------------------ shape matching
-    def add_shape_match(self, ids, stiffness=1.0, compliance=None):
+    def add_shape_match(self, ids, stiffness=1.0, compliance=None, damping=0.0):
         """One shape-matching cluster over particles ``ids`` (rest shape = current positions).
 
         stiffness in (0, 1]: 1 = rigid; lower values map to a goal compliance
         (1 / stiffness - 1) * 1e-3 [m/N]; ``compliance`` [m/N] sets it directly instead.
-        Clusters may overlap and may be planar or collinear. Returns the cluster index."""
+        damping in [0, 1]: the fraction of the cluster's deformation velocity (its velocity
+        relative to the cluster's own rigid motion) removed per second: jelly wobbles and comes
+        to rest without slowing its fall. Clusters may overlap and may be planar or collinear.
+        Returns the cluster index."""
         ids = _ids(ids, self._n, "ids").ravel()
         if ids.size < 2:
             raise ValueError("ids: a shape-matching cluster needs at least 2 particles")
@@ -227,7 +230,8 @@ class Builder:
         extent = np.ptp(x, axis=0).max()
         if extent < MIN_REST_LENGTH:
             raise ValueError("ids: all particles of the cluster coincide")
-        self._clusters.append((ids, compliance))
+        damping = _scalar(damping, "damping", 0.0, 1.0)
+        self._clusters.append((ids, compliance, damping))
         return len(self._clusters) - 1
 
     # ------------------------------------------------------------------ volume
@@ -363,10 +367,12 @@ class Builder:
             rest_off = x0[sp] - centre[sc]
             shape_start = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
             shape_comp = np.array([c[1] for c in clusters])
+            shape_damp = np.array([c[2] for c in clusters])
         else:
             sp, sc = np.zeros(0, np.int64), np.zeros(0, np.int64)
             rest_off, shape_start = np.zeros((0, 3)), np.zeros(1, np.int64)
             shape_comp, shape_offsets = np.zeros(0), np.zeros(1, np.int64)
+            shape_damp = np.zeros(0)
 
         vt = [v[0] for v in self._volumes]
         tets = [t[0] for t in self._tetras]
@@ -380,7 +386,8 @@ class Builder:
             stick_color_offsets=stick_offsets,
             shape_particles=sp.astype(np.int64), shape_cluster=sc.astype(np.int64),
             shape_rest_offset=rest_off, shape_cluster_start=shape_start,
-            shape_compliance=shape_comp, shape_color_offsets=shape_offsets,
+            shape_compliance=shape_comp, shape_damping=shape_damp,
+            shape_color_offsets=shape_offsets,
             volume_tris=np.concatenate(vt) if vt else np.zeros((0, 3), np.int64),
             volume_tri_start=np.concatenate(([0], np.cumsum([len(t) for t in vt]))).astype(np.int64),
             volume_rest=np.array([v[1] for v in self._volumes], dtype=np.float64),

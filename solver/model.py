@@ -41,6 +41,7 @@ class Model:
     shape_rest_offset: np.ndarray    # (e, 3) float64 [m] rest position minus the rest centre of mass
     shape_cluster_start: np.ndarray  # (K + 1,) int64 entries of cluster k: start[k]:start[k+1]
     shape_compliance: np.ndarray     # (K,) float64 [m/N] goal compliance, 0 = rigid
+    shape_damping: np.ndarray        # (K,) float64 [1/s] fraction of deformation velocity removed per s
     shape_color_offsets: np.ndarray  # (colours + 1,) int64 clusters of colour j
 
     # --- volume (CS 426 blob / pressure): one constraint per closed surface

@@ -56,12 +56,42 @@ class ShapeSolver:
         self.alpha = np.zeros(len(self.particles))             # (e,) alpha / h^2
         self._h = None
         self.colors = []
+        self._damped = []          # colours with damped clusters: (slice, seg, local, keep(h))
         offs = model.shape_color_offsets
         for c0, c1 in zip(offs[:-1], offs[1:]):
             es, ee = int(start[c0]), int(start[c1])
             seg = (start[c0:c1] - es).astype(np.int64)         # cluster starts within the colour
             local = self.cluster[es:ee] - c0
             self.colors.append((slice(es, ee), seg, local))
+            damping = model.shape_damping[c0:c1]
+            if np.any(damping > 0):
+                self._damped.append((slice(es, ee), seg, local,
+                                     lambda h, d=damping: (1.0 - d) ** h))
+
+    def damp(self, x, x_prev, h):
+        """Remove the fraction ``damping`` per second of each damped cluster's deformation
+        velocity: the part of the substep's displacement u = x - x* that is not the cluster's
+        rigid motion u_cm + w x r (w = I^-1 L from its mass-weighted angular momentum). Linear
+        and angular momentum are unchanged (Mueller et al., "Position Based Dynamics", 2007,
+        section 3.5). Writes x* only, so positions stay where the constraints put them."""
+        for s, seg, local, keep_of in self._damped:
+            keep = keep_of(h)
+            pid = self.particles[s]
+            xs = x[pid]
+            u = xs - x_prev[pid]
+            m = self.mass[s][:, None]
+            msum = np.add.reduceat(self.mass[s], seg)[:, None]
+            c = np.add.reduceat(xs * m, seg, axis=0) / msum
+            u_cm = np.add.reduceat(u * m, seg, axis=0) / msum
+            r = xs - c[local]
+            ang = np.add.reduceat(np.cross(r, u) * m, seg, axis=0)
+            rr = np.einsum("ij,ij->i", r, r)
+            outer = r[:, :, None] * r[:, None, :]
+            inertia = np.add.reduceat((rr[:, None, None] * np.eye(3) - outer) * m[:, :, None], seg,
+                                      axis=0)
+            omega = np.einsum("kij,kj->ki", np.linalg.pinv(inertia), ang)
+            rigid = u_cm[local] + np.cross(omega[local], r)
+            x_prev[pid] = xs - (rigid + (u - rigid) * keep[local][:, None])
 
     @property
     def empty(self):

@@ -363,6 +363,7 @@ class Simulation:
                         colliders.project_points(x, xp, self._tetra, cs)
                 if not shapes.empty:
                     shapes.solve(x, cs.touching)
+            shapes.damp(x, xp, h)
             if colliders.any_restitution:
                 colliders.restitution(x, xp, self._x_pred, h, g_norm, cs)
             # one reduction per substep; the sum can overflow with finite entries, so confirm

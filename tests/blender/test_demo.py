@@ -105,7 +105,7 @@ def test_grass_stands_and_sways(baked):
     assert f["grass_tip_sway_range_2nd_half"] > 0.01  # and keeps moving
 
 
-def test_crate_and_jelly_rest_on_the_ramp(baked):
+def test_crate_rests_on_the_ramp_and_jelly_on_the_ground(baked):
     _, _, f = baked
     assert f["crate_on"] == "ramp"
     assert abs(f["crate_gap"]) < 0.02                 # touching, not through
@@ -113,7 +113,7 @@ def test_crate_and_jelly_rest_on_the_ramp(baked):
     assert f["crate_drop"] > 0.3                      # it did fall
     assert f["crate_rebound"] < 0.2                   # no restitution: no bounce back up
     assert abs(f["crate_det"] - 1.0) < 1e-3           # a rotation: rigid
-    assert -0.02 < f["jelly_gap_ramp"] < 0.02         # the jelly rests on the ramp
+    assert -0.02 < f["jelly_gap_ground"] < 0.02       # the jelly rests on the ground
     assert f["jelly_speed_end"] < 0.05
     assert 0.95 < f["jelly_volume_ratio_end"] < 1.05  # volume kept
     assert f["jelly_volume_ratio_min"] > 0.85
