@@ -1,8 +1,16 @@
-"""Validate the manifest and build the extension zip with Blender's own extension tool.
+"""Validate the manifest and build the extension zips with Blender's own extension tool.
 
-    .venv/bin/python scripts/build_extension.py [--output-dir DIR] [--split-platforms]
+    .venv/bin/python scripts/build_extension.py [--output-dir DIR] [--all-platforms]
                                                 [--source-dir DIR] [--python PY]
     bash scripts/build_extension.sh [...]            # the same, after creating .venv
+
+The zips bundle the Numba and llvmlite wheels (CPython 3.11, Blender 4.2+) for the platforms that
+have them; on any other platform the add-on runs its NumPy kernels and the panel says so. Step 0
+downloads the wheels the manifest's ``wheels`` lists into wheels/ (gitignored; ~145 MB once, then
+reused) with ``pip download --only-binary=:all: --no-deps --python-version 3.11 --platform TAG``.
+By default the build is ``--split-platforms``: one zip per platform in the manifest's
+``platforms`` (dist/<id>-<version>-<platform>.zip, e.g. ..._linux_x64.zip, holding only that
+platform's wheels); ``--all-platforms`` builds the single dist/<id>-<version>.zip with every wheel.
 
 Blender's extension command line (what `blender --command extension build|validate` runs) is
 ``bl_pkg/cli/blender_ext.py`` inside Blender's scripts; the bpy wheel ships the same file under
@@ -13,15 +21,16 @@ are validated exactly as ``blender -c extension build`` validates them. Steps, e
 (exit code 1 and the tool's message):
 
 1. ``validate`` the source tree's blender_manifest.toml;
-2. ``build`` dist/<id>-<version>.zip (with ``--split-platforms``: one zip per platform listed in
-   the manifest's ``platforms``, for when the zip bundles per-platform wheels);
+2. ``build`` one zip per platform (``--split-platforms``), or the single all-platform zip;
 3. check every zip: it holds blender_manifest.toml, __init__.py, addon/, solver/, presets/, and none
    of tests/, benchmarks/, scripts/, dist/, out/, dot-files (.git, .venv, .ci, ...), __pycache__ or
    *.pyc (the manifest's [build] section leaves them out; this catches a pattern that stopped
-   matching);
+   matching); and its wheels are exactly the manifest's wheels for its platform (all of them in
+   the all-platform zip): a platform zip holds no other platform's wheel;
 4. ``validate`` every built zip.
 
-From Python (the tests do this): ``build_extension.build(output_dir=...) -> list of zip paths``.
+From Python (the tests do this): ``build_extension.build(output_dir=...) -> list of zip paths``
+(``platform_zip(zips, "linux-x64")`` picks one).
 """
 
 import argparse
@@ -41,8 +50,54 @@ FORBIDDEN_TOP = ("tests", "benchmarks", "scripts", "dist", "out")
 FORBIDDEN_FILES = ("requirements.txt", "pytest.ini")
 
 
+# Blender platform -> the pip --platform tag that selects its wheel (Numba 0.68.1 / llvmlite 0.50.0
+# on PyPI: manylinux_2_27/2_28 x86_64, win_amd64, macosx_12_0_arm64; there is no macOS x86_64
+# wheel since Numba 0.63, so macos-x64 is not listed and runs on NumPy).
+PIP_PLATFORM = {
+    "linux-x64": "manylinux_2_28_x86_64",
+    "windows-x64": "win_amd64",
+    "macos-arm64": "macosx_14_0_arm64",
+}
+# the wheel filename's platform tag -> Blender platform (what check_zip expects per zip)
+WHEEL_PLATFORM = (("_x86_64", "linux-x64", "manylinux"), ("win_amd64", "windows-x64", "win"),
+                  ("_arm64", "macos-arm64", "macosx"))
+
+
 class BuildError(RuntimeError):
     """The manifest is invalid, the build failed or the zip holds what it must not."""
+
+
+def wheel_platform(filename):
+    """Blender platform of a wheel filename (name-version-py-abi-platform.whl)."""
+    tag = os.path.basename(filename)[:-4].split("-")[-1]
+    for suffix, platform, prefix in WHEEL_PLATFORM:
+        if tag.startswith(prefix) and tag.endswith(suffix):
+            return platform
+    raise BuildError(f"wheel {filename}: unknown platform tag {tag!r}")
+
+
+def fetch_wheels(source_dir=ROOT, python=sys.executable, log=print):
+    """Download the manifest's ``wheels`` that are not in the source tree yet (pip download, one
+    call per platform); raise BuildError when pip cannot or fetches a different filename."""
+    m = manifest(source_dir)
+    want = [os.path.normpath(os.path.join(source_dir, w)) for w in m.get("wheels", [])]
+    missing = {}
+    for path in want:
+        if not os.path.exists(path):
+            missing.setdefault(wheel_platform(path), []).append(path)
+    for platform, paths in sorted(missing.items()):
+        dest = os.path.dirname(paths[0])
+        os.makedirs(dest, exist_ok=True)
+        reqs = ["==".join(os.path.basename(p).split("-")[:2]) for p in paths]
+        log(f"downloading {', '.join(reqs)} for {platform} into {dest}")
+        proc = subprocess.run(
+            [python, "-m", "pip", "download", "--only-binary=:all:", "--no-deps",
+             "--python-version", "3.11", "--platform", PIP_PLATFORM[platform], "-d", dest, *reqs],
+            capture_output=True, text=True)
+        absent = [p for p in paths if not os.path.exists(p)]
+        if proc.returncode != 0 or absent:
+            raise BuildError(f"pip download for {platform} failed (exit {proc.returncode}); "
+                             f"missing {absent}:\n{(proc.stdout + proc.stderr).strip()[-3000:]}")
 
 
 def manifest(source_dir=ROOT):
@@ -81,11 +136,36 @@ def _run(python, tool, args):
     return out
 
 
-def check_zip(path):
-    """Raise BuildError listing what is missing from or must not be in the zip ``path``."""
+def zip_platform(path):
+    """The platform of a --split-platforms zip (``..._linux_x64.zip`` -> "linux-x64"), else None."""
+    stem = os.path.basename(path)[:-4]
+    for platform in PIP_PLATFORM:
+        if stem.endswith("-" + platform.replace("-", "_")):
+            return platform
+    return None
+
+
+def platform_zip(zips, platform):
+    """The zip built for ``platform`` out of build()'s list."""
+    hits = [z for z in zips if zip_platform(z) == platform]
+    if len(hits) != 1:
+        raise BuildError(f"no single {platform} zip in {zips}")
+    return hits[0]
+
+
+def check_zip(path, wheels=None):
+    """Raise BuildError listing what is missing from or must not be in the zip ``path``.
+    ``wheels``: the manifest's wheel paths; the zip must hold exactly those for its platform."""
     with zipfile.ZipFile(path) as zf:
         names = zf.namelist()
     problems = []
+    if wheels is not None:
+        platform = zip_platform(path)
+        expect = {os.path.normpath(w).replace(os.sep, "/") for w in wheels
+                  if platform is None or wheel_platform(w) == platform}
+        have = {n for n in names if n.endswith(".whl")}
+        problems += [f"missing wheel {w}" for w in sorted(expect - have)]
+        problems += [f"must not contain wheel {w}" for w in sorted(have - expect)]
     for req in REQUIRED:
         if not any(n == req or (req.endswith("/") and n.startswith(req)) for n in names):
             problems.append(f"missing {req}")
@@ -100,14 +180,17 @@ def check_zip(path):
     return names
 
 
-def build(output_dir=DIST, split_platforms=False, python=sys.executable, source_dir=ROOT,
+def build(output_dir=DIST, split_platforms=True, python=sys.executable, source_dir=ROOT,
           verbose=False):
-    """Validate, build, check and validate the zip(s); return their paths."""
+    """Fetch the wheels, validate, build, check and validate the zip(s); return their paths."""
     tool, tags = find_tool(python)
     tag_args = [f"--valid-tags={tags}"]
     log = print if verbose else (lambda *a: None)
-    log(_run(python, tool, ["validate", *tag_args, source_dir]))
     m = manifest(source_dir)
+    if split_platforms and not m.get("platforms"):
+        split_platforms = False             # nothing to split (blender_ext would refuse)
+    fetch_wheels(source_dir, python, log)   # validate checks that the listed wheels exist
+    log(_run(python, tool, ["validate", *tag_args, source_dir]))
     os.makedirs(output_dir, exist_ok=True)
     stem = f"{m['id']}-{m['version']}"
     for old in glob.glob(os.path.join(output_dir, stem + "*.zip")):
@@ -120,7 +203,7 @@ def build(output_dir=DIST, split_platforms=False, python=sys.executable, source_
     if not zips:
         raise BuildError(f"blender_ext build wrote no {stem}*.zip in {output_dir}")
     for z in zips:
-        check_zip(z)
+        check_zip(z, m.get("wheels", []))
         log(_run(python, tool, ["validate", *tag_args, z]))
     return zips
 
@@ -128,8 +211,10 @@ def build(output_dir=DIST, split_platforms=False, python=sys.executable, source_
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--output-dir", default=DIST, help="where the zip goes (default: dist/)")
-    p.add_argument("--split-platforms", action="store_true",
-                   help="one zip per platform in the manifest (for bundled per-platform wheels)")
+    p.add_argument("--split-platforms", dest="split_platforms", action="store_true",
+                   default=True, help="one zip per platform in the manifest (the default)")
+    p.add_argument("--all-platforms", dest="split_platforms", action="store_false",
+                   help="one zip with every platform's wheels instead")
     p.add_argument("--source-dir", default=ROOT,
                    help="the extension source (default: this repository)")
     p.add_argument("--python", default=sys.executable,

@@ -1,6 +1,10 @@
-"""The extension as users get it: build the zip with Blender's extension tool, install it with
-Blender's extension installer into an isolated user-resources folder, enable it and bake through
-the installed module; its cache must equal, bit for bit, the one the source tree bakes.
+"""The extension as users get it: build the per-platform zips with Blender's extension tool,
+install the linux-x64 one (with its bundled Numba/llvmlite wheels) with Blender's extension
+installer into an isolated user-resources folder, enable it and bake through the installed module;
+its cache must equal, bit for bit, the one the source tree bakes, and the compiled kernels ran.
+(This venv has Numba itself, which Blender's sys.path puts before the extension's site-packages;
+tests/smoke/test_smoke_bpy42.py proves the bundled wheels alone run compiled, in a venv without
+Numba, and that a zip without them runs NumPy and says so.)
 
 The Blender sessions run in child processes (tests/smoke/installed_extension.py) because Blender
 reads BLENDER_USER_RESOURCES only when bpy is imported; the child prints one ``RESULT {json}``
@@ -54,12 +58,35 @@ def read_cache(path):
 
 
 @pytest.fixture(scope="module")
-def built_zip(tmp_path_factory):
-    return build_extension.build(output_dir=str(tmp_path_factory.mktemp("dist")))[0]
+def built_zips(tmp_path_factory):
+    return build_extension.build(output_dir=str(tmp_path_factory.mktemp("dist")))
+
+
+@pytest.fixture(scope="module")
+def built_zip(built_zips):
+    return build_extension.platform_zip(built_zips, "linux-x64")
+
+
+def test_one_zip_per_platform_with_only_its_wheels(built_zips):
+    m = build_extension.manifest()
+    assert m["platforms"] == ["linux-x64", "windows-x64", "macos-arm64"]
+    assert len(m["wheels"]) == 6
+    tags = {"linux-x64": "manylinux_2_27_x86_64.manylinux_2_28_x86_64",
+            "windows-x64": "win_amd64", "macos-arm64": "macosx_12_0_arm64"}
+    assert sorted(os.path.basename(z) for z in built_zips) == sorted(
+        f"verlet_physics-{m['version']}-{p.replace('-', '_')}.zip" for p in m["platforms"])
+    for platform, tag in tags.items():
+        with zipfile.ZipFile(build_extension.platform_zip(built_zips, platform)) as zf:
+            wheels = sorted(n for n in zf.namelist() if n.endswith(".whl"))
+            toml = zf.read("blender_manifest.toml").decode()
+        assert wheels == [f"wheels/llvmlite-0.50.0-cp311-cp311-{tag}.whl",
+                          f"wheels/numba-0.68.1-cp311-cp311-{tag}.whl"], (platform, wheels)
+        # Blender's build wrote the zip's own platform into its manifest (what the installer reads)
+        assert f'platforms = ["{platform}"]' in toml
 
 
 def test_zip_holds_the_extension_and_no_dev_files(built_zip):
-    assert os.path.basename(built_zip) == "verlet_physics-{}.zip".format(
+    assert os.path.basename(built_zip) == "verlet_physics-{}-linux_x64.zip".format(
         build_extension.manifest()["version"])
     with zipfile.ZipFile(built_zip) as zf:
         names = zf.namelist()
@@ -79,7 +106,8 @@ def test_zip_holds_the_extension_and_no_dev_files(built_zip):
 def test_invalid_manifest_fails_loudly(tmp_path, capsys):
     src = tmp_path / "src"
     shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
-        ".*", "tests", "benchmarks", "scripts", "dist", "out", "__pycache__"))
+        ".*", "tests", "benchmarks", "scripts", "dist", "out", "__pycache__", "wheels"))
+    (src / "wheels").symlink_to(os.path.join(ROOT, "wheels"))    # fetched by the fixtures
     text = (src / "blender_manifest.toml").read_text()
     (src / "blender_manifest.toml").write_text(text.replace('blender_version_min = "4.2.0"',
                                                             'blender_version_min = "4.2"'))
@@ -114,6 +142,17 @@ def test_installed_zip_bakes_like_the_source_tree(built_zip, tmp_path):
     assert not os.path.exists(os.path.join(ext_dir, "tests"))
     assert inst["bake"] == ["FINISHED"] and inst["verlet_error"] == "", inst
     assert inst["cache"].startswith(str(tmp_path / "installed")), inst["cache"]
+
+    # the compiled kernels ran: Blender's installer extracted the bundled wheels into the isolated
+    # extensions' site-packages; the numba imported is either that one or this venv's own, which
+    # Blender's sys.path puts first (the bpy 4.2 smoke test runs without it)
+    site = os.path.realpath(iso / "extensions" / ".local" / "lib" / "python3.11" / "site-packages")
+    assert os.path.isfile(os.path.join(site, "numba", "__init__.py"))
+    assert os.path.isfile(os.path.join(site, "llvmlite", "__init__.py"))
+    assert inst["numba_file"].startswith((site + os.sep, sys.prefix + os.sep)), inst["numba_file"]
+    assert inst["backend_status"] == "Solver kernels: compiled (Numba)"
+    assert inst["sim_backend"] == "numba" and inst["bake_compiled"] is True
+    assert inst["kernel_cache_dir"].startswith(os.path.realpath(iso) + os.sep)
 
     # the same scene baked by the source tree (its own isolated user folder)
     iso_src = tmp_path / "user_resources_src"

@@ -90,6 +90,26 @@ def load_source(root):
     return module
 
 
+def kernels(ext, out):
+    """Which solver kernels the extension runs, as its own modules see it: the line the
+    preferences/panel show, the backend a tiny Simulation of its solver picks, and where the
+    numba it imported (if any) lives: for an installed zip with bundled wheels, Blender's
+    extension site-packages (<extensions>/.local/lib/pythonX.Y/site-packages)."""
+    prefs = importlib.import_module(ext.__name__ + ".addon.preferences")
+    solver = importlib.import_module(ext.__name__ + ".solver")
+    out["backend_status"] = prefs.backend_status()
+    b = solver.Builder()
+    import numpy as np
+    b.add_particles(np.array([[0.0, 0.0, 1.0], [0.1, 0.0, 1.0]]))
+    out["sim_backend"] = solver.Simulation(b.build(), substeps=1).backend
+    numba = sys.modules.get("numba")
+    out["numba_file"] = os.path.realpath(numba.__file__) if numba is not None else None
+    llvmlite = sys.modules.get("llvmlite")
+    out["llvmlite_file"] = os.path.realpath(llvmlite.__file__) if llvmlite is not None else None
+    cache = sys.modules[ext.__name__ + ".solver.backend"]._state["cache_dir"]
+    out["kernel_cache_dir"] = os.path.realpath(cache) if cache else None
+
+
 def run(args, out):
     out["bpy"] = bpy.app.version_string
     bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -107,6 +127,7 @@ def run(args, out):
     out["operator_module"] = op.__module__
     out["operator_file"] = os.path.realpath(sys.modules[op.__module__].__file__)
 
+    kernels(ext, out)
     build_scene()
     os.makedirs(args.workdir, exist_ok=True)
     bpy.ops.wm.save_as_mainfile(filepath=os.path.join(args.workdir, "scene.blend"))
@@ -117,6 +138,8 @@ def run(args, out):
     out["status"] = str(cloth.get("verlet_status", ""))
     out["cache"] = bpy.path.abspath(cloth.get("verlet_cache", "")) if cloth.get("verlet_cache") \
         else ""
+    # the bake paid the compile (warm_up) only when it ran the compiled kernels
+    out["bake_compiled"] = bool(sys.modules[ext.__name__ + ".solver.backend"]._state.get("warm"))
     if args.pc2:
         pc2_dir = os.path.join(args.workdir, "pc2")
         os.makedirs(pc2_dir, exist_ok=True)

@@ -1,18 +1,24 @@
 """Smoke test on Blender 4.2 LTS, the extension's declared minimum (blender_version_min = "4.2.0"):
-install the built zip with Blender 4.2's extension installer into an isolated user-resources
-folder, bake once through the installed module and export PC2.
+install the built linux-x64 zip with Blender 4.2's extension installer into an isolated
+user-resources folder, bake once through the installed module and export PC2. This venv has no
+Numba, so the compiled kernels can only come from the wheels bundled in the zip: the test checks
+that numba was imported from Blender's extension site-packages inside the isolated folder and that
+the compiled backend ran; and that a zip without wheels runs (and says it runs) on NumPy.
 
 scripts/test.sh runs this in .venv-bpy42 (requirements-bpy42.txt) after the main suite; under any
 other bpy it skips (the main suite's tests/blender/test_install.py covers bpy 5.0).
 
 The zip is the one users get: built by scripts/build_extension.py with the pinned .venv's
 extension tool (bpy 5.0) when that venv exists, else with this bpy's own tool; set
-VERLET_EXTENSION_ZIP to test a zip built elsewhere.
+VERLET_EXTENSION_ZIP to test a (linux-x64) zip built elsewhere.
 """
 
 import importlib.metadata
+import importlib.util
 import json
 import os
+import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -38,14 +44,30 @@ CHILD = os.path.join(ROOT, "tests", "smoke", "installed_extension.py")
 INSTALLED = "bl_ext.user_default.verlet_physics"
 
 
+MAIN_PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
+PYTHON = MAIN_PYTHON if os.path.exists(MAIN_PYTHON) else sys.executable
+
+
 @pytest.fixture(scope="module")
 def built_zip(tmp_path_factory):
     if os.environ.get("VERLET_EXTENSION_ZIP"):
         return os.environ["VERLET_EXTENSION_ZIP"]
-    main_python = os.path.join(ROOT, ".venv", "bin", "python")
-    python = main_python if os.path.exists(main_python) else sys.executable
-    return build_extension.build(output_dir=str(tmp_path_factory.mktemp("dist")),
-                                 python=python)[0]
+    zips = build_extension.build(output_dir=str(tmp_path_factory.mktemp("dist")), python=PYTHON)
+    return build_extension.platform_zip(zips, "linux-x64")
+
+
+def run_child(zip_path, iso, work, *extra):
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(iso))
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([sys.executable, CHILD, "--zip", zip_path, "--workdir", str(work),
+                           *extra], env=env, cwd=str(iso), capture_output=True, text=True,
+                          timeout=600)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert lines, f"no RESULT (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    out = json.loads(lines[-1][len("RESULT "):])
+    assert "error" not in out, f"child failed on bpy {BPY_VERSION}:\n{out['error']}"
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
 
 
 def test_blender_42_tool_accepts_the_zip(built_zip):
@@ -60,17 +82,8 @@ def test_blender_42_tool_accepts_the_zip(built_zip):
 def test_install_bake_export_pc2_on_blender_42(built_zip, tmp_path):
     iso = tmp_path / "user_resources"
     iso.mkdir()
-    env = dict(os.environ, BLENDER_USER_RESOURCES=str(iso))
-    env.pop("PYTHONPATH", None)
     work = tmp_path / "work"
-    proc = subprocess.run([sys.executable, CHILD, "--zip", built_zip, "--workdir", str(work),
-                           "--pc2"], env=env, cwd=str(iso), capture_output=True, text=True,
-                          timeout=600)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert lines, f"no RESULT (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-    out = json.loads(lines[-1][len("RESULT "):])
-    assert "error" not in out, f"child failed on bpy {BPY_VERSION}:\n{out['error']}"
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = run_child(built_zip, iso, work, "--pc2")
 
     assert out["bpy"].startswith("4.2.")
     ext_dir = os.path.realpath(iso / "extensions" / "user_default" / "verlet_physics")
@@ -81,8 +94,19 @@ def test_install_bake_export_pc2_on_blender_42(built_zip, tmp_path):
         f.startswith(ext_dir + os.sep) for f in out["extension_modules"])
     assert out["stray_modules"] == []
 
-    # one bake
+    # compiled kernels from the bundled wheels: this venv has no Numba, so numba/llvmlite were
+    # imported from what Blender's installer extracted into the isolated extensions' site-packages
+    assert importlib.util.find_spec("numba") is None
+    site = os.path.realpath(iso / "extensions" / ".local" / "lib" / "python3.11" / "site-packages")
+    assert out["numba_file"] == os.path.join(site, "numba", "__init__.py")
+    assert out["llvmlite_file"] == os.path.join(site, "llvmlite", "__init__.py")
+    assert out["backend_status"] == "Solver kernels: compiled (Numba)"
+    assert out["sim_backend"] == "numba"
+    assert out["kernel_cache_dir"].startswith(os.path.realpath(iso) + os.sep)
+
+    # one bake, on the compiled kernels
     assert out["bake"] == ["FINISHED"] and out["verlet_error"] == "", out
+    assert out["bake_compiled"] is True
     with open(out["cache"], "rb") as fh:
         blob = fh.read()
     assert blob[:8] == b"VERLETC1"
@@ -104,3 +128,30 @@ def test_install_bake_export_pc2_on_blender_42(built_zip, tmp_path):
     start, rate, samples = struct.unpack("<ffi", pc2[20:32])
     assert (version, points, start, rate, samples) == (1, 36, 1.0, 1.0, 24)
     assert pc2[32:] == frames.astype("<f4").tobytes()
+
+
+def test_zip_without_wheels_runs_numpy_and_says_so(tmp_path):
+    """A platform without bundled wheels (macos-x64, linux-arm64, ...) gets the extension without
+    Numba: built here from the sources with the manifest's platforms/wheels removed."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
+        ".*", "tests", "benchmarks", "scripts", "dist", "out", "__pycache__", "wheels"))
+    text = (src / "blender_manifest.toml").read_text()
+    text = re.sub(r"(?m)^platforms = .*\n", "", text)
+    text = re.sub(r"(?ms)^wheels = \[.*?\]\n", "", text)
+    (src / "blender_manifest.toml").write_text(text)
+    (zip_path,) = build_extension.build(output_dir=str(tmp_path / "dist"), python=PYTHON,
+                                        source_dir=str(src))
+    assert os.path.basename(zip_path) == "verlet_physics-0.1.0.zip"
+    iso = tmp_path / "user_resources"
+    iso.mkdir()
+    out = run_child(zip_path, iso, tmp_path / "work")
+    assert out["install"] == ["FINISHED"] and out["package"] == INSTALLED
+    assert out["numba_file"] is None
+    assert not os.path.exists(iso / "extensions" / ".local" / "lib" / "python3.11"
+                              / "site-packages" / "numba")
+    assert out["backend_status"] == ("Solver kernels: NumPy (compiled kernels unavailable here: "
+                                     "ModuleNotFoundError: No module named 'numba')")
+    assert out["sim_backend"] == "numpy"
+    assert out["bake"] == ["FINISHED"] and out["verlet_error"] == "", out
+    assert out["bake_compiled"] is False
