@@ -70,10 +70,11 @@ def simulated_objects(scene):
 
 @contextlib.contextmanager
 def display_muted(scene):
-    """Mute our display shape keys (and put rigid bodies back at rest) so the evaluated meshes
-    are the user's own, as the simulation must start from them."""
+    """Mute our display shape keys and display modifiers (and put rigid bodies back at rest) so
+    the evaluated meshes are the user's own, as the simulation must start from them."""
     muted = []
-    for obj in simulated_objects(scene):
+    objs = simulated_objects(scene)
+    for obj in objs:
         keys = obj.data.shape_keys if obj.type == "MESH" else None
         if keys is not None and bridge.DISPLAY_KEY in keys.key_blocks:
             kb = keys.key_blocks[bridge.DISPLAY_KEY]
@@ -93,12 +94,13 @@ def display_muted(scene):
                 elif "verlet_rest_matrix" in obj:
                     obj.matrix_world = _matrix(obj["verlet_rest_matrix"])
             obj["verlet_rest_basis"] = _basis(obj)
-    bpy.context.view_layer.update()
-    try:
-        yield
-    finally:
-        for kb in muted:
-            kb.mute = False
+    with bridge.display_modifiers_off(objs):
+        bpy.context.view_layer.update()
+        try:
+            yield
+        finally:
+            for kb in muted:
+                kb.mute = False
 
 
 _BASIS = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale")
@@ -224,7 +226,8 @@ def store(scene, res):
 
 
 def free(scene, objs=None):
-    """Remove our caches, display keys and marks (only what the product created)."""
+    """Remove our caches, display data (key, or attribute, modifier and node group) and marks
+    (only what the product created)."""
     for obj in scene.objects:
         if getattr(obj, "verlet", None) is not None and obj.verlet.kind == "COLLIDER":
             for key in ("verlet_baked", "verlet_status"):
@@ -233,7 +236,7 @@ def free(scene, objs=None):
     for obj in objs or simulated_objects(scene):
         cache.remove(obj.name)
         if obj.type == "MESH":
-            bridge.remove_display_key(obj)
+            bridge.remove_display(obj)
         if obj.verlet.kind == "RIGID" and "verlet_rest_basis" in obj:
             _restore_basis(obj, obj["verlet_rest_basis"])
         elif obj.verlet.kind == "RIGID" and "verlet_rest_matrix" in obj:
@@ -287,20 +290,16 @@ def sample(header, frames, frame):
         return np.asarray(frames[min(i, len(frames) - 1)], dtype=np.float64)
     a, b = frames[i].astype(np.float64), frames[i + 1].astype(np.float64)
     if header["layout"] == "matrices":
-        from .simscene import rigid_matrix
-        # blend the rigid motion, not the matrix entries
-        return _blend_matrices(a, b, t, rigid_matrix)
+        # blend the rigid motion, not the matrix entries: mathutils' Matrix.lerp interpolates
+        # the polar decomposition (rotation by quaternion slerp, translation and scale linearly)
+        from mathutils import Matrix
+        return np.array(Matrix(a.tolist()).lerp(Matrix(b.tolist()), t))
     return a + (b - a) * t
 
 
-def _blend_matrices(a, b, t, _):
-    from mathutils import Matrix
-    ma, mb = Matrix(a.tolist()), Matrix(b.tolist())
-    return np.array(ma.lerp(mb, t))
-
-
 def show(obj, state):
-    """Put a frame's state on the object: our shape key, or the transform for RIGID."""
+    """Put a frame's state on the object: our display (shape key or Geometry Nodes modifier,
+    see bridge.py), or the transform for RIGID."""
     if obj.verlet.kind == "RIGID":
         obj.matrix_world = _matrix(np.asarray(state).ravel())
         # added: remember where we put it, so that a move by the user can be told apart

@@ -3,9 +3,21 @@
 Reading goes through the evaluated object (modifiers and animation applied) so that pins follow
 an armature or keyframes. Positions cross the boundary as float32 (Blender's storage) and become
 float64 for the solver. Nothing here writes to the user's mesh: display goes through our own
-shape key (DISPLAY_KEY), and every other output is our own named data.
+named data, and every other output is our own named data too.
+
+Display has two paths, because the simulation starts from (and pins follow) the EVALUATED mesh,
+modifiers applied:
+- no enabled modifier of the user's (the common case): our shape key DISPLAY_KEY. Shape keys act
+  before the modifier stack, which is then empty, so the key shows exactly the cached positions.
+- any modifier of the user's enabled in the viewport or the render (Displace, Armature...): a
+  shape key would go under those modifiers and be deformed a second time. The positions go
+  instead into our point attribute DISPLAY_ATTRIBUTE (one foreach_set), which our Geometry Nodes
+  modifier DISPLAY_MODIFIER, kept LAST in the stack, writes over the position. The key is not
+  used then (it is removed). Reading the evaluated mesh for the simulation (reset, pins) happens
+  with that modifier off (display_modifiers_off), so the user's own stack is what is read.
 """
 
+import contextlib
 import hashlib
 import re
 
@@ -13,6 +25,12 @@ import bpy
 import numpy as np
 
 DISPLAY_KEY = "Verlet"          # the one shape key the playback handler writes
+DISPLAY_MODIFIER = "Verlet Display"     # our Geometry Nodes modifier (objects with modifiers)
+DISPLAY_GROUP = "Verlet Display"        # its node group (marked ours by GROUP_MARK)
+DISPLAY_ATTRIBUTE = "verlet_position"   # point FLOAT_VECTOR attribute it reads
+GROUP_MARK = "verlet_display"
+PC2_MODIFIER = "Verlet PC2"             # ours too: verlet.export_pc2's Mesh Cache modifier
+OUR_MODIFIERS = (DISPLAY_MODIFIER, PC2_MODIFIER)
 FRAME_KEY = re.compile(r"Verlet -?\d{4,}$")   # ours too: verlet.bake_to_shape_keys, one per frame
 
 
@@ -112,10 +130,24 @@ def ensure_display_key(obj):
     return mesh.shape_keys.key_blocks[DISPLAY_KEY]
 
 
+def user_modifiers(obj):
+    """Names of the object's modifiers other than ours that are enabled in the viewport or the
+    render: any of them means a shape key would be deformed again (see the module docstring)."""
+    return [m.name for m in obj.modifiers
+            if m.name not in OUR_MODIFIERS and (m.show_viewport or m.show_render)]
+
+
 def write_display(obj, local_positions):
-    """Show (n, 3) object-space positions through our shape key (one foreach_set)."""
-    key = ensure_display_key(obj)
+    """Show (n, 3) object-space positions: through our shape key, or through our attribute and
+    Geometry Nodes modifier when the object has enabled modifiers of its own (module docstring).
+    Switching paths removes the other one's data."""
     x = np.asarray(local_positions, dtype=np.float64)
+    if user_modifiers(obj):
+        remove_display_key(obj)
+        write_display_attribute(obj, x)
+        return
+    remove_display_modifier(obj)
+    key = ensure_display_key(obj)
     # changed: net of what the user's other active shape keys add, so that the mix shows exactly
     # these positions (a user key at 0.5 used to be added on top of the simulated shape)
     off = other_keys_offset(obj, key)
@@ -124,6 +156,104 @@ def write_display(obj, local_positions):
     key.data.foreach_set("co", x.astype(np.float32).ravel())
     key.value = 1.0
     obj.data.update()
+
+
+def write_display_attribute(obj, local_positions):
+    """Write positions into our point attribute (one foreach_set) and make sure our display
+    modifier is the last of the stack, so it shows them over every modifier of the user's."""
+    ensure_display_modifier(obj)
+    mesh = obj.data
+    attr = mesh.attributes.get(DISPLAY_ATTRIBUTE)
+    if attr is not None and (attr.data_type != "FLOAT_VECTOR" or attr.domain != "POINT"):
+        mesh.attributes.remove(attr)
+        attr = None
+    if attr is None:
+        attr = mesh.attributes.new(DISPLAY_ATTRIBUTE, "FLOAT_VECTOR", "POINT")
+    attr.data.foreach_set("vector", np.ascontiguousarray(local_positions, dtype=np.float32).ravel())
+    mesh.update()
+
+
+def _display_group(create):
+    """Our node group: Group Input -> Set Position (Position = Named Attribute DISPLAY_ATTRIBUTE,
+    Selection = its Exists output) -> Group Output. Created once, found again by its mark."""
+    for ng in bpy.data.node_groups:
+        if ng.get(GROUP_MARK):
+            return ng
+    if not create:
+        return None
+    ng = bpy.data.node_groups.new(DISPLAY_GROUP, "GeometryNodeTree")
+    ng[GROUP_MARK] = True
+    ng.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    ng.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    gin = ng.nodes.new("NodeGroupInput")
+    gout = ng.nodes.new("NodeGroupOutput")
+    named = ng.nodes.new("GeometryNodeInputNamedAttribute")
+    named.data_type = "FLOAT_VECTOR"
+    named.inputs["Name"].default_value = DISPLAY_ATTRIBUTE
+    setpos = ng.nodes.new("GeometryNodeSetPosition")
+    gin.location, named.location = (-400, 0), (-400, -200)
+    setpos.location, gout.location = (-100, 0), (200, 0)
+    ng.links.new(gin.outputs[0], setpos.inputs["Geometry"])
+    ng.links.new(named.outputs["Attribute"], setpos.inputs["Position"])
+    ng.links.new(named.outputs["Exists"], setpos.inputs["Selection"])
+    ng.links.new(setpos.outputs["Geometry"], gout.inputs[0])
+    return ng
+
+
+def ensure_display_modifier(obj):
+    """Our Geometry Nodes display modifier, created if missing and moved to the end of the stack
+    (a modifier the user adds later would otherwise act on the displayed result)."""
+    mod = obj.modifiers.get(DISPLAY_MODIFIER)
+    if mod is not None and mod.type != "NODES":
+        raise BridgeError(f"{obj.name}: the modifier '{DISPLAY_MODIFIER}' is not ours (it is a "
+                          f"{mod.type.lower()} modifier); rename it to simulate this object")
+    if mod is None:
+        mod = obj.modifiers.new(DISPLAY_MODIFIER, "NODES")
+    group = _display_group(create=True)
+    if mod.node_group != group:
+        mod.node_group = group
+    last = len(obj.modifiers) - 1
+    i = obj.modifiers.find(DISPLAY_MODIFIER)
+    if i != last:
+        obj.modifiers.move(i, last)
+    return mod
+
+
+def remove_display_modifier(obj):
+    """Remove our display modifier, our attribute, and our node group once nothing uses it."""
+    mod = obj.modifiers.get(DISPLAY_MODIFIER)
+    if mod is not None and mod.type == "NODES":
+        obj.modifiers.remove(mod)
+    attr = obj.data.attributes.get(DISPLAY_ATTRIBUTE)
+    if attr is not None:
+        obj.data.attributes.remove(attr)
+    group = _display_group(create=False)
+    if group is not None and group.users == 0:
+        bpy.data.node_groups.remove(group)
+
+
+def remove_display(obj):
+    """Remove every display datum of ours from a mesh object (both paths)."""
+    remove_display_key(obj)
+    remove_display_modifier(obj)
+
+
+@contextlib.contextmanager
+def display_modifiers_off(objs):
+    """Turn our display modifiers off in the viewport (restored after), so that the evaluated
+    meshes read meanwhile are the user's stack only. Yields True when something was turned off:
+    the caller must then get a freshly evaluated depsgraph."""
+    off = []
+    for obj in objs:
+        mod = obj.modifiers.get(DISPLAY_MODIFIER) if obj.type == "MESH" else None
+        if mod is not None and mod.show_viewport:
+            mod.show_viewport = False
+            off.append(mod)
+    try:
+        yield bool(off)
+    finally:
+        for mod in off:
+            mod.show_viewport = True
 
 
 def _key_co(kb):
@@ -168,7 +298,9 @@ def remove_display_key(obj):
 
 def user_data_hash(obj):
     """A hash of the user's mesh, shape keys and vertex groups, leaving out our own data: used by
-    tests (and debug checks) to prove an operation changed nothing of the user's."""
+    tests (and debug checks) to prove an operation changed nothing of the user's. Of the mesh's
+    attributes only "position" is read (so our DISPLAY_ATTRIBUTE is left out), and modifiers are
+    not part of it (so neither is our DISPLAY_MODIFIER or the PC2 one)."""
     mesh = obj.data
     h = hashlib.sha256()
     h.update(np.ascontiguousarray(positions(mesh)).tobytes())

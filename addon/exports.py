@@ -9,6 +9,13 @@ PC2 (the point cache format of 3ds Max, read by Blender's Mesh Cache modifier):
     int32     number of samples
     then float32 (samples, points, 3) object-space positions.
 Every file is written to a temporary name and renamed.
+
+An object with enabled modifiers of its own is displayed through our Geometry Nodes modifier at
+the end of its stack (bridge.py): Alembic, which writes the evaluated mesh, then writes the
+simulated positions, and the PC2 Mesh Cache modifier overwrites the positions after the user's
+modifiers. Shape keys, though, act BEFORE the modifiers: keys of the simulated (already
+modified) positions would be deformed again, and no general inverse of a modifier stack exists,
+so Bake to Shape Keys refuses such objects (shape_keys_refusal) rather than write wrong keys.
 """
 
 import os
@@ -19,7 +26,7 @@ import numpy as np
 
 from . import bake, bridge
 
-PC2_MODIFIER = "Verlet PC2"
+PC2_MODIFIER = bridge.PC2_MODIFIER
 KEY_PREFIX = "Verlet "
 
 
@@ -46,6 +53,18 @@ def write_pc2(obj, directory, header, frames):
     mod.time_mode = "FRAME"
     mod.play_mode = "SCENE"
     return path
+
+
+def shape_keys_refusal(obj):
+    """Why obj's bake cannot become shape keys (a message naming the object), or None."""
+    if obj.verlet.kind == "RIGID" or obj.type != "MESH":
+        return None
+    mods = bridge.user_modifiers(obj)
+    if not mods:
+        return None
+    return (f"{obj.name}: cannot bake to shape keys: its modifiers ({', '.join(mods)}) act after "
+            "shape keys and would deform the simulated result again; use Export PC2 or Export "
+            "Alembic, or apply or disable the modifiers and bake again")
 
 
 def to_shape_keys(obj, header, frames):

@@ -110,7 +110,8 @@ class VERLET_OT_bake(bpy.types.Operator):
 
 
 class VERLET_OT_free_bake(bpy.types.Operator):
-    """Delete the bake: our cache files, display shape keys and marks (nothing else)"""
+    """Delete the bake: our cache files, display shape keys or display modifiers, and marks
+    (nothing else)"""
     bl_idname = "verlet.free_bake"
     bl_label = "Free Bake"
     bl_options = {"REGISTER", "UNDO"}
@@ -130,7 +131,13 @@ class VERLET_OT_bake_to_shape_keys(bpy.types.Operator):
 
     def execute(self, context):
         done = 0
-        for obj in _baked(context.scene):
+        objs = _baked(context.scene)
+        for obj in objs:                # refused before anything is written
+            why = exports.shape_keys_refusal(obj)
+            if why:
+                self.report({"ERROR"}, why)
+                return {"CANCELLED"}
+        for obj in objs:
             data = bake.load(obj)
             if data is None:
                 self.report({"ERROR"}, f"{obj.name}: {obj.get('verlet_status', 'no usable bake')}")

@@ -8,11 +8,11 @@ so animation, constraints and armatures drive them.
 
 import math
 
+import bpy
 import numpy as np
 
 from ..solver import Builder, Simulation
 from ..solver import backend as _backend
-from ..solver.builder import signed_volume  # noqa: F401  (re-exported for tests)
 from . import bridge
 from .bridge import BridgeError
 
@@ -169,9 +169,10 @@ class SceneSim:
         n = len(x)
         if n == 0:
             raise BridgeError(f"{obj.name}: the mesh has no vertices")
-        # Added: the result is shown through a shape key of the mesh itself, one position per
-        # vertex, so a modifier that adds or removes vertices cannot be simulated through (it
-        # used to bake, then fail to display and call its own cache outdated).
+        # Added: the result is shown through a shape key (or a point attribute) of the mesh
+        # itself, one position per vertex, so a modifier that adds or removes vertices cannot be
+        # simulated through (it used to bake, then fail to display and call its own cache
+        # outdated).
         if kind in DEFORMING and n != len(obj.data.vertices):
             raise BridgeError(f"{obj.name}: a modifier changes the vertex count "
                               f"({len(obj.data.vertices)} -> {n}); apply or disable it to "
@@ -253,19 +254,24 @@ class SceneSim:
         for name, k, offset in self.colliders:
             obj = self.scene.objects[name].evaluated_get(depsgraph)
             self.sim.set_collider_matrix(k, np.array(obj.matrix_world, dtype=np.float64) @ offset)
-        for body in self.bodies:
-            if body.pin_local is None:
-                continue
-            obj = self.scene.objects[body.name]
-            mesh, obj_eval = bridge.evaluated_mesh(obj, depsgraph)
-            try:
-                x = bridge.to_world(obj_eval.matrix_world, bridge.positions(mesh))
-            finally:
-                obj_eval.to_mesh_clear()
-            if len(x) != len(body.ids):
-                raise BridgeError(f"{body.name}: the vertex count changed during the simulation "
-                                  f"({len(body.ids)} -> {len(x)}); a modifier changes the topology")
-            self.sim.set_pin_targets(body.ids[body.pin_local], x[body.pin_local])
+        pinned = [b for b in self.bodies if b.pin_local is not None]
+        # Pins follow the user's modifier stack (an Armature): read it with our display modifier
+        # off, or the evaluated mesh would be the last frame shown (bridge.py).
+        with bridge.display_modifiers_off([self.scene.objects[b.name] for b in pinned]) as off:
+            if off:
+                depsgraph = bpy.context.evaluated_depsgraph_get()
+            for body in pinned:
+                obj = self.scene.objects[body.name]
+                mesh, obj_eval = bridge.evaluated_mesh(obj, depsgraph)
+                try:
+                    x = bridge.to_world(obj_eval.matrix_world, bridge.positions(mesh))
+                finally:
+                    obj_eval.to_mesh_clear()
+                if len(x) != len(body.ids):
+                    raise BridgeError(f"{body.name}: the vertex count changed during the "
+                                      f"simulation ({len(body.ids)} -> {len(x)}); a modifier "
+                                      "changes the topology")
+                self.sim.set_pin_targets(body.ids[body.pin_local], x[body.pin_local])
         self.sim.step(1.0 / self.fps)
         # Added: deforming results are in the object's space at this frame, as Blender Cloth
         # does; they were relative to its matrix at the start, so an animated object (a flag

@@ -106,6 +106,61 @@ def test_alembic_round_trip_every_frame_animated_rigid_as_transform(extension, t
     assert np.abs(wc[-1] - wc[0]).max() > 0.1
 
 
+def test_modifier_object_exports_alembic_and_pc2_of_the_simulated_positions(extension, tmp_path):
+    # An object with a deforming modifier is displayed through our Geometry Nodes modifier, last
+    # in its stack (bridge.py): Alembic (the evaluated mesh) and PC2 (Mesh Cache, overwriting
+    # after the user's modifiers) give the cached positions, not the modifier applied twice.
+    bake, _ = _addon()
+    c, _ = scenes.drape_scene(n=8, frames=(1, 10))
+    scenes.add_user_data(c)
+    c.modifiers.new("Lift", "DISPLACE").strength = 0.1
+    before = scenes.user_hashes(c)
+    scenes.bake_op()
+    fc = bake.load(c)[1].copy()
+    scene = bpy.context.scene
+    path = tmp_path / "mod.abc"
+    assert bpy.ops.verlet.export_alembic(filepath=str(path)) == {"FINISHED"}
+    names = set(bpy.data.objects.keys())
+    assert bpy.ops.wm.alembic_import(filepath=str(path), as_background_job=False) == {"FINISHED"}
+    new = {n.split(".")[0]: bpy.data.objects[n] for n in set(bpy.data.objects.keys()) - names}
+    ic = new["Cloth"]
+    wc = _world_cache(c, fc)
+    errs = []
+    for f in range(1, 11):
+        scene.frame_set(f)
+        errs.append(np.abs(scenes.evaluated_positions(ic, world=True) - wc[f - 1]).max())
+    assert max(errs) <= 1e-5, errs
+    assert np.abs(wc[-1] - wc[0]).max() > 0.1
+    bpy.data.objects.remove(ic)
+    out = tmp_path / "pc2"
+    out.mkdir()
+    assert bpy.ops.verlet.export_pc2(directory=str(out)) == {"FINISHED"}
+    bpy.ops.verlet.free_bake()                          # our display gone: the PC2 plays alone
+    assert [m.name for m in c.modifiers] == ["Lift", "Verlet PC2"]
+    assert scenes.user_hashes(c) == before
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "mod.blend"))
+    np.save(tmp_path / "expect.npy", fc)
+    code = f"""
+import json, numpy as np, bpy
+bpy.ops.wm.open_mainfile(filepath={str(tmp_path / 'mod.blend')!r})
+fr = np.load({str(tmp_path / 'expect.npy')!r})
+c = bpy.data.objects["Cloth"]
+err = {{}}
+for f in (1, 4, 10):
+    bpy.context.scene.frame_set(f)
+    ev = c.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    x = np.array([v.co for v in ev.data.vertices])
+    err[f] = float(np.abs(x - fr[f - 1]).max())
+print("RESULT", json.dumps(err))
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT")]
+    assert run.returncode == 0 and line, run.stderr[-2000:]
+    err = json.loads(line[0][7:])
+    assert max(err.values()) <= 1e-6, err
+
+
 def test_blender_alembic_exporter_with_subframes_reads_interpolated_cache(extension, tmp_path):
     """Blender's own exporter (File > Export) sampling twice per frame: the handler shows the
     cache interpolated at each subframe and never steps."""
