@@ -58,20 +58,28 @@ def positions(mesh):
     return buf.reshape(n, 3).astype(np.float64)
 
 
-def faces(mesh):
-    """Polygons as a list of int arrays (triangles, quads and n-gons), one bulk read each."""
+def polygon_corners(mesh):
+    """(loop_start (p,), loop_total (p,), corner vertex (l,)) int64 arrays of the mesh's
+    polygons, one bulk read each."""
     p = len(mesh.polygons)
-    start = np.empty(p, dtype=np.int32)
-    total = np.empty(p, dtype=np.int32)
+    start = np.empty(p, dtype=np.int64)
+    total = np.empty(p, dtype=np.int64)
     mesh.polygons.foreach_get("loop_start", start)
     mesh.polygons.foreach_get("loop_total", total)
-    corner = np.empty(len(mesh.loops), dtype=np.int32)
+    corner = np.empty(len(mesh.loops), dtype=np.int64)
     mesh.loops.foreach_get("vertex_index", corner)
+    return start, total, corner
+
+
+def faces(mesh):
+    """Polygons: a (k, s) int64 array when all have s corners, else a list of int64 arrays."""
+    start, total, corner = polygon_corners(mesh)
+    p = len(start)
     if p == 0:
         return []
     if np.all(total == total[0]):
-        return corner.reshape(p, int(total[0])).astype(np.int64)
-    return [corner[s:s + t].astype(np.int64) for s, t in zip(start, total)]
+        return corner.reshape(p, int(total[0]))
+    return [corner[s:s + t] for s, t in zip(start, total)]
 
 
 def edges(mesh):

@@ -219,11 +219,4 @@ _classes = (
 )
 
 
-def register():
-    for c in _classes:
-        bpy.utils.register_class(c)
-
-
-def unregister():
-    for c in reversed(_classes):
-        bpy.utils.unregister_class(c)
+register, unregister = bpy.utils.register_classes_factory(_classes)

@@ -27,7 +27,7 @@ import numpy as np
 from bpy.props import StringProperty
 
 from ..solver.presets import load_presets
-from . import state
+from . import bridge, state
 from .properties import KINDS, stiffness_from_compliance
 
 KIND_LABELS = {k: label for k, label, _ in KINDS}
@@ -62,17 +62,6 @@ def _world_vertices(obj):
     return co.reshape(-1, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
 
 
-def _loops(mesh):
-    p = len(mesh.polygons)
-    start = np.empty(p, dtype=np.int64)
-    total = np.empty(p, dtype=np.int64)
-    mesh.polygons.foreach_get("loop_start", start)
-    mesh.polygons.foreach_get("loop_total", total)
-    corner = np.empty(len(mesh.loops), dtype=np.int64)
-    mesh.loops.foreach_get("vertex_index", corner)
-    return start, total, corner
-
-
 def surface_area(obj):
     """World-space surface area [m^2] of a mesh object's polygons (0 for no faces). Uniform
     scale: the polygons' own ``area`` (one foreach_get) times scale^2; otherwise each polygon's
@@ -89,7 +78,7 @@ def surface_area(obj):
         mesh.polygons.foreach_get("area", area)
         return float(area.astype(np.float64).sum()) * scale2
     x = _world_vertices(obj)
-    start, total, corner = _loops(mesh)
+    start, total, corner = bridge.polygon_corners(mesh)
     pid = np.repeat(np.arange(p), total)
     nxt = start[pid] + (np.arange(len(corner)) - start[pid] + 1) % total[pid]
     cross = np.cross(x[corner], x[corner[nxt]])
@@ -111,7 +100,7 @@ def closed_volume(obj):
     if np.any(uses[uses > 0] != 2):
         return None
     x = _world_vertices(obj)
-    start, total, corner = _loops(mesh)
+    start, total, corner = bridge.polygon_corners(mesh)
     # fan triangles (first corner, k, k + 1) of every polygon
     tris = np.maximum(total - 2, 0)
     pid = np.repeat(np.arange(p), tris)
@@ -261,11 +250,4 @@ class VERLET_MT_presets(bpy.types.Menu):
 _classes = (VERLET_OT_apply_preset, VERLET_MT_presets)
 
 
-def register():
-    for c in _classes:
-        bpy.utils.register_class(c)
-
-
-def unregister():
-    for c in reversed(_classes):
-        bpy.utils.unregister_class(c)
+register, unregister = bpy.utils.register_classes_factory(_classes)
