@@ -17,6 +17,7 @@ from . import bridge
 from .bridge import BridgeError
 
 DEFORMING = ("CLOTH", "PLANT", "SOFT")
+STRAND_WIDTH = 0.005        # [m] least width of an edge-only plant strand, for wind and drag
 SIMULATED = DEFORMING + ("RIGID",)
 
 
@@ -220,7 +221,12 @@ class SceneSim:
                 e = bridge.edges(mesh)
                 if len(e) == 0:
                     raise BridgeError(f"{obj.name}: a plant needs faces or edges")
-                ids = b.add_particles(x, mass=mass / n, radius=radius)
+                # strands have no faces: wind and drag act on an exposed area of half of each
+                # incident edge times the strand's width (twice the thickness, at least 5 mm)
+                length = np.linalg.norm(x[e[:, 0]] - x[e[:, 1]], axis=1)
+                share = np.bincount(e.ravel(), weights=np.repeat(0.5 * length, 2), minlength=n)
+                ids = b.add_particles(x, mass=mass / n, radius=radius,
+                                      area=share * max(2.0 * radius, STRAND_WIDTH))
                 b.add_sticks(ids[e], compliance=compliance(obj, "stretch_stiffness", 0.0))
                 support = _strand_supports(e, n)
             if len(support):

@@ -99,19 +99,22 @@ class Builder:
         self._surface = []
 
     # ------------------------------------------------------------------ particles
-    def add_particles(self, x, mass=1.0, radius=0.0):
-        """Add particles at x (n, 3) [m] with mass [kg] (scalar or (n,), > 0) and contact radius
-        [m] (scalar or (n,), >= 0). Returns (n,) int64 particle ids."""
+    def add_particles(self, x, mass=1.0, radius=0.0, area=0.0):
+        """Add particles at x (n, 3) [m] with mass [kg] (scalar or (n,), > 0), contact radius
+        [m] and exposed area [m^2] (scalars or (n,), >= 0; the area is what air drag and wind
+        act on for particles that are not part of a surface, e.g. strands). Returns (n,) int64
+        particle ids."""
         x = _points(x, "x")
         n = x.shape[0]
         # validate everything before appending anything (was: x appended before mass and radius
         # were checked, so a bad mass left orphan positions behind and shifted every later id)
         mass = _per_item(mass, n, "mass", allow_zero=False)
         radius = _per_item(radius, n, "radius")
+        area = _per_item(area, n, "area")
         self._x.append(x)
         self._mass.append(mass)
         self._radius.append(radius)
-        self._area.append(np.zeros(n))
+        self._area.append(area)
         ids = np.arange(self._n, self._n + n, dtype=np.int64)
         self._n += n
         return ids
