@@ -23,7 +23,6 @@ tests/blender/test_demo.py runs the same scene at a reduced size and checks the 
 """
 
 import argparse
-import importlib.util
 import math
 import os
 import sys
@@ -32,6 +31,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from extension_loader import load_extension  # noqa: E402,F401  (also used by the tests)
 from demo_render import configure_engine, render_contact_sheet, setup_view  # noqa: E402
 from demo_scene import (  # noqa: E402  (layout, sizes and measurements)
     BALL_RADIUS, BALL_XY, CRATE_SIZE, FLAG_SIZE, GRASS_XY, JELLY_SIZE, POLE_HEIGHT, POLE_XY,
@@ -40,19 +40,6 @@ from demo_scene import (  # noqa: E402  (layout, sizes and measurements)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # ---------------------------------------------------------------------- the extension
-def load_extension(name="verlet_physics"):
-    """Import the repository root as the extension package ``name`` (idempotent); the same as
-    tests/conftest.py's load_extension, copied so the demo does not import the tests."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(
-        name, os.path.join(ROOT, "__init__.py"), submodule_search_locations=[ROOT])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def fresh_session():
     """An empty Blender session with the extension registered. Returns the extension module."""
     import bpy

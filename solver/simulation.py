@@ -28,6 +28,7 @@ import numpy as np
 
 from . import backend as _backend
 from .contact import Colliders, ContactState, TetraPoints
+from .builder import _scalar
 from .errors import SolverError
 from .forces import Wind, aero_acceleration, explosion_kick, vertex_normals
 from .shapes import ShapeSolver
@@ -44,16 +45,6 @@ def _check_int(value, name, lo):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
         raise ValueError(f"{name}: expected an integer >= {lo}, got {value!r}")
     return int(value)
-
-
-def _check_float(value, name, lo=-np.inf, hi=np.inf):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: expected a number, got {value!r}") from None
-    if not math.isfinite(v) or v < lo or v > hi:
-        raise ValueError(f"{name}: must be finite and in [{lo}, {hi}], got {value!r}")
-    return v
 
 
 def _vec3(value, name):
@@ -74,9 +65,9 @@ class Simulation:
         self.substeps = _check_int(substeps, "substeps", 1)
         self.iterations = _check_int(iterations, "iterations", 1)
         self.gravity = _vec3(gravity, "gravity")
-        self.damping = _check_float(damping, "damping", 0.0, 1.0)
-        self.over_relaxation = _check_float(over_relaxation, "over_relaxation", 0.1, 1.99)
-        self.air_drag = _check_float(air_drag, "air_drag", 0.0)      # [kg / (m^2 s)]
+        self.damping = _scalar(damping, "damping", 0.0, 1.0)
+        self.over_relaxation = _scalar(over_relaxation, "over_relaxation", 0.1, 1.99)
+        self.air_drag = _scalar(air_drag, "air_drag", 0.0)      # [kg / (m^2 s)]
         n = model.particle_count
         if max_speed is None:
             self.max_speed = None
@@ -219,8 +210,8 @@ class Simulation:
         """Jakobsen's explosion: kick free particles away from centre with an inverse-square
         falloff, dv = strength / max(r, min_distance)^2 [m/s] (strength in [m^3/s])."""
         c = _vec3(centre, "centre")
-        strength = _check_float(strength, "strength")
-        min_distance = _check_float(min_distance, "min_distance", 1e-6)
+        strength = _scalar(strength, "strength", -np.inf)
+        min_distance = _scalar(min_distance, "min_distance", 1e-6)
         dv = explosion_kick(self._x, self._free, c, strength, min_distance)
         if not np.all(np.isfinite(dv)):
             raise ValueError(f"strength: an explosion of {strength!r} gives a non-finite velocity "
@@ -234,10 +225,10 @@ class Simulation:
         """Wind of ``velocity`` [m/s] with seeded turbulence (fraction of its speed) of length
         ``scale`` [m]; drag [kg/(m^2 s)] sets the air drag coefficient it acts through."""
         velocity = _vec3(velocity, "velocity")
-        turbulence = _check_float(turbulence, "turbulence", 0.0)
-        scale = _check_float(scale, "scale", 1e-6)
+        turbulence = _scalar(turbulence, "turbulence", 0.0)
+        scale = _scalar(scale, "scale", 1e-6)
         if drag is not None:
-            self.air_drag = _check_float(drag, "drag", 0.0)
+            self.air_drag = _scalar(drag, "drag", 0.0)
         self.wind = Wind(velocity, turbulence, scale, _check_int(seed, "seed", 0))
 
     # ------------------------------------------------------------------ checkpoint
@@ -291,7 +282,7 @@ class Simulation:
 
     def step(self, dt):
         """Advance dt seconds of simulated time."""
-        dt = _check_float(dt, "dt", 0.0)
+        dt = _scalar(dt, "dt", 0.0)
         if dt <= 0:
             raise ValueError("dt: must be > 0")
         S = self.substeps

@@ -5,7 +5,6 @@ there), so the solver is importable as the top-level package ``solver`` and the 
 as ``verlet_physics`` (loaded from the root under its extension id, as Blender would name it).
 """
 
-import importlib.util
 import os
 import sys
 
@@ -14,18 +13,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
-
-def load_extension(name="verlet_physics"):
-    """Import the repository root as the extension package ``name`` (idempotent)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(
-        name, os.path.join(ROOT, "__init__.py"), submodule_search_locations=[ROOT])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from extension_loader import load_extension  # noqa: E402  (shared with scripts/demo.py)
 
 
 @pytest.fixture
@@ -39,3 +29,22 @@ def extension():
         yield ext
     finally:
         ext.unregister()
+
+
+def run_installed_child(args, resources, timeout=600):
+    """Run tests/smoke/installed_extension.py in a child Python whose Blender user resources
+    are ``resources`` (an isolated folder), without the source tree on its path; return the
+    JSON of its last "RESULT " line, failing with its output if it has none or reports an error."""
+    import json
+    import subprocess
+    child = os.path.join(ROOT, "tests", "smoke", "installed_extension.py")
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(resources))
+    env.pop("PYTHONPATH", None)           # the source tree must not leak into the child
+    proc = subprocess.run([sys.executable, child, *map(str, args)], env=env, cwd=str(resources),
+                          capture_output=True, text=True, timeout=timeout)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert lines, f"no RESULT from the child (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    out = json.loads(lines[-1][len("RESULT "):])
+    assert "error" not in out, f"child failed:\n{out['error']}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out

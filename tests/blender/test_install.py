@@ -21,28 +21,18 @@ import zipfile
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, run_installed_child
 
 pytest.importorskip("bpy")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import build_extension  # noqa: E402
 
-CHILD = os.path.join(ROOT, "tests", "smoke", "installed_extension.py")
 INSTALLED = "bl_ext.user_default.verlet_physics"
 
 
 def run_child(args, resources, timeout=600):
-    """Run the child Blender session with its own user-resources folder; return its RESULT."""
-    env = dict(os.environ, BLENDER_USER_RESOURCES=str(resources))
-    env.pop("PYTHONPATH", None)           # the source tree must not leak into the child
-    proc = subprocess.run([sys.executable, CHILD, *map(str, args)], env=env, cwd=str(resources),
-                          capture_output=True, text=True, timeout=timeout)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert lines, f"no RESULT from the child (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-    out = json.loads(lines[-1][len("RESULT "):])
-    assert "error" not in out, f"child failed:\n{out['error']}\n{proc.stderr[-3000:]}"
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out
+    """The child Blender session with its own user-resources folder; its RESULT."""
+    return run_installed_child(args, resources, timeout)
 
 
 def read_cache(path):

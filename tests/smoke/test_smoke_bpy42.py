@@ -26,7 +26,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, run_installed_child
 
 try:
     BPY_VERSION = importlib.metadata.version("bpy")
@@ -40,7 +40,6 @@ pytestmark = pytest.mark.skipif(
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import build_extension  # noqa: E402
 
-CHILD = os.path.join(ROOT, "tests", "smoke", "installed_extension.py")
 INSTALLED = "bl_ext.user_default.verlet_physics"
 
 
@@ -57,17 +56,8 @@ def built_zip(tmp_path_factory):
 
 
 def run_child(zip_path, iso, work, *extra):
-    env = dict(os.environ, BLENDER_USER_RESOURCES=str(iso))
-    env.pop("PYTHONPATH", None)
-    proc = subprocess.run([sys.executable, CHILD, "--zip", zip_path, "--workdir", str(work),
-                           *extra], env=env, cwd=str(iso), capture_output=True, text=True,
-                          timeout=600)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert lines, f"no RESULT (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-    out = json.loads(lines[-1][len("RESULT "):])
-    assert "error" not in out, f"child failed on bpy {BPY_VERSION}:\n{out['error']}"
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out
+    """The child Blender 4.2 session installing zip_path into the isolated folder iso."""
+    return run_installed_child(["--zip", zip_path, "--workdir", str(work), *extra], iso)
 
 
 def test_blender_42_tool_accepts_the_zip(built_zip):
