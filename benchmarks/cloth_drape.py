@@ -76,9 +76,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     kw = {k: v for k, v in (("substeps", args.substeps), ("iterations", args.iterations)) if v}
     backends = [b for b in args.backends if b == "numpy" or backend.numba_kernels() is not None]
+    cold = None
     if "numba" in backends:
-        print(f"numba kernels: cold compile (empty cache) {cold_compile_seconds():.1f} s; "
-              f"threads {_threads()}")
+        cold = cold_compile_seconds()
+        print(f"numba kernels: cold compile (empty cache) {cold:.1f} s; threads {_threads()}")
         t = time.perf_counter()
         backend.warm_up()                             # load the cached kernels in this process
         print(f"numba kernels loaded from the cache in {time.perf_counter() - t:.1f} s")
@@ -111,7 +112,40 @@ def main(argv=None):
             print(_format_row(row), flush=True)
     print()
     print(_markdown(rows))
+    print()
+    for line in targets(rows, cold):
+        print(line)
     return rows
+
+
+def targets(rows, cold):
+    """The compiled-kernels issue's targets, checked on this run's figures (N = 128 needs the
+    Blender half; growth compares the largest compiled size with N = 128)."""
+    out = []
+
+    def row(n, name):
+        return next((r for r in rows if r["n"] == n and r["backend"] == name), None)
+    nb, npy = row(128, "numba"), row(128, "numpy")
+    if nb is not None and "blender_ms" in nb:
+        speed = nb["blender_ms"] / nb["ours_ms"]
+        out.append(f"target: numba >= 10x faster than Blender at N=128: {speed:.1f}x "
+                   f"{'MET' if speed >= 10 else 'MISSED'}")
+        ok = nb["ours_max"] <= nb["blender_max"]
+        out.append(f"target: numba largest strain <= Blender's: {nb['ours_max']:.3f} vs "
+                   f"{nb['blender_max']:.3f} {'MET' if ok else 'MISSED'} (p99 {nb['ours_p99']:.3f}"
+                   f" vs {nb['blender_p99']:.3f})")
+    if npy is not None and "blender_ms" in npy:
+        ok = npy["ours_ms"] < npy["blender_ms"]
+        out.append(f"target: numpy faster than Blender at N=128: {npy['ours_ms']:.1f} vs "
+                   f"{npy['blender_ms']:.1f} ms {'MET' if ok else 'MISSED'}")
+    if cold is not None:
+        out.append(f"target: cold compile < 15 s: {cold:.1f} s {'MET' if cold < 15 else 'MISSED'}")
+    big = max((r for r in rows if r["backend"] == "numba"), key=lambda r: r["n"], default=None)
+    if nb is not None and big is not None and big["n"] > 128:
+        grow = big["ours_ms"] / nb["ours_ms"]
+        out.append(f"growth: N=128 -> {big['n']} ({(big['n'] / 128) ** 2:.0f}x particles) costs "
+                   f"{grow:.1f}x per frame")
+    return out
 
 
 def cold_compile_seconds():

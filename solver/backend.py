@@ -28,6 +28,7 @@ def configure(cache_dir=None, threads=None):
         _state["cache_dir"] = str(cache_dir)
         if _state["numba"] is not None:
             import numba
+            _state["cache_dir"] = os.path.join(str(cache_dir), _cache_key())
             numba.config.CACHE_DIR = _state["cache_dir"]
     if threads is not None:
         _state["threads"] = int(threads)
@@ -40,6 +41,22 @@ def _apply_threads():
     want = _state["threads"] or int(os.environ.get("VERLET_THREADS", "0") or 0)
     top = numba.config.NUMBA_NUM_THREADS
     numba.set_num_threads(max(1, min(want, top)) if want > 0 else top)
+
+
+KERNEL_SOURCES = ("kernels_numba.py", "kernels_contact.py")
+
+
+def _cache_key():
+    """Cache subfolder: the import name and a digest of the kernel sources. Numba keys a cached
+    kernel by its own file's time stamp, but a kernel also inlines functions from the other
+    kernel file; the digest makes any change to either file compile afresh."""
+    import hashlib
+    digest = hashlib.sha256()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in KERNEL_SOURCES:
+        with open(os.path.join(here, name), "rb") as f:
+            digest.update(f.read())
+    return os.path.join(__name__.rpartition(".")[0] or "solver", digest.hexdigest()[:16])
 
 
 def numba_kernels():
@@ -57,7 +74,7 @@ def numba_kernels():
             # one folder per import name: Numba keys its cache by source file, but a cached
             # kernel remembers the module it was compiled in, so the same file imported as
             # "solver" (tests) and as "verlet_physics.solver" (inside Blender) must not share it
-            cache = os.path.join(base, __name__.rpartition(".")[0] or "solver")
+            cache = os.path.join(base, _cache_key())
             os.makedirs(cache, exist_ok=True)
             numba.config.CACHE_DIR = cache
             _state["cache_dir"] = cache
@@ -107,11 +124,25 @@ def warm_up():
     from .builder import Builder
     from .simulation import Simulation
     t0 = time.perf_counter()
+    # one of everything the step compiles: sticks of every kind, a speed clamp, a damped
+    # shape-matching cluster, a volume, a tetrahedral body's embedded points, and colliders
+    # with exact and first-order SDFs (an ellipsoid), one of them moving
     b = Builder()
-    ids = b.add_particles(np.array([[0.0, 0.0, 0.05], [0.1, 0.0, 0.05]]))
-    b.add_sticks(ids[None, :])
+    ids = b.add_particles(np.array([[0.0, 0.0, -0.01], [0.1, 0.0, 0.05], [0.5, 0.0, 0.12]]))
+    b.add_sticks(ids[None, :2])
+    b.add_sticks(ids[None, :2], kind="min")
+    tet = np.array([[0.0, 0.0, 0.3], [0.1, 0.0, 0.3], [0.0, 0.1, 0.3], [0.0, 0.0, 0.4]])
+    body = b.add_particles(tet)
+    b.add_shape_match(body, stiffness=0.5, damping=0.5)
+    b.add_volume(body[np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])])
+    b.add_tetra_body(tet + [0.5, 0.0, 0.0], tet[:1] + [0.52, 0.02, 0.32])
     b.add_collider("plane")
+    scaled = np.diag([0.2, 0.1, 0.1, 1.0])
+    scaled[:3, 3] = (0.5, 0.0, 0.1)
+    moving = b.add_collider("sphere", matrix=scaled)
     sim = Simulation(b.build(), substeps=1, backend="numba", max_speed=10.0)
+    scaled[0, 3] += 0.01
+    sim.set_collider_matrix(moving, scaled)
     sim.step(1 / 24)
     _state["warm"] = True
     return time.perf_counter() - t0

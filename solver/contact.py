@@ -22,23 +22,19 @@ its motion at the contact point enters friction, which is what carries resting p
 
 Tetrahedral bodies (Jakobsen section 5): an embedded point p = sum c_k x_k that penetrates by d
 along n moves its four particles by c_k d n / sum c_k^2, so p lands exactly on the surface and
-contact works at any point of the body, not only at its particles.
+contact works at any point of the body, not only at its particles; friction shortens the point's
+move as above (delta = n d - friction correction, shared as c_k delta / sum c_k^2).
+
+The arithmetic lives in exact.py, written column by column (exact SDFs there, first-order ones in
+approx.py), and in its compiled mirrors kernels_contact.project_collider (both kinds of SDF) and
+kernels_contact.project_points, which perform the same operations in the same order: the
+NumPy and Numba backends give bit-identical contacts. Order: particles collider after collider;
+embedded points rank after rank, and within a rank collider after collider.
 """
 
 import numpy as np
 
-from . import exact, sdf
-
-
-def _friction(rel, n, depth_total, used, mu_s, mu_k):
-    """Tangential correction (k, 3) to subtract and the friction distance now used (k,)."""
-    rel_t = rel - n * np.einsum("ij,ij->i", rel, n)[:, None]
-    t_len = np.sqrt(np.einsum("ij,ij->i", rel_t, rel_t))
-    static = t_len + used <= mu_s * depth_total
-    allowed = np.maximum(mu_k * depth_total - used, 0.0)
-    take = np.where(static, t_len, np.minimum(allowed, t_len))
-    scale = np.where(t_len > 1e-300, take / np.maximum(t_len, 1e-300), 0.0)
-    return rel_t * scale[:, None], used + take
+from . import approx, exact, sdf
 
 
 class Colliders:
@@ -61,6 +57,9 @@ class Colliders:
         # per substep: frame at its start and end
         self.before = list(self.frame)
         self.now = list(self.frame)
+        # project_points' per-substep arrays (see _packed) and the frames they were built from
+        self._pack = None
+        self._pack_key = None
 
     # ------------------------------------------------------------------ placement
     def set_matrix(self, k, matrix):
@@ -89,7 +88,7 @@ class Colliders:
     def begin_substep(self, s, substeps):
         for k in range(self.count):
             if self.target[k] is self.frame[k]:
-                self.before[k] = self.now[k] = self.frame[k]      # at rest: motion() is zero
+                self.before[k] = self.now[k] = self.frame[k]      # at rest: no motion
                 continue
             self.before[k] = self.now[k] if s else self.frame[k]
             self.now[k] = sdf.interpolate(self.frame[k], self.target[k], (s + 1) / substeps)
@@ -98,85 +97,85 @@ class Colliders:
         self.frame = list(self.target)
         self.now = list(self.frame)
 
-    def motion(self, k, points):
-        """Displacement [m] (k, 3) of the collider's material points now at ``points`` over the
-        current substep (zero for a collider at rest)."""
-        f0, f1 = self.before[k], self.now[k]
-        if f0 is f1:
-            return np.zeros_like(points)
-        u = sdf.to_local(f1, points) / f1.scale
-        return points - sdf.to_world_points(f0, u * f0.scale)
-
     # ------------------------------------------------------------------ contact solve
+    def _placement(self, k):
+        """(approximate, abc) of collider k this substep: whether its SDF is the first-order one
+        (approx.py) rather than exact (exact.py), and the scaled dimensions that SDF takes."""
+        shape, scale = self.shape[k], self.now[k].scale
+        if sdf.is_exact(shape, scale):
+            return False, exact.scaled_dims(shape, self.dims[k], scale)
+        return True, approx.scaled_dims(shape, self.dims[k], scale)
+
+    def _packed(self):
+        """Every collider's placement this substep as arrays, for the point contact:
+        approximate (C,) bool first-order SDF; abc (C, 3) float64 its SDF's scaled dimensions
+        (exact.scaled_dims or approx.scaled_dims); R (C, 3, 3) float64, t (C, 3) float64 [m],
+        s (C, 3) float64 the frames now and the same three at the substep's start; moving (C,)
+        bool. Rebuilt when a frame changes (compared by identity: frames are never modified,
+        and the cache holds them, so an identity cannot be reused by a new frame)."""
+        key = self._pack_key
+        if key is not None and all(a is b for a, b in zip(key[0], self.now)) \
+                and all(a is b for a, b in zip(key[1], self.before)):
+            return self._pack
+        C = self.count
+        approximate = np.zeros(C, bool)
+        abc = np.zeros((C, 3))
+        for k in range(C):
+            approximate[k], abc[k] = self._placement(k)
+        now, before = self.now, self.before
+        self._pack = (approximate, abc,
+                      np.stack([f.rotation for f in now]), np.stack([f.translation for f in now]),
+                      np.stack([f.scale for f in now]), np.stack([f.rotation for f in before]),
+                      np.stack([f.translation for f in before]),
+                      np.stack([f.scale for f in before]),
+                      np.array([b is not f for b, f in zip(before, now)], bool))
+        self._pack_key = (tuple(now), tuple(before))
+        return self._pack
+
     def project(self, x, x_prev, radius, cs, rows=None, kernels=None):
         """Project candidate particles out of every collider, with friction. cs: ContactState.
-        Colliders whose SDF is exact go through exact.py (or its compiled mirror when
-        ``kernels`` is given, with ``rows`` = the (3, n) position and previous-position
-        arrays behind x and x_prev); the first-order ones through sdf.evaluate below."""
+        Column formulas of exact.project (exact SDF, or approx.py's first-order one), or their
+        compiled mirrors when ``kernels`` is given, with ``rows`` = the (3, n) position and
+        previous-position arrays behind x and x_prev."""
         for k in range(self.count):
             idx = self.candidates[k]
             if idx.size == 0:
                 continue
             now, before = self.now[k], self.before[k]
-            if sdf.is_exact(self.shape[k], now.scale):
-                abc = exact.scaled_dims(self.shape[k], self.dims[k], now.scale)
-                moving = before is not now
-                if kernels is not None:
-                    X, Xp = rows
-                    kernels.project_exact(
-                        X, Xp, idx, int(self.shape[k]), float(abc[0]), float(abc[1]),
-                        float(abc[2]), float(self.thickness[k]), radius, now.rotation,
-                        now.translation, now.scale, before.rotation, before.translation,
-                        before.scale, moving, float(self.mu_s[k]), float(self.mu_k[k]), k,
-                        cs.depth, cs.used, cs.touching, cs.normal, cs.motion, cs.collider)
-                else:
-                    exact.project(x, x_prev, idx, self.shape[k], abc, self.thickness[k], radius,
-                                  now, before, moving, self.mu_s[k], self.mu_k[k], k, cs)
-                continue
-            xc = x[idx]
-            phi, n = sdf.evaluate(self.shape[k], self.dims[k], self.now[k], xc)
-            pen = phi - self.thickness[k] - radius[idx]
-            hit = pen < 0
-            if not hit.any():
-                continue
-            ids, n, d = idx[hit], n[hit], -pen[hit]
-            xn = xc[hit] + n * d[:, None]
-            motion = self.motion(k, xn)
-            depth = cs.depth[ids] + d
-            corr, used = _friction(xn - x_prev[ids] - motion, n, depth, cs.used[ids],
-                                   self.mu_s[k], self.mu_k[k])
-            x[ids] = xn - corr
-            cs.depth[ids] = depth
-            cs.used[ids] = used
-            cs.touching[ids] = True
-            cs.normal[ids] = n
-            cs.motion[ids] = motion
-            cs.collider[ids] = k
+            approximate, abc = self._placement(k)
+            moving = before is not now
+            if kernels is not None:
+                X, Xp = rows
+                kernels.project_collider(
+                       X, Xp, idx, int(self.shape[k]), approximate, float(abc[0]), float(abc[1]),
+                       float(abc[2]), float(self.thickness[k]), radius, now.rotation,
+                       now.translation, now.scale, before.rotation, before.translation,
+                       before.scale, moving, float(self.mu_s[k]), float(self.mu_k[k]), k,
+                       cs.depth, cs.used, cs.touching, cs.normal, cs.motion, cs.collider)
+            else:
+                exact.project(x, x_prev, idx, self.shape[k], abc, self.thickness[k], radius,
+                              now, before, moving, self.mu_s[k], self.mu_k[k], k, cs,
+                              approximate)
 
-    def project_points(self, x, x_prev, tetra, cs):
-        """Jakobsen's embedded-point contact for tetrahedral bodies (see module docstring)."""
-        for rank_ids in tetra.ranks:
-            tet = tetra.particles[tetra.point_body[rank_ids]]            # (p, 4)
-            c = tetra.weight[rank_ids]                                   # (p, 4)
+    def project_points(self, x, x_prev, tetra, cs, rows=None, kernels=None):
+        """Jakobsen's embedded-point contact for tetrahedral bodies (see module docstring): rank
+        after rank, and within a rank collider after collider (exact.project_points, or the
+        compiled kernels.project_points on the (3, n) ``rows`` behind x and x_prev)."""
+        if self.count == 0:
+            return
+        approximate, abc, *_ = pack = self._packed()
+        if kernels is not None:
+            X, Xp = rows
+            kernels.project_points(X, Xp, tetra.rank_start, tetra.rank_points, tetra.tet,
+                                   tetra.weight, tetra.inv_c2, self.shape, self.thickness,
+                                   self.mu_s, self.mu_k, *pack, cs.point_depth, cs.point_used)
+            return
+        for rank_ids, tet, c, inv in tetra.rank_columns:
             for k in range(self.count):
-                p = np.einsum("pk,pkd->pd", c, x[tet])
-                phi, n = sdf.evaluate(self.shape[k], self.dims[k], self.now[k], p)
-                pen = phi - self.thickness[k]
-                hit = pen < 0
-                if not hit.any():
-                    continue
-                ids, n, d = rank_ids[hit], n[hit], -pen[hit]
-                th, ch = tet[hit], c[hit]
-                pn = p[hit] + n * d[:, None]
-                motion = self.motion(k, pn)
-                p_prev = np.einsum("pk,pkd->pd", ch, x_prev[th])
-                depth = cs.point_depth[ids] + d
-                corr, cs.point_used[ids] = _friction(pn - p_prev - motion, n, depth,
-                                                     cs.point_used[ids], self.mu_s[k], self.mu_k[k])
-                cs.point_depth[ids] = depth
-                delta = n * d[:, None] - corr                            # move of the point
-                scale = 1.0 / np.einsum("pk,pk->p", ch, ch)
-                x[th] += ch[:, :, None] * (delta * scale[:, None])[:, None, :]
+                now, before = self.now[k], self.before[k]
+                exact.project_points(x, x_prev, rank_ids, tet, c, inv, self.shape[k], abc[k],
+                                     self.thickness[k], now, before, before is not now,
+                                     self.mu_s[k], self.mu_k[k], cs, approximate[k])
 
     def restitution(self, x, x_prev, x_pred, h, gravity_norm, cs):
         """Velocity pass after a substep: bounce contacts that arrived fast (see docstring)."""
@@ -225,11 +224,27 @@ class TetraPoints:
         self.particles = model.tetra_particles                 # (B, 4) int64
         self.point_body = model.tetra_point_body               # (P,) int64
         self.weight = model.tetra_point_weight                 # (P, 4) float64
+        self.tet = self.particles[self.point_body]             # (P, 4) int64 each point's corners
+        c = self.weight
+        # (P,) float64 1 / sum_k c_k^2, summed in the order k = 0..3: a point's move delta is
+        # shared as c_k delta / sum c^2 by its corners (Jakobsen section 5)
+        self.inv_c2 = 1.0 / (c[:, 0] * c[:, 0] + c[:, 1] * c[:, 1] + c[:, 2] * c[:, 2]
+                             + c[:, 3] * c[:, 3])
         start = model.tetra_point_start
         rank = np.arange(len(self.point_body)) - start[self.point_body] if len(self.point_body) \
             else np.zeros(0, np.int64)
         self.ranks = [np.nonzero(rank == r)[0] for r in range(int(rank.max()) + 1)] \
             if rank.size else []
+        # the ranks back to back for the compiled kernel, rank r = rank_points[start[r]:start[r+1]]
+        self.rank_points = np.concatenate(self.ranks) if self.ranks \
+            else np.zeros(0, np.int64)                          # (P,) int64 point ids
+        self.rank_start = np.concatenate(
+            ([0], np.cumsum([len(r) for r in self.ranks]))).astype(np.int64)   # (ranks + 1,) int64
+        # per rank for the NumPy path: point ids (p,), the corners' particle ids and weights as
+        # four contiguous (p,) columns each (int64, float64), 1 / sum c^2 (p,) float64
+        self.rank_columns = [(r, tuple(np.ascontiguousarray(self.tet[r, j]) for j in range(4)),
+                              tuple(np.ascontiguousarray(c[r, j]) for j in range(4)),
+                              self.inv_c2[r]) for r in self.ranks]
 
     def positions(self, x, body=None):
         """(P, 3) embedded point positions [m] (all bodies, or one body's)."""

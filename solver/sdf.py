@@ -25,6 +25,10 @@ divided by (s_x, s_y, max(s_x, s_y)). Projection repeats every iteration, so con
 converge onto the exact surface.
 
 All functions are vectorised over points; ``normal`` is the unit gradient of phi in world space.
+They are the reference the tests and the broad phase use; the contact solve evaluates the same
+SDFs column by column (exact.local_sdf for the exact cases, approx.local_sdf for the first-order
+ones), in a fixed order of operations that its compiled mirrors repeat bit for bit. A change to
+the geometry here must be made there too.
 """
 
 from collections import namedtuple

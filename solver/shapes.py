@@ -6,12 +6,17 @@ For a cluster with rest offsets q_i (from its rest centre of mass) and current p
     c = sum m_i x_i / sum m_i,   A = sum m_i (x_i - c) q_i^T,   A = R S (polar decomposition),
     g_i = R q_i + c,             C_i(x) = x_i - g_i  (a vector constraint per particle)
 
-R comes from the SVD A = U D V^T as U diag(1, 1, det(U V^T)) V^T, so a reflection is never
-returned and planar or collinear clusters (rank-deficient A) still give a proper rotation. Each
-particle moves toward its goal with XPBD compliance alpha (0 = rigid; Macklin et al. 2016):
-dlambda_i = (-C_i - alpha~ lambda_i) / (w + alpha~), x_i += w dlambda_i, where w is the cluster's
-mean inverse mass for every particle (0 for pinned ones). Using one w per cluster keeps
-sum m_i dx_i = 0, so a free body's linear momentum is conserved exactly.
+R comes from the singular value decomposition A = U D V^T as U diag(1, 1, det(U V^T)) V^T, so a
+reflection is never returned and planar or collinear clusters (rank-deficient A) still give a
+proper rotation. The SVD is one-sided Jacobi (Hestenes 1958; Demmel and Veselic, "Jacobi's
+method is more accurate than QR", SIAM J. Matrix Anal. Appl. 1992): plane rotations V
+orthogonalise the columns of A V, whose norms are then the singular values. It needs no LAPACK,
+so the compiled backend runs the same operations (kernels_numba.solve_shapes), and it works on A
+itself rather than A^T A, so the rotation stays accurate when contact weighting (below) makes A
+ill-conditioned. Each particle moves toward its goal with XPBD compliance alpha (0 = rigid;
+Macklin et al. 2016): dlambda_i = (-C_i - alpha~ lambda_i) / (w + alpha~), x_i += w dlambda_i,
+where w is the cluster's mean inverse mass for every particle (0 for pinned ones). Using one w per
+cluster keeps sum m_i dx_i = 0, so a free body's linear momentum is conserved exactly.
 
 Contact: in rigid clusters (compliance 0), particles that touched a collider in this substep
 count BOOST times heavier in c and A. A rigid cluster then turns about its contacts instead of
@@ -22,20 +27,146 @@ for Real-Time Applications", SIGGRAPH 2014). Soft clusters keep plain mass weigh
 follow the body's true centre of mass, and weighting contacts there pumped energy into them.
 
 Clusters are coloured so that no two clusters of one colour share a particle (several
-overlapping clusters per body are allowed); every colour is one batched NumPy solve.
+overlapping clusters per body are allowed); every colour is one batched NumPy solve. Sums over a
+cluster's members use np.bincount, which adds in member order, one after another, exactly as the
+compiled kernel's loop does (np.add.reduceat sums pairwise), so the two backends agree bit for bit.
 """
 
 import numpy as np
 
 BOOST = 1.0e4
+# one-sided Jacobi: a column pair counts as orthogonal when |b_p . b_q| <= JACOBI_EPS |b_p| |b_q|;
+# 3x3 converges quadratically in 3 to 5 sweeps, the cap only guards NaN input
+JACOBI_EPS = 1e-15
+JACOBI_SWEEPS = 12
+_PAIRS = ((0, 1), (0, 2), (1, 2))
+# A's second column counts as zero (a collinear cluster) below this fraction of its largest
+RANK_TOL = 1e-12
+# pseudo-inverse cut-off of the inertia tensor (numpy.linalg.pinv's default rcond)
+PINV_RCOND = 1e-15
+
+
+def jacobi_columns(a):
+    """One-sided Jacobi on (K, 3, 3) matrices: B = A V with orthogonal columns and the rotation
+    V (both (K, 3, 3)). Column j of B is sigma_j u_j of the SVD A = U diag(sigma) V^T."""
+    b = np.array(a, dtype=np.float64)
+    v = np.zeros_like(b)
+    v[:, 0, 0] = v[:, 1, 1] = v[:, 2, 2] = 1.0
+    for _ in range(JACOBI_SWEEPS):
+        turned = False
+        for p, q in _PAIRS:
+            bp0, bp1, bp2 = b[:, 0, p], b[:, 1, p], b[:, 2, p]
+            bq0, bq1, bq2 = b[:, 0, q], b[:, 1, q], b[:, 2, q]
+            alpha = bp0 * bp0 + bp1 * bp1 + bp2 * bp2
+            beta = bq0 * bq0 + bq1 * bq1 + bq2 * bq2
+            gamma = bp0 * bq0 + bp1 * bq1 + bp2 * bq2
+            rot = np.abs(gamma) > JACOBI_EPS * np.sqrt(alpha * beta)
+            if not rot.any():
+                continue
+            turned = True
+            # the rotation that zeroes b_p . b_q (Golub and Van Loan, section 8.5)
+            zeta = (beta - alpha) / (2.0 * np.where(rot, gamma, 1.0))
+            t = np.where(zeta >= 0, 1.0, -1.0) / (np.abs(zeta) + np.sqrt(1.0 + zeta * zeta))
+            c = 1.0 / np.sqrt(1.0 + t * t)
+            s = c * t
+            for m in (b, v):
+                for i in range(3):
+                    mp = m[:, i, p].copy()
+                    mq = m[:, i, q]
+                    m[:, i, p] = np.where(rot, c * mp - s * mq, mp)
+                    m[:, i, q] = np.where(rot, s * mp + c * mq, mq)
+        if not turned:
+            break
+    return b, v
+
+
+def _column_norms(b):
+    return [np.sqrt(b[:, 0, j] * b[:, 0, j] + b[:, 1, j] * b[:, 1, j] + b[:, 2, j] * b[:, 2, j])
+            for j in range(3)]
+
+
+def _order(n):
+    """Indices (K,) of the largest, middle and smallest of three (K,) norms; ties go to the
+    lower index (the compiled kernel compares the same way)."""
+    n0, n1, n2 = n
+    o1 = np.where((n0 >= n1) & (n0 >= n2), 0, np.where(n1 >= n2, 1, 2))
+    lo = np.where(o1 == 0, 1, 0)                    # the two that remain, lo < hi
+    hi = np.where(o1 == 2, 1, 2)
+    n_lo = np.choose(lo, n)
+    n_hi = np.choose(hi, n)
+    o2 = np.where(n_lo >= n_hi, lo, hi)
+    return o1, o2, 3 - o1 - o2
+
+
+def _col(m, j):
+    """Column j (K,) per matrix of (K, 3, 3), as three (K,) component arrays."""
+    k = np.arange(m.shape[0])
+    return m[k, 0, j], m[k, 1, j], m[k, 2, j]
 
 
 def polar_rotation(a):
     """(K, 3, 3) rotations R of the polar decomposition A = R S, reflections removed."""
-    u, _, vt = np.linalg.svd(a)
-    det = np.linalg.det(u @ vt)
-    u[:, :, 2] *= np.where(det < 0, -1.0, 1.0)[:, None]
-    return u @ vt
+    b, v = jacobi_columns(a)
+    norms = _column_norms(b)
+    o1, o2, o3 = _order(norms)
+    n1 = np.choose(o1, norms)
+    b1, b2 = _col(b, o1), _col(b, o2)
+    v1, v2, v3 = _col(v, o1), _col(v, o2), _col(v, o3)
+    full = n1 > 1e-300                              # else A = 0: no rotation to find
+    n1s = np.where(full, n1, 1.0)
+    u1 = [b1[i] / n1s for i in range(3)]
+    # u2: b2 made orthogonal to u1; for a collinear cluster (b2 ~ 0) any unit vector normal to
+    # u1 does, and the one nearest v2 (or v3) twists the cluster least
+    r, rn = _normal_part(u1, b2)
+    e, en = _normal_part(u1, v2)
+    f, fn = _normal_part(u1, v3)
+    ok = rn > RANK_TOL * n1s
+    use_e = en >= 0.5
+    rs = np.where(ok, rn, 1.0)
+    es = np.where(use_e, en, 1.0)
+    fs = np.where(use_e, 1.0, fn)
+    u2 = [np.where(ok, r[i] / rs, np.where(use_e, e[i] / es, f[i] / fs)) for i in range(3)]
+    u3 = _cross(u1, u2)
+    w3 = _cross(v1, v2)                             # det [v1 v2 w3] = +1
+    rot = np.empty((len(n1), 3, 3))
+    for i in range(3):
+        for j in range(3):
+            rot[:, i, j] = np.where(full, u1[i] * v1[j] + u2[i] * v2[j] + u3[i] * w3[j],
+                                    1.0 if i == j else 0.0)
+    return rot
+
+
+def _normal_part(u, y):
+    """y minus its component along the unit vector u, and its norm (columns as lists)."""
+    d = u[0] * y[0] + u[1] * y[1] + u[2] * y[2]
+    e = [y[i] - d * u[i] for i in range(3)]
+    return e, np.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2])
+
+
+def _cross(a, b):
+    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+
+
+def pinv_apply(a, y):
+    """pinv(A) y for (K, 3, 3) matrices A and (K, 3) vectors y [as lists of three (K,)], by
+    one-sided Jacobi: pinv(A) y = sum_j v_j (b_j . y) / |b_j|^2 over |b_j| > rcond max |b|."""
+    b, v = jacobi_columns(a)
+    norms = _column_norms(b)
+    big = np.maximum(np.maximum(norms[0], norms[1]), norms[2])
+    out = [np.zeros_like(y[0]) for _ in range(3)]
+    for j in range(3):
+        keep = norms[j] > PINV_RCOND * big
+        nn = np.where(keep, norms[j] * norms[j], 1.0)
+        coef = np.where(keep, (b[:, 0, j] * y[0] + b[:, 1, j] * y[1] + b[:, 2, j] * y[2]) / nn,
+                        0.0)
+        for i in range(3):
+            out[i] = out[i] + v[:, i, j] * coef
+    return out
+
+
+def _sums(local, k, values):
+    """Per-cluster sums (k,) of (e,) values, added in member order (see module docstring)."""
+    return np.bincount(local, weights=values, minlength=k)
 
 
 class ShapeSolver:
@@ -43,55 +174,36 @@ class ShapeSolver:
         self.particles = model.shape_particles                # (e,) int64
         self.rest_offset = model.shape_rest_offset            # (e, 3) float64 [m]
         self.cluster = model.shape_cluster                    # (e,) int64
-        start = model.shape_cluster_start                     # (K + 1,) int64
+        self.start = model.shape_cluster_start                # (K + 1,) int64
+        self.color_offsets = model.shape_color_offsets        # (colours + 1,) int64 clusters
         self.mass = model.particle_mass[self.particles]       # (e,) float64 [kg]
+        start = self.start
         k = len(start) - 1
         csize = np.diff(start)
-        mean_mass = np.add.reduceat(self.mass, start[:-1]) / csize if k else np.zeros(0)
+        mean_mass = _sums(self.cluster, k, self.mass) / np.maximum(csize, 1)
         pinned = model.particle_inv_mass[self.particles] == 0
         self.w = np.where(pinned, 0.0, 1.0 / mean_mass[self.cluster]) if k else np.zeros(0)
         self.compliance = model.shape_compliance[self.cluster]  # (e,) float64 [m/N]
         self.rigid = self.compliance == 0.0                     # (e,) bool entry of a rigid cluster
+        self.damping = model.shape_damping                      # (K,) float64 fraction per second
+        self.keep = np.ones(k)                                  # (K,) (1 - damping)^h
         self.lam = np.zeros((len(self.particles), 3))          # (e, 3) float64 accumulated
         self.alpha = np.zeros(len(self.particles))             # (e,) alpha / h^2
         self._h = None
+        # per colour: (entry slice, local cluster id of each entry, cluster count)
         self.colors = []
-        self._damped = []          # colours with damped clusters: (slice, seg, local, keep(h))
-        offs = model.shape_color_offsets
+        # per colour with damped clusters: (entries of damped clusters, their local ids, count,
+        # the damped clusters' global ids)
+        self._damped = []
+        offs = self.color_offsets
         for c0, c1 in zip(offs[:-1], offs[1:]):
             es, ee = int(start[c0]), int(start[c1])
-            seg = (start[c0:c1] - es).astype(np.int64)         # cluster starts within the colour
-            local = self.cluster[es:ee] - c0
-            self.colors.append((slice(es, ee), seg, local))
-            damping = model.shape_damping[c0:c1]
-            if np.any(damping > 0):
-                self._damped.append((slice(es, ee), seg, local,
-                                     lambda h, d=damping: (1.0 - d) ** h))
-
-    def damp(self, x, x_prev, h):
-        """Remove the fraction ``damping`` per second of each damped cluster's deformation
-        velocity: the part of the substep's displacement u = x - x* that is not the cluster's
-        rigid motion u_cm + w x r (w = I^-1 L from its mass-weighted angular momentum). Linear
-        and angular momentum are unchanged (Mueller et al., "Position Based Dynamics", 2007,
-        section 3.5). Writes x* only, so positions stay where the constraints put them."""
-        for s, seg, local, keep_of in self._damped:
-            keep = keep_of(h)
-            pid = self.particles[s]
-            xs = x[pid]
-            u = xs - x_prev[pid]
-            m = self.mass[s][:, None]
-            msum = np.add.reduceat(self.mass[s], seg)[:, None]
-            c = np.add.reduceat(xs * m, seg, axis=0) / msum
-            u_cm = np.add.reduceat(u * m, seg, axis=0) / msum
-            r = xs - c[local]
-            ang = np.add.reduceat(np.cross(r, u) * m, seg, axis=0)
-            rr = np.einsum("ij,ij->i", r, r)
-            outer = r[:, :, None] * r[:, None, :]
-            inertia = np.add.reduceat((rr[:, None, None] * np.eye(3) - outer) * m[:, :, None], seg,
-                                      axis=0)
-            omega = np.einsum("kij,kj->ki", np.linalg.pinv(inertia), ang)
-            rigid = u_cm[local] + np.cross(omega[local], r)
-            x_prev[pid] = xs - (rigid + (u - rigid) * keep[local][:, None])
+            self.colors.append((slice(es, ee), self.cluster[es:ee] - c0, int(c1 - c0)))
+            damped = np.nonzero(self.damping[c0:c1] > 0)[0] + c0
+            if damped.size:
+                entries = np.concatenate([np.arange(start[j], start[j + 1]) for j in damped])
+                local = np.searchsorted(damped, self.cluster[entries])
+                self._damped.append((entries, local, damped.size, damped))
 
     @property
     def empty(self):
@@ -100,27 +212,78 @@ class ShapeSolver:
     def begin_substep(self, h):
         if h != self._h:
             self.alpha[:] = self.compliance / (h * h)
+            self.keep[:] = (1.0 - self.damping) ** h
             self._h = h
         self.lam.fill(0.0)
 
-    def solve(self, x, contact):
-        """One pass over all clusters, in place on x (n, 3) [m]; contact (n,) bool."""
-        for s, seg, local in self.colors:
+    def solve(self, x, contact, rows=None, kernels=None):
+        """One pass over all clusters, in place on x (n, 3) [m]; contact (n,) bool. kernels: the
+        compiled module (with rows = the (3, n) array behind x) or None for NumPy."""
+        if kernels is not None:
+            kernels.solve_shapes(rows, self.particles, self.rest_offset, self.start,
+                                 self.color_offsets, self.mass, self.rigid, self.w, self.alpha,
+                                 self.lam, contact, BOOST)
+            return
+        for s, local, k in self.colors:
             pid = self.particles[s]
             xs = x[pid]
             q = self.rest_offset[s]
             wgt = self.mass[s] * np.where(contact[pid] & self.rigid[s], BOOST, 1.0)
-            wsum = np.add.reduceat(wgt, seg)
-            centre = np.add.reduceat(xs * wgt[:, None], seg, axis=0) / wsum[:, None]
-            qbar = np.add.reduceat(q * wgt[:, None], seg, axis=0) / wsum[:, None]
-            qc = q - qbar[local]
-            a = np.add.reduceat((xs - centre[local])[:, :, None] * (wgt[:, None] * qc)[:, None, :],
-                                seg, axis=0)
-            rot = polar_rotation(a)
-            goal = np.einsum("eij,ej->ei", rot[local], qc) + centre[local]
-            w = self.w[s][:, None]
-            alpha = self.alpha[s][:, None]
+            wsum = _sums(local, k, wgt)
+            centre = [_sums(local, k, xs[:, i] * wgt) / wsum for i in range(3)]
+            qbar = [_sums(local, k, q[:, i] * wgt) / wsum for i in range(3)]
+            dx = [xs[:, i] - centre[i][local] for i in range(3)]
+            wq = [wgt * (q[:, j] - qbar[j][local]) for j in range(3)]
+            a = np.empty((k, 3, 3))
+            for i in range(3):
+                for j in range(3):
+                    a[:, i, j] = _sums(local, k, dx[i] * wq[j])
+            rot = polar_rotation(a)[local]
+            qc = [q[:, j] - qbar[j][local] for j in range(3)]
+            w = self.w[s]
+            alpha = self.alpha[s]
+            denom = w + alpha + 1e-300
             lam = self.lam[s]
-            dlam = (goal - xs - alpha * lam) / (w + alpha + 1e-300)
-            self.lam[s] = lam + dlam
-            x[pid] = xs + w * dlam
+            for i in range(3):
+                goal = rot[:, i, 0] * qc[0] + rot[:, i, 1] * qc[1] + rot[:, i, 2] * qc[2] \
+                    + centre[i][local]
+                dlam = (goal - xs[:, i] - alpha * lam[:, i]) / denom
+                lam[:, i] = lam[:, i] + dlam
+                xs[:, i] = xs[:, i] + w * dlam
+            self.lam[s] = lam
+            x[pid] = xs
+
+    def damp(self, x, x_prev, h, rows=None, kernels=None):
+        """Remove the fraction ``damping`` per second of each damped cluster's deformation
+        velocity: the part of the substep's displacement u = x - x* that is not the cluster's
+        rigid motion u_cm + w x r (w = I^-1 L from its mass-weighted angular momentum). Linear
+        and angular momentum are unchanged (Mueller et al., "Position Based Dynamics", 2007,
+        section 3.5). Writes x* only, so positions stay where the constraints put them."""
+        if not self._damped:
+            return
+        if kernels is not None:
+            kernels.damp_shapes(rows[0], rows[1], self.particles, self.start, self.color_offsets,
+                                self.mass, self.damping, self.keep)
+            return
+        for entries, local, k, clusters in self._damped:
+            keep = self.keep[clusters][local]
+            pid = self.particles[entries]
+            m = self.mass[entries]
+            xs = x[pid]
+            u = [xs[:, i] - x_prev[pid, i] for i in range(3)]
+            msum = _sums(local, k, m)
+            c = [_sums(local, k, xs[:, i] * m) / msum for i in range(3)]
+            u_cm = [_sums(local, k, u[i] * m) / msum for i in range(3)]
+            r = [xs[:, i] - c[i][local] for i in range(3)]
+            ang = [_sums(local, k, g * m) for g in _cross(r, u)]
+            rr = r[0] * r[0] + r[1] * r[1] + r[2] * r[2]
+            inertia = np.empty((k, 3, 3))
+            for i in range(3):
+                for j in range(3):
+                    t = rr - r[i] * r[i] if i == j else -(r[i] * r[j])
+                    inertia[:, i, j] = _sums(local, k, t * m)
+            omega = [o[local] for o in pinv_apply(inertia, ang)]
+            spin = _cross(omega, r)
+            for i in range(3):
+                rigid = u_cm[i][local] + spin[i]
+                x_prev[pid, i] = xs[:, i] - (rigid + (u[i] - rigid) * keep)

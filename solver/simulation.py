@@ -342,19 +342,20 @@ class Simulation:
             if colliders.any_restitution:
                 self._x_pred[:] = x
             cs.reset()
-            sticks.begin_substep(h)
+            sticks.begin_substep(h, kernels)
             shapes.begin_substep(h)
             volumes.begin_substep(h)
-            for _ in range(self.iterations):
-                sticks.solve(self._X, self.over_relaxation, kernels)
-                volumes.solve(x)
+            last = self.iterations - 1
+            for it in range(self.iterations):
+                sticks.solve(self._X, self.over_relaxation, kernels, it == 0, it == last)
+                volumes.solve(x, self._X, kernels)
                 if has_contacts:
                     colliders.project(x, xp, radius, cs, (self._X, self._Xp), kernels)
                     if self._tetra.ranks:
-                        colliders.project_points(x, xp, self._tetra, cs)
+                        colliders.project_points(x, xp, self._tetra, cs, (self._X, self._Xp), kernels)
                 if not shapes.empty:
-                    shapes.solve(x, cs.touching)
-            shapes.damp(x, xp, h)
+                    shapes.solve(x, cs.touching, self._X, kernels)
+            shapes.damp(x, xp, h, (self._X, self._Xp), kernels)
             if colliders.any_restitution:
                 colliders.restitution(x, xp, self._x_pred, h, g_norm, cs)
             # one reduction per substep; the sum can overflow with finite entries, so confirm

@@ -7,6 +7,10 @@ with gradient dC/dx_a = (1/6) sum over triangles t containing a of (x_b x x_c) (
 dlambda = (-C - alpha~ lambda) / (sum_i w_i |grad_i C|^2 + alpha~), x_i += w_i grad_i C dlambda.
 A pressure above 1 inflates the rest volume (a balloon). One constraint touches every particle
 of its surface, so volumes are solved one after another (a loop over bodies, not particles).
+
+Every sum runs in a fixed order, one term after another (np.cumsum and np.bincount add
+sequentially), and kernels_numba.solve_volumes performs the same operations, so the two
+backends agree bit for bit.
 """
 
 import numpy as np
@@ -15,33 +19,69 @@ import numpy as np
 class VolumeSolver:
     def __init__(self, model):
         w = model.particle_inv_mass
-        self.items = []
+        pids, tris, pid_start, tri_start = [], [], [0], [0]
         for k in range(len(model.volume_rest)):
-            tris = model.volume_tris[model.volume_tri_start[k]:model.volume_tri_start[k + 1]]
-            pid, local = np.unique(tris, return_inverse=True)
-            self.items.append((pid, local.reshape(-1, 3), w[pid], float(model.volume_rest[k]),
-                               float(model.volume_compliance[k])))
-        self.lam = np.zeros(len(self.items))
-        self._h = 1.0
+            t = model.volume_tris[model.volume_tri_start[k]:model.volume_tri_start[k + 1]]
+            pid, local = np.unique(t, return_inverse=True)
+            pids.append(pid)
+            tris.append(local.reshape(-1, 3))
+            pid_start.append(pid_start[-1] + len(pid))
+            tri_start.append(tri_start[-1] + len(t))
+        self.particles = np.concatenate(pids) if pids else np.zeros(0, np.int64)  # (P,) int64
+        self.particle_start = np.array(pid_start, np.int64)   # (V + 1,) particles of volume k
+        # (T, 3) int64 corners as indices into the volume's own particles (0-based per volume)
+        self.tris = np.concatenate(tris) if tris else np.zeros((0, 3), np.int64)
+        self.tri_start = np.array(tri_start, np.int64)        # (V + 1,) triangles of volume k
+        self.w = w[self.particles]                            # (P,) float64 [1/kg]
+        self.rest = np.asarray(model.volume_rest, np.float64)  # (V,) float64 [m^3]
+        self.compliance = np.asarray(model.volume_compliance, np.float64)   # (V,)
+        self.alpha = np.zeros(len(self.rest))                 # (V,) alpha / h^2
+        self.lam = np.zeros(len(self.rest))                   # (V,) accumulated lambda
+        self.count = len(self.rest)
+        self._h = None
 
     def begin_substep(self, h):
-        self._h = h
+        if h != self._h:
+            self.alpha[:] = self.compliance / (h * h)
+            self._h = h
         self.lam.fill(0.0)
 
-    def solve(self, x):
-        for k, (pid, tris, w, rest, compliance) in enumerate(self.items):
+    def solve(self, x, rows=None, kernels=None):
+        """One pass over the volumes, in place on x (n, 3) [m]. kernels: the compiled module
+        (with rows = the (3, n) array behind x) or None for NumPy."""
+        if not self.count:
+            return
+        if kernels is not None:
+            kernels.solve_volumes(rows, self.particles, self.particle_start, self.tris,
+                                  self.tri_start, self.w, self.rest, self.alpha, self.lam)
+            return
+        for k in range(self.count):
+            pid = self.particles[self.particle_start[k]:self.particle_start[k + 1]]
+            tris = self.tris[self.tri_start[k]:self.tri_start[k + 1]]
+            w = self.w[self.particle_start[k]:self.particle_start[k + 1]]
             xs = x[pid]
             a, b, c = xs[tris[:, 0]], xs[tris[:, 1]], xs[tris[:, 2]]
-            vol = np.einsum("ij,ij->i", np.cross(a, b), c).sum() / 6.0
-            grad = np.zeros_like(xs)
-            for col, g in ((0, np.cross(b, c)), (1, np.cross(c, a)), (2, np.cross(a, b))):
-                for d in range(3):
-                    grad[:, d] += np.bincount(tris[:, col], weights=g[:, d], minlength=len(pid))
-            grad /= 6.0
-            alpha = compliance / (self._h * self._h)
-            denom = float(np.einsum("i,ij,ij->", w, grad, grad)) + alpha
-            if denom <= 1e-300:
+            ab = _cross(a, b)
+            vol = np.cumsum(ab[0] * c[:, 0] + ab[1] * c[:, 1] + ab[2] * c[:, 2])[-1] / 6.0
+            # dC/dx of each corner: (b x c) at a, (c x a) at b, (a x b) at c, summed per
+            # particle in the order corner a of every triangle, then b, then c
+            corner = tris.T.ravel()
+            bc, ca = _cross(b, c), _cross(c, a)
+            grad = [np.bincount(corner, weights=np.concatenate([bc[i], ca[i], ab[i]]),
+                                minlength=len(pid)) / 6.0 for i in range(3)]
+            alpha = self.alpha[k]
+            g2 = grad[0] * grad[0] + grad[1] * grad[1] + grad[2] * grad[2]
+            denom = np.cumsum(w * g2)[-1] + alpha
+            if not denom > 1e-300:
                 continue
-            dlam = (rest - vol - alpha * self.lam[k]) / denom
-            self.lam[k] += dlam
-            x[pid] = xs + (w * dlam)[:, None] * grad
+            dlam = (self.rest[k] - vol - alpha * self.lam[k]) / denom
+            self.lam[k] = self.lam[k] + dlam
+            wd = w * dlam
+            for i in range(3):
+                x[pid, i] = xs[:, i] + wd * grad[i]
+
+
+def _cross(a, b):
+    """Rows of (t, 3) arrays crossed, as three (t,) columns."""
+    return (a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1], a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2],
+            a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0])

@@ -91,8 +91,146 @@ def balloon_and_moving_collider():
     return b, dict(substeps=10), drive
 
 
+def _placed(axis, angle, scale, translation):
+    """4x4 matrix [R(axis, angle) diag(scale) | translation] (Rodrigues' rotation)."""
+    a = np.asarray(axis, dtype=np.float64) / np.linalg.norm(axis)
+    k = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+    m = np.eye(4)
+    m[:3, :3] = (np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * (k @ k)) * scale
+    m[:3, 3] = translation
+    return m
+
+
+def _tetra(b, centre, size, tilt):
+    """A tetrahedral body (4 particles, edge ~2.8 size) carrying its cube's 8 corners and centre
+    as embedded points, tilted about (1, 1, 0.3) by ``tilt`` [rad]."""
+    rot = _placed((1.0, 1.0, 0.3), tilt, 1.0, (0, 0, 0))[:3, :3]
+    tet = np.array([[1.0, 1.0, 1.0], [1.0, -1.0, -1.0], [-1.0, 1.0, -1.0], [-1.0, -1.0, 1.0]])
+    cube = np.array([[i, j, k] for i in (-1, 1) for j in (-1, 1) for k in (-1, 1)] + [[0, 0, 0]],
+                    dtype=np.float64)
+    return b.add_tetra_body(tet * size @ rot.T + centre, cube * (2 * size) @ rot.T + centre)
+
+
+def cloth_on_elliptic_colliders():
+    """Non-exact SDFs at rest: a cloth (particle radius 1 cm) drapes over a rotated ellipsoid
+    (scale (1, 0.6, 0.8)), an elliptic cylinder and an elliptic capsule (s_x != s_y), with
+    friction; a dropped rope falls on the capsule."""
+    b = Builder()
+    x, f = _grid(14, size=1.6, z=1.2)
+    b.add_cloth(x, f, radius=0.01)
+    p = b.add_particles(np.column_stack([np.full(9, 0.6), np.linspace(-0.4, 0.4, 9),
+                                         np.full(9, 0.9)]), mass=0.05)
+    b.add_sticks(np.column_stack([p[:-1], p[1:]]))
+    b.add_collider("sphere", matrix=_placed((0.2, 1.0, 0.1), 0.4, (1.0, 0.6, 0.8), (0, 0, 0.6)),
+                   radius=0.4, friction=0.3, static_friction=0.5)
+    b.add_collider("cylinder", matrix=_placed((1, 0, 0), 0.2, (1.3, 0.7, 1.0), (-0.5, 0.3, 0.2)),
+                   radius=0.25, depth=0.6, friction=0.6)
+    b.add_collider("capsule", matrix=_placed((1, 0, 0), 1.5708, (0.8, 1.4, 1.1), (0.6, 0, 0.5)),
+                   radius=0.12, depth=1.2, friction=0.2, thickness=0.01)
+    b.add_collider("plane", friction=0.5)
+    return b, dict(substeps=10), None
+
+
+def moving_elliptic_colliders():
+    """Non-exact SDFs in motion (translation, rotation and scale change every frame, so friction
+    sees the collider's motion): an ellipsoid rises and turns under a cloth while an elliptic
+    cylinder and an elliptic capsule sweep through a hanging rope."""
+    b = Builder()
+    x, f = _grid(12, size=1.2, z=1.0)
+    b.add_cloth(x, f)
+    p = b.add_particles(np.column_stack([np.full(11, -0.9), np.zeros(11),
+                                         np.linspace(1.2, 0.2, 11)]), mass=0.05, radius=0.005)
+    b.add_sticks(np.column_stack([p[:-1], p[1:]]))
+    b.pin(p[:1])
+    e = b.add_collider("sphere", matrix=_placed((0, 0, 1), 0.0, (1.0, 0.6, 0.8), (0, 0, 0.3)),
+                       radius=0.4, friction=0.5, static_friction=0.7)
+    c = b.add_collider("cylinder", matrix=_placed((0, 1, 0), 1.5708, (1.2, 0.6, 1.0),
+                                                  (-1.6, 0, 0.4)), radius=0.2, depth=0.8,
+                       friction=0.4)
+    k = b.add_collider("capsule", matrix=_placed((1, 0, 0), 0.3, (0.7, 1.3, 1.0),
+                                                 (-0.9, -0.5, 0.9)), radius=0.1, depth=0.6,
+                       friction=0.3)
+    b.add_collider("plane", friction=0.5)
+
+    def drive(sim):
+        t = sim.time
+        sim.set_collider_matrix(e, _placed((0, 0, 1), 0.8 * t, (1.0, 0.6 + 0.1 * t, 0.8),
+                                           (0.1 * t, 0, 0.3 + 0.15 * t)))
+        sim.set_collider_matrix(c, _placed((0, 1, 0), 1.5708, (1.2, 0.6, 1.0),
+                                           (-1.6 + 0.5 * t, 0, 0.4)))
+        sim.set_collider_matrix(k, _placed((1, 0, 0), 0.3 + 0.5 * t, (0.7, 1.3, 1.0),
+                                           (-0.9, -0.5 + 0.5 * t, 0.9)))
+    return b, dict(substeps=10), drive
+
+
+def tetra_bodies_on_colliders():
+    """Jakobsen's embedded points (tetrahedral bodies, several per rank) landing with friction
+    on exact colliders (a tilted plane, a sphere, a box that slides) and non-exact ones (an
+    ellipsoid, an elliptic cylinder, an elliptic capsule that turns)."""
+    b = Builder()
+    # one body over each collider, dropped from about 0.25 m above it (the tilted plane twice)
+    for i, centre in enumerate([(-1.0, 0.0, 0.85), (0.0, 0.0, 1.0), (1.0, 0.0, 0.85),
+                                (-1.0, 1.0, 0.65), (0.0, 1.0, 0.7), (1.0, 1.0, 0.5),
+                                (0.0, -1.0, 0.1)]):
+        _tetra(b, centre, 0.06, 0.2 + 0.15 * i)
+    c, s = np.cos(0.2), np.sin(0.2)
+    b.add_collider("plane", matrix=np.array([[1, 0, 0, 0], [0, c, -s, 0], [0, s, c, 0],
+                                             [0, 0, 0, 1.0]]), friction=0.4, static_friction=0.6)
+    b.add_collider("sphere", matrix=_translate(-1.0, 0.0, 0.3), radius=0.3, friction=0.5)
+    b.add_collider("sphere", matrix=_placed((0.3, 0.2, 1.0), 0.5, (1.0, 0.6, 0.8), (0.0, 0.0, 0.4)),
+                   radius=0.4, friction=0.6, static_friction=0.8)
+    b.add_collider("cylinder", matrix=_placed((1, 0, 0), 0.15, (1.4, 0.8, 1.0), (1.0, 0.0, 0.3)),
+                   radius=0.3, depth=0.6, friction=0.3, thickness=0.01)
+    k = b.add_collider("capsule", matrix=_placed((0, 1, 0), 1.5708, (0.7, 1.2, 1.0),
+                                                 (0.0, 1.0, 0.3)), radius=0.15, depth=0.8,
+                       friction=0.5)
+    box = b.add_collider("box", matrix=_translate(-1.0, 1.0, 0.3), size=(1.0, 1.0, 0.2),
+                         friction=0.7)
+
+    def drive(sim):
+        t = sim.time
+        sim.set_collider_matrix(k, _placed((0, 1, 0), 1.5708 + 0.4 * t, (0.7, 1.2, 1.0),
+                                           (0.0, 1.0, 0.3 + 0.05 * t)))
+        sim.set_collider_matrix(box, _translate(-1.0 + 0.2 * t, 1.0, 0.3))
+    return b, dict(substeps=10), drive
+
+
+def damped_soft_bodies_and_odd_clusters():
+    """Shape matching's corner cases on both backends: overlapping clusters with deformation
+    damping, a collinear (rank-1) cluster, a planar (rank-2) one with a pinned particle, a
+    rigid cluster in contact (the boosted, ill-conditioned fit), and two volumes sharing a
+    collider; unequal masses throughout."""
+    b = Builder()
+    g = np.linspace(-0.1, 0.1, 4)
+    lattice = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
+    jelly = b.add_particles(lattice + [0, 0, 0.5], mass=np.linspace(0.05, 0.2, 64))
+    b.add_shape_match(jelly[:40], stiffness=0.3, damping=0.9)
+    b.add_shape_match(jelly[24:], stiffness=0.5, damping=0.5)
+    b.add_shape_match(jelly[::3], stiffness=0.2)
+    rod = b.add_particles(np.array([[0.5, 0, 0.6], [0.7, 0, 0.6]]))
+    b.add_shape_match(rod, stiffness=1.0, damping=0.3)
+    u, v = np.meshgrid(g, g)
+    plate = b.add_particles(np.column_stack([u.ravel() - 0.5, v.ravel(), np.full(16, 0.7)]))
+    b.add_shape_match(plate, stiffness=1.0)
+    b.pin(plate[:1])
+    brick = b.add_particles(lattice * [1.0, 0.5, 0.25] + [0.5, 0.5, 0.3])
+    b.add_shape_match(brick, stiffness=1.0)
+    oct_x = np.array([[0, 0, 0.2], [0.2, 0, 0], [0, 0.2, 0], [-0.2, 0, 0], [0, -0.2, 0],
+                      [0, 0, -0.2]])
+    faces = np.array([[0, 1, 2], [0, 2, 3], [0, 3, 4], [0, 4, 1], [5, 2, 1], [5, 3, 2],
+                      [5, 4, 3], [5, 1, 4]])
+    for centre, pressure in (([-0.5, -0.5, 0.4], 0.8), ([0.0, -0.6, 0.5], 1.2)):
+        ball = b.add_particles(oct_x + centre, mass=0.05)
+        b.add_shape_match(ball, stiffness=0.1)
+        b.add_volume(ball[faces], pressure=pressure, compliance=1e-4)
+    b.add_collider("plane", friction=0.5, static_friction=0.7)
+    b.add_collider("sphere", matrix=_translate(0.05, 0, 0.1), radius=0.15, restitution=0.2)
+    return b, dict(substeps=10, iterations=2), None
+
+
 SCENARIOS = [cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
-             balloon_and_moving_collider]
+             balloon_and_moving_collider, cloth_on_elliptic_colliders, moving_elliptic_colliders,
+             tetra_bodies_on_colliders, damped_soft_bodies_and_odd_clusters]
 
 
 def _run(build, name):

@@ -380,3 +380,28 @@ def test_quaternion_round_trip_near_half_turns():
             assert abs(np.linalg.norm(q) - 1) <= 1e-15 * 4
             worst = max(worst, float(np.max(np.abs(sdf.from_quaternion(q) - rr))))
     assert worst <= 1e-14
+
+
+@pytest.mark.parametrize("shape,dims,scale", [
+    (sdf.SPHERE, (0.5, 0.0, 0.0), (1.0, 0.6, 0.8)),
+    (sdf.CYLINDER, (0.3, 1.0, 0.0), (1.4, 0.7, 1.1)),
+    (sdf.CAPSULE, (0.25, 1.2, 0.0), (0.9, 1.3, 0.8)),
+    (sdf.SPHERE, (0.5, 0.0, 0.0), (1.0, 1.0, 1.0)),
+    (sdf.BOX, (0.4, 0.6, 0.8), (1.5, 0.5, 2.0)),
+    (sdf.CYLINDER, (0.3, 1.0, 0.0), (0.7, 0.7, 1.1)),
+])
+def test_column_forms_match_the_vectorised_sdf(shape, dims, scale):
+    """The contact solve evaluates SDFs in column form (exact.py / approx.py, mirrored by the
+    compiled kernels); sdf.evaluate_local is the vectorised reference. They are one geometry."""
+    from solver import exact
+    frame = sdf.Frame(np.eye(3), np.zeros(3), np.array(scale, float))
+    q = np.random.default_rng(5).uniform(-1.5, 1.5, size=(4000, 3))
+    q[:50, :2] = 0.0                                   # on the axis, where guards kick in
+    phi_ref, g_ref = sdf.evaluate_local(shape, np.array(dims), frame, q)
+    approximate = not sdf.is_exact(shape, frame.scale)
+    abc = (exact.approx.scaled_dims if approximate else exact.scaled_dims)(shape, dims,
+                                                                            frame.scale)
+    phi, g0, g1, g2 = exact.collider_sdf(shape, approximate, abc, frame.scale, q[:, 0], q[:, 1],
+                                         q[:, 2])
+    assert np.abs(phi - phi_ref).max() < 1e-13
+    assert np.abs(np.column_stack([g0, g1, g2]) - g_ref).max() < 1e-12

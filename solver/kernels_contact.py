@@ -1,0 +1,312 @@
+"""Numba-compiled contact kernels: colliders (exact and first-order SDFs) and the embedded
+points of tetrahedral bodies.
+
+Scalar mirrors of exact.local_sdf, approx.local_sdf, exact.project and exact.project_points: the
+same formulas in the same order of operations (exact.py's module docstring gives them; sources
+Jakobsen, "Advanced Character Physics", sections 3, 5 and 8, and GAMES103 lecture 4), no
+fastmath, so the NumPy and compiled backends agree bit for bit (tests/solver/test_backends.py).
+Positions are (3, n) coordinate rows X, Xp [m].
+
+prange runs only over the candidate particles of one collider (unique ids, so no two iterations
+touch the same particle). The embedded points run serially, rank after rank and collider after
+collider inside each rank, as in contact.Colliders.project_points: bodies are few points each,
+and a parallel kernel would cost more to compile than it saves. Importing this module requires
+Numba; kernels_numba re-exports its kernels, and backend.py names the kernel cache folder after
+a digest of both files (Numba's own cache only notices a change to a kernel's own file).
+"""
+
+import numpy as np
+from numba import njit, prange
+
+_TINY = 1e-12       # exact.TINY, approx.TINY
+
+
+@njit(cache=True)
+def _cylinder_sdf(d0, r0, r1, q2, b):
+    """Scalar mirror of exact.cylinder_sdf."""
+    d1 = abs(q2) - b
+    o0 = max(d0, 0.0)
+    o1 = max(d1, 0.0)
+    outside = np.sqrt(o0 * o0 + o1 * o1)
+    phi = outside + min(max(d0, d1), 0.0)
+    sz = -1.0 if q2 < 0 else 1.0
+    if outside > _TINY:
+        f = o0 / outside
+        return phi, r0 * f, r1 * f, o1 * sz / outside
+    if d0 > d1:
+        return phi, r0, r1, 0.0
+    return phi, 0.0, 0.0, sz
+
+
+@njit(cache=True)
+def _local_sdf(shape, a, b, c, q0, q1, q2):
+    """Scalar mirror of exact.local_sdf (same operations, same order)."""
+    if shape == 0:                                   # plane
+        return q2, 0.0, 0.0, 1.0
+    if shape == 1 or shape == 4:                     # sphere, capsule
+        v2 = q2
+        if shape == 4:
+            seg = max(b - a, 0.0)
+            v2 = q2 - min(max(q2, -seg), seg)
+        n = np.sqrt(q0 * q0 + q1 * q1 + v2 * v2)
+        if n > _TINY:
+            return n - a, q0 / n, q1 / n, v2 / n
+        return n - a, 0.0, 0.0, 1.0
+    if shape == 2:                                   # box
+        s0 = -1.0 if q0 < 0 else 1.0
+        s1 = -1.0 if q1 < 0 else 1.0
+        s2 = -1.0 if q2 < 0 else 1.0
+        d0 = abs(q0) - a
+        d1 = abs(q1) - b
+        d2 = abs(q2) - c
+        o0 = max(d0, 0.0)
+        o1 = max(d1, 0.0)
+        o2 = max(d2, 0.0)
+        outside = np.sqrt(o0 * o0 + o1 * o1 + o2 * o2)
+        dmax = max(max(d0, d1), d2)
+        phi = outside + min(dmax, 0.0)
+        if outside > _TINY:
+            return phi, o0 * s0 / outside, o1 * s1 / outside, o2 * s2 / outside
+        if d0 >= d1 and d0 >= d2:
+            return phi, s0, 0.0, 0.0
+        if d1 >= d2:
+            return phi, 0.0, s1, 0.0
+        return phi, 0.0, 0.0, s2
+    # cylinder
+    rho = np.sqrt(q0 * q0 + q1 * q1)
+    r0 = 1.0
+    r1 = 0.0
+    if rho > _TINY:
+        r0 = q0 / rho
+        r1 = q1 / rho
+    return _cylinder_sdf(rho - a, r0, r1, q2, b)
+
+
+@njit(cache=True)
+def _approx_sdf(shape, a, b, c, s0, s1, q0, q1, q2):
+    """Scalar mirror of approx.local_sdf (same operations, same order)."""
+    if shape == 3:                                   # elliptic cylinder
+        u0 = q0 / s0
+        u1 = q1 / s1
+        rho = np.sqrt(u0 * u0 + u1 * u1)
+        e0 = 1.0
+        e1 = 0.0
+        if rho > _TINY:
+            e0 = u0 / rho
+            e1 = u1 / rho
+        e0 = e0 / s0
+        e1 = e1 / s1
+        gn = np.sqrt(e0 * e0 + e1 * e1)
+        r0 = e0 / gn
+        r1 = e1 / gn
+        return _cylinder_sdf((rho - a) / gn, r0, r1, q2, b)
+    # ellipsoid (shape 1) or elliptic capsule (shape 4): around the nearest axis point
+    v2 = q2
+    if shape == 4:
+        v2 = q2 - min(max(q2, -b), b)
+    u0 = q0 / s0
+    u1 = q1 / s1
+    u2 = v2 / c
+    n = np.sqrt(u0 * u0 + u1 * u1 + u2 * u2)
+    g0 = 0.0
+    g1 = 0.0
+    g2 = 1.0
+    if n > _TINY:
+        g0 = u0 / n
+        g1 = u1 / n
+        g2 = u2 / n
+    g0 = g0 / s0
+    g1 = g1 / s1
+    g2 = g2 / c
+    gn = max(np.sqrt(g0 * g0 + g1 * g1 + g2 * g2), _TINY)
+    return (n - a) / gn, g0 / gn, g1 / gn, g2 / gn
+
+
+@njit(cache=True)
+def _motion(R, t, s, Rb, tb, sb, y0, y1, y2):
+    """Scalar mirror of exact._motion: the collider's displacement at (y0, y1, y2) [m]."""
+    e0 = y0 - t[0]
+    e1 = y1 - t[1]
+    e2 = y2 - t[2]
+    w0 = (e0 * R[0, 0] + e1 * R[1, 0] + e2 * R[2, 0]) / s[0] * sb[0]
+    w1 = (e0 * R[0, 1] + e1 * R[1, 1] + e2 * R[2, 1]) / s[1] * sb[1]
+    w2 = (e0 * R[0, 2] + e1 * R[1, 2] + e2 * R[2, 2]) / s[2] * sb[2]
+    m0 = y0 - (Rb[0, 0] * w0 + Rb[0, 1] * w1 + Rb[0, 2] * w2 + tb[0])
+    m1 = y1 - (Rb[1, 0] * w0 + Rb[1, 1] * w1 + Rb[1, 2] * w2 + tb[1])
+    m2 = y2 - (Rb[2, 0] * w0 + Rb[2, 1] * w1 + Rb[2, 2] * w2 + tb[2])
+    return m0, m1, m2
+
+
+@njit(cache=True)
+def _friction(r0, r1, r2, n0, n1, n2, dep, u, mu_s, mu_k):
+    """Scalar mirror of exact._contact's friction: tangential part t of the relative
+    displacement r, the fraction of it to remove and the friction distance taken [m]."""
+    rn = r0 * n0 + r1 * n1 + r2 * n2
+    t0 = r0 - n0 * rn
+    t1 = r1 - n1 * rn
+    t2 = r2 - n2 * rn
+    t_len = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+    if t_len + u <= mu_s * dep:
+        take = t_len                                 # static: stick
+    else:
+        take = min(max(mu_k * dep - u, 0.0), t_len)  # kinetic: shorten, never reverse
+    scale = take / t_len if t_len > 1e-300 else 0.0
+    return t0, t1, t2, scale, take
+
+
+@njit(cache=True, parallel=True, fastmath=False)
+def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
+                     sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider):
+    """Scalar mirror of exact.project: one collider, exact SDF (exact.local_sdf) or, with
+    ``approximate``, the first-order one (approx.local_sdf) of a sphere, cylinder or capsule
+    under a non-uniform scale; candidates idx (unique ids); (a, b, c) from exact.scaled_dims or
+    approx.scaled_dims. One kernel for both keeps the compile paid once.
+    X, Xp (3, n) float64 [m] positions (updated) and previous positions; radius (n,) [m];
+    R, Rb (3, 3), t, tb (3,) [m], s, sb (3,) the frame now and at the substep's start;
+    depth, used (n,) [m], touching (n,) bool, normal (n, 3), motion (n, 3) [m],
+    collider (n,) int64: the contact state, written for particles that touch."""
+    s0 = s[0]
+    s1 = s[1]
+    for m in prange(idx.shape[0]):
+        i = idx[m]
+        d0 = X[0, i] - t[0]
+        d1 = X[1, i] - t[1]
+        d2 = X[2, i] - t[2]
+        q0 = d0 * R[0, 0] + d1 * R[1, 0] + d2 * R[2, 0]
+        q1 = d0 * R[0, 1] + d1 * R[1, 1] + d2 * R[2, 1]
+        q2 = d0 * R[0, 2] + d1 * R[1, 2] + d2 * R[2, 2]
+        if approximate:
+            phi, g0, g1, g2 = _approx_sdf(shape, a, b, c, s0, s1, q0, q1, q2)
+        else:
+            phi, g0, g1, g2 = _local_sdf(shape, a, b, c, q0, q1, q2)
+        pen = phi - thickness - radius[i]
+        if not pen < 0:
+            continue
+        d = -pen
+        n0 = R[0, 0] * g0 + R[0, 1] * g1 + R[0, 2] * g2
+        n1 = R[1, 0] * g0 + R[1, 1] * g1 + R[1, 2] * g2
+        n2 = R[2, 0] * g0 + R[2, 1] * g1 + R[2, 2] * g2
+        y0 = X[0, i] + n0 * d
+        y1 = X[1, i] + n1 * d
+        y2 = X[2, i] + n2 * d
+        m0 = 0.0
+        m1 = 0.0
+        m2 = 0.0
+        if moving:
+            m0, m1, m2 = _motion(R, t, s, Rb, tb, sb, y0, y1, y2)
+        dep = depth[i] + d
+        u = used[i]
+        t0, t1, t2, scale, take = _friction(y0 - Xp[0, i] - m0, y1 - Xp[1, i] - m1,
+                                            y2 - Xp[2, i] - m2, n0, n1, n2, dep, u, mu_s, mu_k)
+        X[0, i] = y0 - t0 * scale
+        X[1, i] = y1 - t1 * scale
+        X[2, i] = y2 - t2 * scale
+        depth[i] = dep
+        used[i] = u + take
+        touching[i] = True
+        normal[i, 0] = n0
+        normal[i, 1] = n1
+        normal[i, 2] = n2
+        motion[i, 0] = m0
+        motion[i, 1] = m1
+        motion[i, 2] = m2
+        collider[i] = k
+
+
+@njit(cache=True, fastmath=False)
+def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, thickness, mu_s,
+                   mu_k, approximate, abc, R, t, s, Rb, tb, sb, moving, point_depth, point_used):
+    """Scalar mirror of contact.Colliders.project_points' NumPy path (exact.project_points for
+    every rank, every collider): Jakobsen's embedded-point contact with friction.
+    X, Xp (3, n) float64 [m] positions (updated) and previous positions;
+    rank_start (ranks + 1,) int64, rank_points (P,) int64: rank r is
+    rank_points[rank_start[r]:rank_start[r + 1]] (contact.TetraPoints);
+    tet (P, 4) int64 each point's corner particles, weight (P, 4) float64 its weights c_k,
+    inv_c2 (P,) float64 1 / sum_k c_k^2;
+    per collider (C colliders): shape (C,) int64, thickness, mu_s, mu_k (C,) float64,
+    approximate (C,) bool first-order SDF, abc (C, 3) its scaled dims, R, Rb (C, 3, 3),
+    t, tb (C, 3) [m], s, sb (C, 3) the frames now and at the substep's start, moving (C,) bool
+    (contact.Colliders._packed); point_depth, point_used (P,) float64 [m] updated for hits."""
+    for r in range(rank_start.shape[0] - 1):
+        for k in range(shape.shape[0]):
+            sh = shape[k]
+            ap = approximate[k]
+            a = abc[k, 0]
+            b = abc[k, 1]
+            c = abc[k, 2]
+            off = thickness[k]
+            mk = moving[k]
+            ms = mu_s[k]
+            mkin = mu_k[k]
+            Rk = R[k]
+            tk = t[k]
+            sk = s[k]
+            Rbk = Rb[k]
+            tbk = tb[k]
+            sbk = sb[k]
+            for m in range(rank_start[r], rank_start[r + 1]):
+                i = rank_points[m]
+                j0 = tet[i, 0]
+                j1 = tet[i, 1]
+                j2 = tet[i, 2]
+                j3 = tet[i, 3]
+                c0 = weight[i, 0]
+                c1 = weight[i, 1]
+                c2 = weight[i, 2]
+                c3 = weight[i, 3]
+                p0 = c0 * X[0, j0] + c1 * X[0, j1] + c2 * X[0, j2] + c3 * X[0, j3]
+                p1 = c0 * X[1, j0] + c1 * X[1, j1] + c2 * X[1, j2] + c3 * X[1, j3]
+                p2 = c0 * X[2, j0] + c1 * X[2, j1] + c2 * X[2, j2] + c3 * X[2, j3]
+                d0 = p0 - tk[0]
+                d1 = p1 - tk[1]
+                d2 = p2 - tk[2]
+                q0 = d0 * Rk[0, 0] + d1 * Rk[1, 0] + d2 * Rk[2, 0]
+                q1 = d0 * Rk[0, 1] + d1 * Rk[1, 1] + d2 * Rk[2, 1]
+                q2 = d0 * Rk[0, 2] + d1 * Rk[1, 2] + d2 * Rk[2, 2]
+                if ap:
+                    phi, g0, g1, g2 = _approx_sdf(sh, a, b, c, sk[0], sk[1], q0, q1, q2)
+                else:
+                    phi, g0, g1, g2 = _local_sdf(sh, a, b, c, q0, q1, q2)
+                pen = phi - off
+                if not pen < 0:
+                    continue
+                d = -pen
+                n0 = Rk[0, 0] * g0 + Rk[0, 1] * g1 + Rk[0, 2] * g2
+                n1 = Rk[1, 0] * g0 + Rk[1, 1] * g1 + Rk[1, 2] * g2
+                n2 = Rk[2, 0] * g0 + Rk[2, 1] * g1 + Rk[2, 2] * g2
+                y0 = p0 + n0 * d
+                y1 = p1 + n1 * d
+                y2 = p2 + n2 * d
+                m0 = 0.0
+                m1 = 0.0
+                m2 = 0.0
+                if mk:
+                    m0, m1, m2 = _motion(Rk, tk, sk, Rbk, tbk, sbk, y0, y1, y2)
+                pp0 = c0 * Xp[0, j0] + c1 * Xp[0, j1] + c2 * Xp[0, j2] + c3 * Xp[0, j3]
+                pp1 = c0 * Xp[1, j0] + c1 * Xp[1, j1] + c2 * Xp[1, j2] + c3 * Xp[1, j3]
+                pp2 = c0 * Xp[2, j0] + c1 * Xp[2, j1] + c2 * Xp[2, j2] + c3 * Xp[2, j3]
+                dep = point_depth[i] + d
+                u = point_used[i]
+                t0, t1, t2, scale, take = _friction(y0 - pp0 - m0, y1 - pp1 - m1, y2 - pp2 - m2,
+                                                    n0, n1, n2, dep, u, ms, mkin)
+                point_depth[i] = dep
+                point_used[i] = u + take
+                # the point's move n d - friction, then each corner's share c_k / sum c^2 of it
+                inv = inv_c2[i]
+                w0 = (n0 * d - t0 * scale) * inv
+                w1 = (n1 * d - t1 * scale) * inv
+                w2 = (n2 * d - t2 * scale) * inv
+                X[0, j0] += c0 * w0
+                X[1, j0] += c0 * w1
+                X[2, j0] += c0 * w2
+                X[0, j1] += c1 * w0
+                X[1, j1] += c1 * w1
+                X[2, j1] += c1 * w2
+                X[0, j2] += c2 * w0
+                X[1, j2] += c2 * w1
+                X[2, j2] += c2 * w2
+                X[0, j3] += c3 * w0
+                X[1, j3] += c3 * w1
+                X[2, j3] += c3 * w2
+
+
