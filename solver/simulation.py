@@ -18,8 +18,10 @@ its own: it is always (x - x*) / h.
 
 Safety: after every substep the positions are checked; the first non-finite value restores the
 state from before the step and raises SolverError naming the step, the particle and what acts on
-it. Determinism: the same inputs give bit-identical results (fixed colour order, no threads, no
-randomness but the seeded wind), and get_state / set_state resume bit-identically.
+it. Determinism: the same inputs give bit-identical results (fixed colour order; threads only
+ever split items that touch disjoint particles, so the thread count changes no bit; no
+randomness but the seeded wind), and get_state / set_state resume bit-identically, on either
+backend (backend.py): the compiled kernels repeat the NumPy kernels' operations in their order.
 """
 
 import math

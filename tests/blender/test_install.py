@@ -142,6 +142,8 @@ def test_installed_zip_bakes_like_the_source_tree(built_zip, tmp_path):
     assert inst["numba_file"].startswith((site + os.sep, sys.prefix + os.sep)), inst["numba_file"]
     assert inst["backend_status"] == "Solver kernels: compiled (Numba)"
     assert inst["sim_backend"] == "numba" and inst["bake_compiled"] is True
+    # inside Blender the parallel kernels share the TBB that Blender loaded (README, Performance)
+    assert inst["threading_layer"] == "tbb"
     assert inst["kernel_cache_dir"].startswith(os.path.realpath(iso) + os.sep)
 
     # the same scene baked by the source tree (its own isolated user folder)

@@ -140,6 +140,11 @@ def run(args, out):
         else ""
     # the bake paid the compile (warm_up) only when it ran the compiled kernels
     out["bake_compiled"] = bool(sys.modules[ext.__name__ + ".solver.backend"]._state.get("warm"))
+    numba = sys.modules.get("numba")
+    try:     # which thread pool the parallel kernels ran on (set once a parallel kernel ran)
+        out["threading_layer"] = numba.threading_layer() if numba is not None else None
+    except ValueError:
+        out["threading_layer"] = None
     if args.pc2:
         pc2_dir = os.path.join(args.workdir, "pc2")
         os.makedirs(pc2_dir, exist_ok=True)
