@@ -4,9 +4,9 @@ Data flows one way each frame: Blender objects -> bridge -> solver arrays -> sol
 arrays -> bridge -> Blender. This package holds the Blender ends of that flow.
 """
 
-from . import cli, operators, panels, preferences, presets_menu, properties
+from . import cli, kernels, operators, panels, preferences, presets_menu, properties
 
-_modules = (preferences, properties, presets_menu, panels, operators, cli)
+_modules = (preferences, kernels, properties, presets_menu, panels, operators, cli)
 
 
 def register():

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..solver import SolverError
 from . import bridge, cache
+from . import kernels as compiled
 from .bridge import BridgeError
 from .simscene import DEFORMING, SIMULATED, SceneSim
 
@@ -162,10 +163,16 @@ def iterate(context, frame_start, frame_end, res, progress=None):
     run() drives it to the end; the modal operator drives it one frame per timer tick so that
     Esc can cancel in the middle of a bake. (Added: the modal operator used to run the whole bake
     in its first timer event, so Esc could never interrupt it.) While it is suspended the frame
-    handler stays guarded; closing it returns the scene to the frame it was on."""
+    handler stays guarded; closing it returns the scene to the frame it was on. When the
+    compiled kernels still have to be compiled (the first bake after install), it also pauses
+    once before building, having put "compiling solver kernels" in the status bar, so that the
+    interface draws the message before the compile holds it up."""
     scene = context.scene
     if frame_end < frame_start:
         raise BridgeError(f"{scene.name}: the frame range {frame_start}..{frame_end} is empty")
+    if compiled.wanted() and not compiled.backend.warm_up_done():
+        compiled.status(compiled.MESSAGE)
+        yield frame_start
     t0 = time.perf_counter()
     frame_before = scene.frame_current
     with guarded():

@@ -12,8 +12,8 @@ import bpy
 import numpy as np
 
 from ..solver import Builder, Simulation
-from ..solver import backend as _backend
 from . import bridge
+from . import kernels as compiled
 from .bridge import BridgeError
 
 DEFORMING = ("CLOTH", "PLANT", "SOFT")
@@ -131,10 +131,7 @@ class SceneSim:
             if scene.use_gravity else np.zeros(3)
         from .preferences import requested_backend
         kernels = requested_backend()
-        if kernels != "numpy" and not _backend.warm_up_done():
-            _status("compiling solver kernels (once per install)...")
-            _backend.warm_up()
-            _status(None)
+        compiled.ensure_ready()                   # the first use after install compiles
         self.sim = Simulation(self.model, substeps=s.substeps, iterations=s.iterations,
                               gravity=g, damping=getattr(s, "damping", 0.0),
                               air_drag=getattr(s, "air_drag", 1.0), backend=kernels)
@@ -294,19 +291,6 @@ class SceneSim:
         if body.kind == "RIGID":
             return rigid_matrix(body.rest_world, x) @ body.rest_matrix
         return bridge.to_local(getattr(body, "matrix", body.rest_matrix), x)
-
-
-def _status(text):
-    """Show (or clear, with None) a message in Blender's status bar, when there is a UI."""
-    import bpy
-    workspace = getattr(bpy.context, "workspace", None)
-    if workspace is not None:
-        try:
-            workspace.status_text_set(f"Verlet Physics: {text}" if text else None)
-        except (AttributeError, RuntimeError):
-            pass
-    if text:
-        print(f"Verlet Physics: {text}")
 
 
 def rigid_matrix(rest, current):

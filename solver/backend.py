@@ -12,8 +12,12 @@ at the extension's user directory, never at the extension's own folder).
 """
 
 import os
+import threading
 
 _state = {"numba": None, "error": None, "cache_dir": None, "threads": None}
+# loading and warming up may start on a worker thread (the add-on compiles off Blender's main
+# thread) while the main thread asks for the kernels: one of them does the work, the other waits
+_lock = threading.RLock()
 
 
 def default_cache_dir():
@@ -62,28 +66,35 @@ def _cache_key():
 def numba_kernels():
     """The compiled kernel module, or None (the reason is in load_error())."""
     if _state["numba"] is None and _state["error"] is None:
-        try:
-            # GNU OpenMP threads spin while they wait for the next parallel loop; on a machine
-            # whose cores are busy with other work the spinning threads steal time from the one
-            # doing the work (measured here at N = 64 with one core busy: 38 ms/frame spinning,
-            # 27 passive, 20 on one thread). Passive waiting is the robust default; an explicit
-            # OMP_WAIT_POLICY in the environment wins. Must be set before OpenMP starts.
-            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-            import numba
-            base = _state["cache_dir"] or os.environ.get("VERLET_CACHE_DIR") or default_cache_dir()
-            # one folder per import name: Numba keys its cache by source file, but a cached
-            # kernel remembers the module it was compiled in, so the same file imported as
-            # "solver" (tests) and as "verlet_physics.solver" (inside Blender) must not share it
-            cache = os.path.join(base, _cache_key())
-            os.makedirs(cache, exist_ok=True)
-            numba.config.CACHE_DIR = cache
-            _state["cache_dir"] = cache
-            from . import kernels_numba
-            _state["numba"] = kernels_numba
-            _apply_threads()
-        except Exception as exc:    # no numba, or it failed to load: NumPy runs instead
-            _state["error"] = f"{type(exc).__name__}: {exc}"
+        with _lock:
+            if _state["numba"] is None and _state["error"] is None:
+                _load()
     return _state["numba"]
+
+
+def _load():
+    """Import Numba and the kernels into the cache folder (under _lock)."""
+    try:
+        # GNU OpenMP threads spin while they wait for the next parallel loop; on a machine
+        # whose cores are busy with other work the spinning threads steal time from the one
+        # doing the work (measured here at N = 64 with one core busy: 38 ms/frame spinning,
+        # 27 passive, 20 on one thread). Passive waiting is the robust default; an explicit
+        # OMP_WAIT_POLICY in the environment wins. Must be set before OpenMP starts.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        import numba
+        base = _state["cache_dir"] or os.environ.get("VERLET_CACHE_DIR") or default_cache_dir()
+        # one folder per import name and kernel sources (_cache_key): a cached kernel
+        # remembers the module it was compiled in, so the same file imported as "solver"
+        # (tests) and as "verlet_physics.solver" (inside Blender) must not share it
+        cache = os.path.join(base, _cache_key())
+        os.makedirs(cache, exist_ok=True)
+        numba.config.CACHE_DIR = cache
+        _state["cache_dir"] = cache
+        from . import kernels_numba
+        _state["numba"] = kernels_numba
+        _apply_threads()
+    except Exception as exc:    # no numba, or it failed to load: NumPy runs instead
+        _state["error"] = f"{type(exc).__name__}: {exc}"
 
 
 def load_error():
@@ -109,14 +120,29 @@ def warm_up_done():
     return bool(_state.get("warm")) or numba_kernels() is None
 
 
+def warm_up_running():
+    """Whether a warm_up() is under way (on another thread, typically)."""
+    return bool(_state.get("warming"))
+
+
 def warm_up():
     """Compile (or load from the cache) every compiled kernel by stepping a tiny scene once.
     Returns the seconds it took, or None when the compiled backend is unavailable. Callers show
-    "compiling solver kernels" while it runs: the first call after install pays the compile."""
+    "compiling solver kernels" while it runs: the first call after install pays the compile.
+    Thread-safe: a call while another thread warms up waits for it and returns 0.0."""
     if numba_kernels() is None:
         return None
-    if _state.get("warm"):
-        return 0.0
+    with _lock:
+        if _state.get("warm"):
+            return 0.0
+        _state["warming"] = True
+        try:
+            return _warm_up()
+        finally:
+            _state["warming"] = False
+
+
+def _warm_up():
     import time
 
     import numpy as np
