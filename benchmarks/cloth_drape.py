@@ -10,7 +10,7 @@ Printed for each N: median ms per frame, ratio ours / Blender's, and the largest
 99th-percentile edge strain |len - rest| / rest of the mesh edges at frame 60. This is a script,
 not a test: timings depend on the machine, so they are printed, never asserted.
 
-    .venv/bin/python benchmarks/cloth_drape.py                 # N = 32, 64, 128
+    .venv/bin/python benchmarks/cloth_drape.py                 # N = 32, 64, 128 (+ 256 compiled)
     .venv/bin/python benchmarks/cloth_drape.py --sizes 32 64   # a quicker run
     .venv/bin/python benchmarks/cloth_drape.py --no-blender    # our solver only
 """

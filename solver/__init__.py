@@ -1,4 +1,5 @@
-"""Verlet Physics solver: pure NumPy, never imports bpy.
+"""Verlet Physics solver: NumPy (kernels also compiled with Numba when it imports; backend.py),
+never imports bpy.
 
     from solver import Builder, Simulation
     b = Builder(); ids = b.add_particles(x); ...; sim = Simulation(b.build()); sim.step(1 / 24)

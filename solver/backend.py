@@ -161,7 +161,7 @@ def _warm_up():
     body = b.add_particles(tet)
     b.add_shape_match(body, stiffness=0.5, damping=0.5)
     b.add_volume(body[np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])])
-    b.add_tetra_body(tet + [0.5, 0.0, 0.0], tet[:1] + [0.52, 0.02, 0.32])
+    b.add_tetra_body(tet + [0.5, 0.0, 0.0], tet[:2] + [0.52, 0.02, 0.32])
     b.add_collider("plane")
     scaled = np.diag([0.2, 0.1, 0.1, 1.0])
     scaled[:3, 3] = (0.5, 0.0, 0.1)

@@ -99,6 +99,7 @@ def solve_sticks(X, si, sj, rest, inv_mass, alpha, lam, kind, offsets, omega, on
 
 # ---------------------------------------------------------------------------- shape matching
 _JACOBI_EPS = 1e-15
+_JACOBI_TINY = 1e-30
 _JACOBI_SWEEPS = 12
 _RANK_TOL = 1e-12
 _PINV_RCOND = 1e-15
@@ -106,9 +107,19 @@ _PINV_RCOND = 1e-15
 
 @njit(cache=True, fastmath=False)
 def _jacobi3(b, v):
-    """Scalar mirror of shapes.jacobi_columns on one 3x3 matrix b (in place); v becomes V."""
+    """Scalar mirror of shapes.jacobi_columns on one 3x3 matrix b: in place, b becomes
+    (A / m) V and v becomes V; returns m."""
+    m = 0.0
     for i in range(3):
         for j in range(3):
+            e = abs(b[i, j])
+            if e > m:
+                m = e
+    if not m > 0:
+        m = 1.0
+    for i in range(3):
+        for j in range(3):
+            b[i, j] = b[i, j] / m
             v[i, j] = 1.0 if i == j else 0.0
     for _ in range(_JACOBI_SWEEPS):
         turned = False
@@ -118,12 +129,15 @@ def _jacobi3(b, v):
             alpha = b[0, p] * b[0, p] + b[1, p] * b[1, p] + b[2, p] * b[2, p]
             beta = b[0, q] * b[0, q] + b[1, q] * b[1, q] + b[2, q] * b[2, q]
             gamma = b[0, p] * b[0, q] + b[1, p] * b[1, q] + b[2, p] * b[2, q]
-            if not abs(gamma) > _JACOBI_EPS * np.sqrt(alpha * beta):
+            size = abs(gamma)
+            if not (size > _JACOBI_EPS * np.sqrt(alpha * beta) and size > _JACOBI_TINY):
                 continue
-            turned = True
             zeta = (beta - alpha) / (2.0 * gamma)
             sg = 1.0 if zeta >= 0 else -1.0
             t = sg / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
+            if not t != 0.0:
+                continue
+            turned = True
             c = 1.0 / np.sqrt(1.0 + t * t)
             s = c * t
             for i in range(3):
@@ -138,6 +152,7 @@ def _jacobi3(b, v):
                 v[i, q] = s * mp + c * mq
         if not turned:
             break
+    return m
 
 
 @njit(cache=True, fastmath=False)
@@ -341,7 +356,7 @@ def damp_shapes(X, Xp, particles, start, color_offsets, mass, damping, keep):
                 inertia[2, 1] += (-(r2 * r1)) * m
                 inertia[2, 2] += (rr - r2 * r2) * m
             v = np.empty((3, 3))
-            _jacobi3(inertia, v)
+            scale = _jacobi3(inertia, v)
             nb0 = np.sqrt(inertia[0, 0] * inertia[0, 0] + inertia[1, 0] * inertia[1, 0]
                           + inertia[2, 0] * inertia[2, 0])
             nb1 = np.sqrt(inertia[0, 1] * inertia[0, 1] + inertia[1, 1] * inertia[1, 1]
@@ -357,7 +372,7 @@ def damp_shapes(X, Xp, particles, start, color_offsets, mass, damping, keep):
                 coef = 0.0
                 if nj > _PINV_RCOND * big:
                     coef = (inertia[0, j] * ang[0] + inertia[1, j] * ang[1]
-                            + inertia[2, j] * ang[2]) / (nj * nj)
+                            + inertia[2, j] * ang[2]) / (nj * nj) / scale
                 om0 = om0 + v[0, j] * coef
                 om1 = om1 + v[1, j] * coef
                 om2 = om2 + v[2, j] * coef

@@ -28,16 +28,20 @@ follow the body's true centre of mass, and weighting contacts there pumped energ
 
 Clusters are coloured so that no two clusters of one colour share a particle (several
 overlapping clusters per body are allowed); every colour is one batched NumPy solve. Sums over a
-cluster's members use np.bincount, which adds in member order, one after another, exactly as the
-compiled kernel's loop does (np.add.reduceat sums pairwise), so the two backends agree bit for bit.
+cluster's members use np.bincount, which is documented to add in member order, one after
+another, exactly as the compiled kernel's loop does, so the two backends agree bit for bit.
 """
 
 import numpy as np
 
 BOOST = 1.0e4
-# one-sided Jacobi: a column pair counts as orthogonal when |b_p . b_q| <= JACOBI_EPS |b_p| |b_q|;
-# 3x3 converges quadratically in 3 to 5 sweeps, the cap only guards NaN input
+# one-sided Jacobi on A scaled to a largest entry of 1 (so no scale of A over- or underflows):
+# a column pair counts as orthogonal when |b_p . b_q| <= JACOBI_EPS |b_p| |b_q|, or when
+# b_p . b_q is negligible next to A itself (<= JACOBI_TINY: the noise columns of a collinear or
+# planar cluster, which the relative test would keep turning forever); 3x3 then converges in 3
+# to 5 sweeps, and the cap only guards NaN input
 JACOBI_EPS = 1e-15
+JACOBI_TINY = 1e-30
 JACOBI_SWEEPS = 12
 _PAIRS = ((0, 1), (0, 2), (1, 2))
 # A's second column counts as zero (a collinear cluster) below this fraction of its largest
@@ -47,9 +51,17 @@ PINV_RCOND = 1e-15
 
 
 def jacobi_columns(a):
-    """One-sided Jacobi on (K, 3, 3) matrices: B = A V with orthogonal columns and the rotation
-    V (both (K, 3, 3)). Column j of B is sigma_j u_j of the SVD A = U diag(sigma) V^T."""
-    b = np.array(a, dtype=np.float64)
+    """One-sided Jacobi on (K, 3, 3) matrices. Returns B = (A / m) V with orthogonal columns,
+    the rotation V (both (K, 3, 3)) and the scale m (K,), A's largest absolute entry (1 for
+    A = 0). Column j of B is sigma_j u_j / m of the SVD A = U diag(sigma) V^T."""
+    a = np.asarray(a, dtype=np.float64)
+    m = np.zeros(len(a))
+    for i in range(3):
+        for j in range(3):              # a running maximum that skips NaN, as the kernel's does
+            e = np.abs(a[:, i, j])
+            m = np.where(e > m, e, m)
+    m = np.where(m > 0, m, 1.0)
+    b = a / m[:, None, None]
     v = np.zeros_like(b)
     v[:, 0, 0] = v[:, 1, 1] = v[:, 2, 2] = 1.0
     for _ in range(JACOBI_SWEEPS):
@@ -60,24 +72,28 @@ def jacobi_columns(a):
             alpha = bp0 * bp0 + bp1 * bp1 + bp2 * bp2
             beta = bq0 * bq0 + bq1 * bq1 + bq2 * bq2
             gamma = bp0 * bq0 + bp1 * bq1 + bp2 * bq2
-            rot = np.abs(gamma) > JACOBI_EPS * np.sqrt(alpha * beta)
+            size = np.abs(gamma)
+            rot = (size > JACOBI_EPS * np.sqrt(alpha * beta)) & (size > JACOBI_TINY)
             if not rot.any():
                 continue
-            turned = True
             # the rotation that zeroes b_p . b_q (Golub and Van Loan, section 8.5)
             zeta = (beta - alpha) / (2.0 * np.where(rot, gamma, 1.0))
             t = np.where(zeta >= 0, 1.0, -1.0) / (np.abs(zeta) + np.sqrt(1.0 + zeta * zeta))
+            rot &= t != 0.0
+            if not rot.any():
+                continue
+            turned = True
             c = 1.0 / np.sqrt(1.0 + t * t)
             s = c * t
-            for m in (b, v):
+            for mat in (b, v):
                 for i in range(3):
-                    mp = m[:, i, p].copy()
-                    mq = m[:, i, q]
-                    m[:, i, p] = np.where(rot, c * mp - s * mq, mp)
-                    m[:, i, q] = np.where(rot, s * mp + c * mq, mq)
+                    mp = mat[:, i, p].copy()
+                    mq = mat[:, i, q]
+                    mat[:, i, p] = np.where(rot, c * mp - s * mq, mp)
+                    mat[:, i, q] = np.where(rot, s * mp + c * mq, mq)
         if not turned:
             break
-    return b, v
+    return b, v, m
 
 
 def _column_norms(b):
@@ -106,7 +122,7 @@ def _col(m, j):
 
 def polar_rotation(a):
     """(K, 3, 3) rotations R of the polar decomposition A = R S, reflections removed."""
-    b, v = jacobi_columns(a)
+    b, v, _ = jacobi_columns(a)            # R does not depend on A's scale
     norms = _column_norms(b)
     o1, o2, o3 = _order(norms)
     n1 = np.choose(o1, norms)
@@ -149,16 +165,17 @@ def _cross(a, b):
 
 def pinv_apply(a, y):
     """pinv(A) y for (K, 3, 3) matrices A and (K, 3) vectors y [as lists of three (K,)], by
-    one-sided Jacobi: pinv(A) y = sum_j v_j (b_j . y) / |b_j|^2 over |b_j| > rcond max |b|."""
-    b, v = jacobi_columns(a)
+    one-sided Jacobi: pinv(A) y = sum_j v_j (b_j . y) / (|b_j|^2 m) over |b_j| > rcond max |b|,
+    with B = (A / m) V."""
+    b, v, scale = jacobi_columns(a)        # b = (A / scale) V
     norms = _column_norms(b)
     big = np.maximum(np.maximum(norms[0], norms[1]), norms[2])
     out = [np.zeros_like(y[0]) for _ in range(3)]
     for j in range(3):
         keep = norms[j] > PINV_RCOND * big
         nn = np.where(keep, norms[j] * norms[j], 1.0)
-        coef = np.where(keep, (b[:, 0, j] * y[0] + b[:, 1, j] * y[1] + b[:, 2, j] * y[2]) / nn,
-                        0.0)
+        coef = np.where(keep, (b[:, 0, j] * y[0] + b[:, 1, j] * y[1] + b[:, 2, j] * y[2]) / nn
+                        / scale, 0.0)
         for i in range(3):
             out[i] = out[i] + v[:, i, j] * coef
     return out
@@ -172,7 +189,7 @@ def _sums(local, k, values):
 class ShapeSolver:
     def __init__(self, model):
         self.particles = model.shape_particles                # (e,) int64
-        self.rest_offset = model.shape_rest_offset            # (e, 3) float64 [m]
+        self.rest_offset = np.ascontiguousarray(model.shape_rest_offset)   # (e, 3) float64 [m]
         self.cluster = model.shape_cluster                    # (e,) int64
         self.start = model.shape_cluster_start                # (K + 1,) int64
         self.color_offsets = model.shape_color_offsets        # (colours + 1,) int64 clusters

@@ -11,8 +11,9 @@ Constrained Dynamics", MIG 2016): with compliance alpha [m/N] and substep h,
     dlambda = (-C - alpha/h^2 * lambda) / (w_i + w_j + alpha/h^2),   x_i += w_i n dlambda,
     x_j -= w_j n dlambda,  n = (x_i - x_j) / |x_i - x_j|,
 
-so a given compliance means the same stiffness at any substep or iteration count; lambda is reset
-every substep. The inequality kinds clamp the accumulated lambda (>= 0 for "min", <= 0 for
+so a given compliance means the same stiffness at any substep or iteration count; lambda starts
+at zero every substep (the compiled kernel does not store it when one sweep per substep is all
+that reads it, so ``lam`` is only meaningful between the sweeps of one substep). The inequality kinds clamp the accumulated lambda (>= 0 for "min", <= 0 for
 "max"), which is the standard way to make an XPBD constraint one-sided.
 """
 

@@ -296,3 +296,25 @@ def test_cold_compile_cache_is_per_import_name(tmp_path):
     assert float(out.stdout.strip().splitlines()[-1]) > 0
     cached = list((tmp_path / "solver").rglob("*.nbi"))
     assert cached, "no kernel index written to the cache folder"
+
+
+def test_warm_up_compiles_what_the_scenarios_use():
+    """backend.warm_up() (what the add-on runs, with "compiling solver kernels" showing) must
+    compile every kernel signature a scene needs: a kernel compiled later would freeze the
+    first play of such a scene without the message (the layout of an array is part of the
+    signature, e.g. Fortran-ordered weights once cost a second compile)."""
+    kernels = backend.numba_kernels()
+    backend.warm_up()
+    names = ("predict", "solve_sticks", "solve_shapes", "damp_shapes", "solve_volumes",
+             "project_collider", "project_points")
+    before = {n: list(getattr(kernels, n).signatures) for n in names}
+    assert all(before.values()), before
+    for build in SCENARIOS:
+        b, kw, control = build()
+        sim = Simulation(b.build(), backend="numba", **kw)
+        for _ in range(3):
+            if control is not None:
+                control(sim)
+            sim.step(1 / 24)
+    after = {n: list(getattr(kernels, n).signatures) for n in names}
+    assert after == before

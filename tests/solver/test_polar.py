@@ -66,8 +66,10 @@ def test_polar_degenerate():
 def test_jacobi_columns_and_pinv():
     rng = np.random.default_rng(3)
     a = rng.normal(size=(200, 3, 3))
-    b, v = jacobi_columns(a)
-    assert np.abs(np.einsum("kij,kjl->kil", a, v) - b).max() < 1e-13       # B = A V
+    b, v, m = jacobi_columns(a)
+    assert np.array_equal(m, np.abs(a).max(axis=(1, 2)))
+    b = b * m[:, None, None]
+    assert np.abs(np.einsum("kij,kjl->kil", a, v) - b).max() < 1e-13       # B m = A V
     gram = np.einsum("kij,kil->kjl", b, b)
     off = gram - np.einsum("kii->ki", gram)[:, :, None] * np.eye(3)
     assert np.abs(off).max() < 1e-13 * np.abs(gram).max()                  # orthogonal columns
@@ -85,9 +87,41 @@ def test_compiled_polar_is_bit_identical():
     kernels = backend.numba_kernels()
     if kernels is None:
         pytest.skip(f"numba not available: {backend.load_error()}")
-    for name, a in _cases().items():
+    cases = dict(_cases())
+    cases["collinear off-axis"] = np.array([[[0.00125, 0.00075, 0.0015],
+                                             [0.00075, 0.00045, 0.0009],
+                                             [0.0015, 0.0009, 0.0018]]])
+    cases["tiny"] = _cases()["random"][:20] * 1e-160
+    cases["huge"] = _cases()["random"][:20] * 1e155
+    cases["zero and nan"] = np.stack([np.zeros((3, 3)), np.full((3, 3), np.nan)])
+    for name, a in cases.items():
         want = polar_rotation(a)
         got = np.empty_like(want)
         for k in range(len(a)):
             kernels._polar3(a[k].copy(), got[k])
-        assert np.array_equal(got, want), name
+        assert np.array_equal(got, want, equal_nan=True), name
+
+
+def test_rank_deficient_converges_without_warnings():
+    """A collinear cluster off the axes (the outer product below) leaves two noise columns of
+    rounding size; they must count as converged, not be turned until the sweep cap with
+    overflowing intermediate values (which NumPy reports as a RuntimeWarning)."""
+    a = np.array([[[0.00125, 0.00075, 0.0015], [0.00075, 0.00045, 0.0009],
+                   [0.0015, 0.0009, 0.0018]]])
+    with np.errstate(all="raise"):
+        r = polar_rotation(a)
+        b, v, m = jacobi_columns(a)
+    assert np.abs(r[0] @ r[0].T - np.eye(3)).max() < 1e-14
+    u = np.array([0.00125, 0.00075, 0.0015])
+    assert np.allclose(r[0] @ (u / np.linalg.norm(u)), u / np.linalg.norm(u), atol=1e-12)
+    assert m[0] == 0.0018
+
+
+@pytest.mark.parametrize("exponent", [-520, -300, 300, 520])
+def test_polar_ignores_the_scale_of_a(exponent):
+    """A is scaled to a largest entry of 1 first, so no scale over- or underflows: a power of
+    two changes no bit of R."""
+    a = _cases()["graded 0.0001"][:50]
+    with np.errstate(all="raise"):
+        r = polar_rotation(a * 2.0 ** exponent)
+    assert np.array_equal(r, polar_rotation(a))
