@@ -38,10 +38,15 @@ def wanted():
     return requested_backend() != "numpy"
 
 
+def pending():
+    """Whether the kernels the preferences ask for still have to be compiled (or loaded)."""
+    return wanted() and not backend.warm_up_done()
+
+
 def ensure_ready():
     """Before a simulation is built: finish the warm-up in the foreground if it has not run
     (waiting for the worker thread if it is under way), with the status message meanwhile."""
-    if not wanted() or backend.warm_up_done():
+    if not pending():
         return
     status(MESSAGE)
     try:

@@ -120,11 +120,6 @@ def warm_up_done():
     return bool(_state.get("warm")) or numba_kernels() is None
 
 
-def warm_up_running():
-    """Whether a warm_up() is under way (on another thread, typically)."""
-    return bool(_state.get("warming"))
-
-
 def warm_up():
     """Compile (or load from the cache) every compiled kernel by stepping a tiny scene once.
     Returns the seconds it took, or None when the compiled backend is unavailable. Callers show
@@ -135,11 +130,7 @@ def warm_up():
     with _lock:
         if _state.get("warm"):
             return 0.0
-        _state["warming"] = True
-        try:
-            return _warm_up()
-        finally:
-            _state["warming"] = False
+        return _warm_up()
 
 
 def _warm_up():

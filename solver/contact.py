@@ -223,9 +223,7 @@ class TetraPoints:
     def __init__(self, model):
         self.particles = model.tetra_particles                 # (B, 4) int64
         self.point_body = model.tetra_point_body               # (P,) int64
-        # (P, 4) float64, C order: the compiled kernel is compiled for one memory layout, and
-        # the builder's weights come out in Fortran order for bodies with several points
-        self.weight = np.ascontiguousarray(model.tetra_point_weight)
+        self.weight = model.tetra_point_weight                 # (P, 4) float64
         self.tet = self.particles[self.point_body]             # (P, 4) int64 each point's corners
         c = self.weight
         # (P,) float64 1 / sum_k c_k^2, summed in the order k = 0..3: a point's move delta is

@@ -156,6 +156,12 @@ def _jacobi3(b, v):
 
 
 @njit(cache=True, fastmath=False)
+def _column_norm(b, j):
+    """|column j| of a 3x3 matrix, summed in row order (shapes._column_norms)."""
+    return np.sqrt(b[0, j] * b[0, j] + b[1, j] * b[1, j] + b[2, j] * b[2, j])
+
+
+@njit(cache=True, fastmath=False)
 def _normal_part(u0, u1, u2, y0, y1, y2):
     """Scalar mirror of shapes._normal_part: y minus its component along unit u, and its norm."""
     d = u0 * y0 + u1 * y1 + u2 * y2
@@ -170,9 +176,9 @@ def _polar3(a, rot):
     """Scalar mirror of shapes.polar_rotation: rot = the rotation of A = R S (a is destroyed)."""
     v = np.empty((3, 3))
     _jacobi3(a, v)
-    n0 = np.sqrt(a[0, 0] * a[0, 0] + a[1, 0] * a[1, 0] + a[2, 0] * a[2, 0])
-    n1 = np.sqrt(a[0, 1] * a[0, 1] + a[1, 1] * a[1, 1] + a[2, 1] * a[2, 1])
-    n2 = np.sqrt(a[0, 2] * a[0, 2] + a[1, 2] * a[1, 2] + a[2, 2] * a[2, 2])
+    n0 = _column_norm(a, 0)
+    n1 = _column_norm(a, 1)
+    n2 = _column_norm(a, 2)
     if n0 >= n1 and n0 >= n2:
         o1 = 0
     elif n1 >= n2:
@@ -307,6 +313,14 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w
 
 
 @njit(cache=True, fastmath=False)
+def _offset_and_motion(X, Xp, p, c):
+    """Particle p's offset r = x - c from its cluster's centre c and its substep displacement
+    u = x - x* [m] (shapes.ShapeSolver.damp's r and u)."""
+    return (X[0, p] - c[0], X[1, p] - c[1], X[2, p] - c[2],
+            X[0, p] - Xp[0, p], X[1, p] - Xp[1, p], X[2, p] - Xp[2, p])
+
+
+@njit(cache=True, fastmath=False)
 def damp_shapes(X, Xp, particles, start, color_offsets, mass, damping, keep):
     """Scalar mirror of shapes.ShapeSolver.damp (damped clusters only, colour after colour).
     Serial: damped clusters are few, and a parallel kernel costs a second more to compile."""
@@ -336,12 +350,7 @@ def damp_shapes(X, Xp, particles, start, color_offsets, mass, damping, keep):
             for e in range(s0, s1):
                 p = particles[e]
                 m = mass[e]
-                r0 = X[0, p] - c[0]
-                r1 = X[1, p] - c[1]
-                r2 = X[2, p] - c[2]
-                u0 = X[0, p] - Xp[0, p]
-                u1 = X[1, p] - Xp[1, p]
-                u2 = X[2, p] - Xp[2, p]
+                r0, r1, r2, u0, u1, u2 = _offset_and_motion(X, Xp, p, c)
                 ang[0] += (r1 * u2 - r2 * u1) * m
                 ang[1] += (r2 * u0 - r0 * u2) * m
                 ang[2] += (r0 * u1 - r1 * u0) * m
@@ -357,12 +366,9 @@ def damp_shapes(X, Xp, particles, start, color_offsets, mass, damping, keep):
                 inertia[2, 2] += (rr - r2 * r2) * m
             v = np.empty((3, 3))
             scale = _jacobi3(inertia, v)
-            nb0 = np.sqrt(inertia[0, 0] * inertia[0, 0] + inertia[1, 0] * inertia[1, 0]
-                          + inertia[2, 0] * inertia[2, 0])
-            nb1 = np.sqrt(inertia[0, 1] * inertia[0, 1] + inertia[1, 1] * inertia[1, 1]
-                          + inertia[2, 1] * inertia[2, 1])
-            nb2 = np.sqrt(inertia[0, 2] * inertia[0, 2] + inertia[1, 2] * inertia[1, 2]
-                          + inertia[2, 2] * inertia[2, 2])
+            nb0 = _column_norm(inertia, 0)
+            nb1 = _column_norm(inertia, 1)
+            nb2 = _column_norm(inertia, 2)
             big = max(max(nb0, nb1), nb2)
             om0 = 0.0
             om1 = 0.0
@@ -378,12 +384,7 @@ def damp_shapes(X, Xp, particles, start, color_offsets, mass, damping, keep):
                 om2 = om2 + v[2, j] * coef
             for e in range(s0, s1):
                 p = particles[e]
-                r0 = X[0, p] - c[0]
-                r1 = X[1, p] - c[1]
-                r2 = X[2, p] - c[2]
-                u0 = X[0, p] - Xp[0, p]
-                u1 = X[1, p] - Xp[1, p]
-                u2 = X[2, p] - Xp[2, p]
+                r0, r1, r2, u0, u1, u2 = _offset_and_motion(X, Xp, p, c)
                 g0 = ucm[0] + (om1 * r2 - om2 * r1)
                 g1 = ucm[1] + (om2 * r0 - om0 * r2)
                 g2 = ucm[2] + (om0 * r1 - om1 * r0)

@@ -7,7 +7,7 @@ V = volumes, T = volume triangles, B = tetrahedral bodies, P = embedded points, 
 F = surface triangles. Units: metres, kilograms, seconds.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -75,6 +75,15 @@ class Model:
     @property
     def stick_count(self):
         return self.stick_particles.shape[0]
+
+    def __post_init__(self):
+        # every array in C order: a compiled kernel is compiled per memory layout of its
+        # arguments, and warm_up compiles the C-order ones (np.linalg.solve's transposes and
+        # concatenations of them come out in Fortran order, e.g. tetra_point_weight did)
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
+                setattr(self, f.name, np.ascontiguousarray(value))
 
     def describe_particle(self, i):
         """A short text naming the constraints and bodies acting on particle i (for errors)."""

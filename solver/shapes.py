@@ -189,7 +189,7 @@ def _sums(local, k, values):
 class ShapeSolver:
     def __init__(self, model):
         self.particles = model.shape_particles                # (e,) int64
-        self.rest_offset = np.ascontiguousarray(model.shape_rest_offset)   # (e, 3) float64 [m]
+        self.rest_offset = model.shape_rest_offset            # (e, 3) float64 [m]
         self.cluster = model.shape_cluster                    # (e,) int64
         self.start = model.shape_cluster_start                # (K + 1,) int64
         self.color_offsets = model.shape_color_offsets        # (colours + 1,) int64 clusters

@@ -38,12 +38,6 @@ if MODE == "background":
     t = k.start_background()
     out["started"] = t is not None and t.is_alive()
     out["poll_while_running"] = k._poll()
-    out["running_flag_seen"] = False
-    for _ in range(200):
-        if backend.warm_up_running():
-            out["running_flag_seen"] = True
-            break
-        time.sleep(0.01)
     # the main thread asks for the kernels while the worker compiles: it waits, then finds them
     t0 = time.perf_counter()
     k.ensure_ready()
@@ -94,7 +88,6 @@ def test_background_blender_starts_nothing_and_worker_compiles_off_the_main_thre
     assert out["timer_after_register"] is False and out["thread_after_register"] is False
     # what the start-up timer does in an interactive Blender
     assert out["started"] is True
-    assert out["running_flag_seen"] is True
     assert out["poll_while_running"] == 0.5          # the status timer keeps polling
     assert out["ensure_waited"] > 0.5                # the cold compile, waited for
     assert out["alive_after_ensure"] is False and out["done"] is True

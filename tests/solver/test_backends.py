@@ -6,6 +6,7 @@ close, on every scenario here. The rest of the solver suite also runs once per b
 (scripts/test.sh runs tests/solver with VERLET_BACKEND=numpy after the default run).
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -302,19 +303,32 @@ def test_warm_up_compiles_what_the_scenarios_use():
     """backend.warm_up() (what the add-on runs, with "compiling solver kernels" showing) must
     compile every kernel signature a scene needs: a kernel compiled later would freeze the
     first play of such a scene without the message (the layout of an array is part of the
-    signature, e.g. Fortran-ordered weights once cost a second compile)."""
-    kernels = backend.numba_kernels()
-    backend.warm_up()
-    names = ("predict", "solve_sticks", "solve_shapes", "damp_shapes", "solve_volumes",
-             "project_collider", "project_points")
-    before = {n: list(getattr(kernels, n).signatures) for n in names}
+    signature, e.g. Fortran-ordered weights once cost a second compile). In a fresh process:
+    here, earlier tests have already compiled whatever the scenarios use."""
+    code = """
+import json, sys
+sys.path.insert(0, "tests/solver")
+from solver import Simulation, backend
+import test_backends as tb
+kernels = backend.numba_kernels()
+backend.warm_up()
+names = ("predict", "solve_sticks", "solve_shapes", "damp_shapes", "solve_volumes",
+         "project_collider", "project_points")
+sigs = lambda: {n: [str(s) for s in getattr(kernels, n).signatures] for n in names}
+before = sigs()
+for build in tb.SCENARIOS:
+    b, kw, control = build()
+    sim = Simulation(b.build(), backend="numba", **kw)
+    for _ in range(3):
+        if control is not None:
+            control(sim)
+        sim.step(1 / 24)
+print("RESULT " + json.dumps([before, sigs()]))
+"""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                         check=True)
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    before, after = json.loads(line[len("RESULT "):])
     assert all(before.values()), before
-    for build in SCENARIOS:
-        b, kw, control = build()
-        sim = Simulation(b.build(), backend="numba", **kw)
-        for _ in range(3):
-            if control is not None:
-                control(sim)
-            sim.step(1 / 24)
-    after = {n: list(getattr(kernels, n).signatures) for n in names}
     assert after == before
