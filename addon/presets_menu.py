@@ -26,6 +26,7 @@ import bpy
 import numpy as np
 from bpy.props import StringProperty
 
+from ..solver.geometry import closed_edges, fan_triangles, polygon_areas, signed_volume
 from ..solver.presets import load_presets
 from . import bridge, state
 from .properties import KINDS, stiffness_from_compliance
@@ -63,28 +64,13 @@ def _world_vertices(obj):
 
 
 def surface_area(obj):
-    """World-space surface area [m^2] of a mesh object's polygons (0 for no faces). Uniform
-    scale: the polygons' own ``area`` (one foreach_get) times scale^2; otherwise each polygon's
-    vector area (Newell) from world-space vertices."""
+    """World-space surface area [m^2] of a mesh object's polygons (0 for no faces): each
+    polygon's vector area (Newell, solver.geometry) from world-space vertices."""
     mesh = obj.data
-    p = len(mesh.polygons)
-    if p == 0:
+    if len(mesh.polygons) == 0:
         return 0.0
-    m = np.array(obj.matrix_world, dtype=np.float64)[:3, :3]
-    gram = m.T @ m
-    scale2 = float(np.trace(gram)) / 3.0
-    if np.allclose(gram, scale2 * np.eye(3), rtol=0.0, atol=1e-9 * max(scale2, 1e-30)):
-        area = np.empty(p, dtype=np.float32)
-        mesh.polygons.foreach_get("area", area)
-        return float(area.astype(np.float64).sum()) * scale2
-    x = _world_vertices(obj)
     start, total, corner = bridge.polygon_corners(mesh)
-    pid = np.repeat(np.arange(p), total)
-    nxt = start[pid] + (np.arange(len(corner)) - start[pid] + 1) % total[pid]
-    cross = np.cross(x[corner], x[corner[nxt]])
-    vec = np.zeros((p, 3))
-    np.add.at(vec, pid, cross)
-    return 0.5 * float(np.linalg.norm(vec, axis=1).sum())
+    return float(polygon_areas(_world_vertices(obj), corner, start, total).sum())
 
 
 def closed_volume(obj):
@@ -94,21 +80,10 @@ def closed_volume(obj):
     p = len(mesh.polygons)
     if p == 0:
         return None
-    edge_of_loop = np.empty(len(mesh.loops), dtype=np.int64)
-    mesh.loops.foreach_get("edge_index", edge_of_loop)
-    uses = np.bincount(edge_of_loop, minlength=len(mesh.edges))
-    if np.any(uses[uses > 0] != 2):
-        return None
-    x = _world_vertices(obj)
     start, total, corner = bridge.polygon_corners(mesh)
-    # fan triangles (first corner, k, k + 1) of every polygon
-    tris = np.maximum(total - 2, 0)
-    pid = np.repeat(np.arange(p), tris)
-    k = np.arange(len(pid)) - (np.cumsum(tris) - tris)[pid]
-    a = x[corner[start[pid]]]
-    b = x[corner[start[pid] + 1 + k]]
-    c = x[corner[start[pid] + 2 + k]]
-    return abs(float(np.einsum("ij,ij->i", a, np.cross(b, c)).sum()) / 6.0)
+    if not closed_edges(corner, start, total):
+        return None
+    return abs(signed_volume(_world_vertices(obj), fan_triangles(corner, start, total)))
 
 
 # ---------------------------------------------------------------------- applying a preset

@@ -12,6 +12,8 @@ import bpy
 import numpy as np
 
 from ..solver import Builder, Simulation
+from ..solver.geometry import polygon_areas, rigid_transform, strand_areas, strand_supports
+from ..solver.mesh import cloth_topology, normalize_faces
 from . import bridge
 from . import kernels as compiled
 from .bridge import BridgeError
@@ -197,7 +199,7 @@ class SceneSim:
         if kind == "CLOTH":
             if len(faces) == 0:
                 raise BridgeError(f"{obj.name}: a cloth needs faces; this mesh has none")
-            area = _area(x, faces)
+            area = float(polygon_areas(x, *normalize_faces(faces, n)).sum())
             return b.add_cloth(x, faces, density=mass / max(area, 1e-12), radius=radius,
                                stretch_compliance=compliance(obj, "stretch_stiffness", 0.0),
                                shear_compliance=compliance(obj, "shear_stiffness", 0.0),
@@ -207,12 +209,11 @@ class SceneSim:
             if getattr(obj.verlet, "taper_group", ""):
                 taper = bridge.group_weights(obj, mesh, obj.verlet.taper_group)
             if len(faces):
-                area = _area(x, faces)
+                area = float(polygon_areas(x, *normalize_faces(faces, n)).sum())
                 ids = b.add_cloth(x, faces, density=mass / max(area, 1e-12), radius=radius,
                                   stretch_compliance=compliance(obj, "stretch_stiffness", 0.0),
                                   shear_compliance=compliance(obj, "shear_stiffness", 0.0),
                                   bend=False)
-                from ..solver.mesh import cloth_topology, normalize_faces
                 support = cloth_topology(*normalize_faces(faces, n), n)["bend"]
             else:
                 e = bridge.edges(mesh)
@@ -220,12 +221,10 @@ class SceneSim:
                     raise BridgeError(f"{obj.name}: a plant needs faces or edges")
                 # strands have no faces: wind and drag act on an exposed area of half of each
                 # incident edge times the strand's width (twice the thickness, at least 5 mm)
-                length = np.linalg.norm(x[e[:, 0]] - x[e[:, 1]], axis=1)
-                share = np.bincount(e.ravel(), weights=np.repeat(0.5 * length, 2), minlength=n)
                 ids = b.add_particles(x, mass=mass / n, radius=radius,
-                                      area=share * max(2.0 * radius, STRAND_WIDTH))
+                                      area=strand_areas(x, e, max(2.0 * radius, STRAND_WIDTH)))
                 b.add_sticks(ids[e], compliance=compliance(obj, "stretch_stiffness", 0.0))
-                support = _strand_supports(e, n)
+                support = strand_supports(e)
             if len(support):
                 b.add_sticks(ids[support], compliance=_tapered(obj, taper, support))
             return ids
@@ -289,21 +288,8 @@ class SceneSim:
         object's space at the current frame) or its (4, 4) world matrix (RIGID)."""
         x = np.array(self.sim.x[body.ids])
         if body.kind == "RIGID":
-            return rigid_matrix(body.rest_world, x) @ body.rest_matrix
+            return rigid_transform(body.rest_world, x) @ body.rest_matrix
         return bridge.to_local(getattr(body, "matrix", body.rest_matrix), x)
-
-
-def rigid_matrix(rest, current):
-    """(4, 4) world transform taking rest points (n, 3) onto current ones (Kabsch)."""
-    c0, c1 = rest.mean(axis=0), current.mean(axis=0)
-    h = (rest - c0).T @ (current - c1)
-    u, _, vt = np.linalg.svd(h)
-    d = np.sign(np.linalg.det(vt.T @ u.T)) or 1.0
-    r = vt.T @ np.diag([1.0, 1.0, d]) @ u.T
-    m = np.eye(4)
-    m[:3, :3] = r
-    m[:3, 3] = c1 - r @ c0
-    return m
 
 
 def _tapered(obj, taper, pairs):
@@ -315,36 +301,3 @@ def _tapered(obj, taper, pairs):
         return compliance_from_stiffness(stiffness)
     w = np.clip(0.5 * (taper[pairs[:, 0]] + taper[pairs[:, 1]]), 0.0, 1.0)
     return compliance_from_stiffness(stiffness * w)
-
-
-def _area(x, faces):
-    total = 0.0
-    for f in (faces if not isinstance(faces, np.ndarray) else [faces]):
-        f = np.atleast_2d(f)
-        p = x[f]
-        nrm = np.zeros((len(f), 3))
-        for k in range(f.shape[1]):
-            nrm += np.cross(p[:, k], p[:, (k + 1) % f.shape[1]])
-        total += 0.5 * float(np.linalg.norm(nrm, axis=1).sum())
-    return total
-
-
-def _strand_supports(e, n):
-    """Support sticks of edge-only strands: for two edges meeting at a vertex, a stick between
-    their far ends (Jakobsen's plant support sticks)."""
-    a = np.concatenate([e[:, 0], e[:, 1]])
-    other = np.concatenate([e[:, 1], e[:, 0]])
-    order = np.argsort(a, kind="stable")
-    a, other = a[order], other[order]
-    pairs = []
-    starts = np.nonzero(np.r_[True, a[1:] != a[:-1]])[0]
-    ends = np.r_[starts[1:], len(a)]
-    for s, t in zip(starts, ends):          # build time only: per shared vertex
-        nb = other[s:t]
-        for i in range(len(nb)):
-            for j in range(i + 1, len(nb)):
-                pairs.append((nb[i], nb[j]))
-    if not pairs:
-        return np.zeros((0, 2), np.int64)
-    p = np.unique(np.sort(np.array(pairs, dtype=np.int64), axis=1), axis=0)
-    return p[p[:, 0] != p[:, 1]]

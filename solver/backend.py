@@ -47,7 +47,7 @@ def _apply_threads():
     numba.set_num_threads(max(1, min(want, top)) if want > 0 else top)
 
 
-KERNEL_SOURCES = ("kernels_numba.py", "kernels_contact.py")
+KERNEL_SOURCES = ("kernels/compiled.py", "kernels/compiled_contact.py")
 
 
 def _cache_key():
@@ -58,7 +58,7 @@ def _cache_key():
     digest = hashlib.sha256()
     here = os.path.dirname(os.path.abspath(__file__))
     for name in KERNEL_SOURCES:
-        with open(os.path.join(here, name), "rb") as f:
+        with open(os.path.join(here, *name.split("/")), "rb") as f:
             digest.update(f.read())
     return os.path.join(__name__.rpartition(".")[0] or "solver", digest.hexdigest()[:16])
 
@@ -90,8 +90,8 @@ def _load():
         os.makedirs(cache, exist_ok=True)
         numba.config.CACHE_DIR = cache
         _state["cache_dir"] = cache
-        from . import kernels_numba
-        _state["numba"] = kernels_numba
+        from .kernels import compiled
+        _state["numba"] = compiled
         _apply_threads()
     except Exception as exc:    # no numba, or it failed to load: NumPy runs instead
         _state["error"] = f"{type(exc).__name__}: {exc}"

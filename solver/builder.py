@@ -3,15 +3,16 @@
 Every ``add_*`` call checks its arguments and raises ``ValueError`` naming the argument, so that
 nothing degenerate (NaN, negative mass, zero-length sticks, flat faces, out-of-range ids) reaches
 the step, where it would divide by zero. ``build()`` merges all distance constraints into one
-stick array and colours it (see coloring.py), so one vectorised loop solves them all; each kind
+stick array and colours it (see constraints/coloring.py), so one vectorised loop solves them all; each kind
 of stick is coloured on its own and cloth stretch comes last in the sweep (_SOURCE_ORDER).
 """
 
 import numpy as np
 
-from . import sdf
-from .coloring import color_order, greedy_colors
-from .mesh import cloth_topology, face_areas, normalize_faces, triangulate
+from .collision import frames as frames
+from .constraints.coloring import color_order, greedy_colors
+from .geometry import fan_triangles, polygon_areas, signed_volume
+from .mesh import cloth_topology, normalize_faces
 from .model import STICK_KINDS, STICK_SOURCES, Model
 
 # default cloth areal density [kg/m^2]: a light cotton (Blender's default vertex mass is 0.3 kg
@@ -172,7 +173,7 @@ class Builder:
         """
         x = _points(x, "x")
         corners, start, size = normalize_faces(faces, x.shape[0])
-        area = face_areas(x, corners, start, size)
+        area = polygon_areas(x, corners, start, size)
         if np.any(area < MIN_FACE_AREA):
             k = int(np.argmax(area < MIN_FACE_AREA))
             raise ValueError(f"faces: face {k} has zero area (degenerate face)")
@@ -206,7 +207,7 @@ class Builder:
         self._area[-1] = vert_area
         for pairs, comp, source in groups:
             self.add_sticks(ids[pairs], compliance=comp, _source=source)
-        self._surface.append(ids[triangulate(corners, start, size)])
+        self._surface.append(ids[fan_triangles(corners, start, size)])
         return ids
 
     # ------------------------------------------------------------------ shape matching
@@ -246,7 +247,7 @@ class Builder:
         scales the rest volume (> 1 inflates a balloon); compliance [m^3 / N-ish, XPBD].
         Returns the volume index."""
         corners, start, size = normalize_faces(faces, self._n)
-        tris = triangulate(corners, start, size)
+        tris = fan_triangles(corners, start, size)
         edges = np.sort(np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]]), axis=1)
         _, counts = np.unique(edges, axis=0, return_counts=True)
         if np.any(counts != 2):
@@ -301,26 +302,26 @@ class Builder:
         cylinder, capsule; default 1, capsule 0.5), depth [m] full length along local Z, caps
         included (default 2), size (x, y, z) full extents of the box (default 2, 2, 2).
         Returns the collider index."""
-        if not isinstance(shape, str) or shape not in sdf.SHAPE_CODES:   # (a list: TypeError)
-            raise ValueError(f"shape: expected one of {sorted(sdf.SHAPE_CODES)}, got {shape!r}")
-        code = sdf.SHAPE_CODES[shape]
+        if not isinstance(shape, str) or shape not in frames.SHAPE_CODES:   # (a list: TypeError)
+            raise ValueError(f"shape: expected one of {sorted(frames.SHAPE_CODES)}, got {shape!r}")
+        code = frames.SHAPE_CODES[shape]
         m = np.eye(4) if matrix is None else matrix
-        sdf.decompose(m, "matrix")          # checks first (it names the argument), then convert
+        frames.decompose(m, "matrix")          # checks first (it names the argument), then convert
         m = np.asarray(m, dtype=np.float64)
         dims = np.zeros(3)
-        if code == sdf.BOX:
+        if code == frames.BOX:
             dims[:] = _points(size if size is not None else (2.0, 2.0, 2.0), "size")[0]
             if np.any(dims <= 0):
                 raise ValueError("size: box extents must be > 0")
-        elif code != sdf.PLANE:
-            r = _scalar(radius if radius is not None else (0.5 if code == sdf.CAPSULE else 1.0),
+        elif code != frames.PLANE:
+            r = _scalar(radius if radius is not None else (0.5 if code == frames.CAPSULE else 1.0),
                         "radius")
             if r <= 0:
                 raise ValueError("radius: must be > 0")
             dims[0] = r
-            if code != sdf.SPHERE:
+            if code != frames.SPHERE:
                 d = _scalar(depth if depth is not None else 2.0, "depth")
-                if d <= 0 or (code == sdf.CAPSULE and d < 2 * r):
+                if d <= 0 or (code == frames.CAPSULE and d < 2 * r):
                     raise ValueError("depth: must be > 0 (a capsule's at least 2 x radius)")
                 dims[1] = d
         friction = _scalar(friction, "friction")
@@ -411,12 +412,6 @@ class Builder:
         )
 
 
-def signed_volume(x, tris):
-    """Signed volume [m^3] enclosed by triangles (T, 3) over positions x (n, 3)."""
-    a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
-    return float(np.einsum("ij,ij->i", np.cross(a, b), c).sum() / 6.0)
-
-
 # The order in which stick sources are relaxed within a sweep (indices into STICK_SOURCES).
 # Gauss-Seidel leaves what it solves last best satisfied at the end of the substep, so the mesh
 # edges come last. Measured on the benchmark drape at N = 128 (40 x 1): largest edge strain
@@ -427,7 +422,7 @@ _SOURCE_ORDER = tuple(STICK_SOURCES.index(name) for name in (
 
 
 def _grouped_colors(pairs, source, n):
-    """(m,) int64 colour of each stick: each source coloured on its own (coloring.py), the
+    """(m,) int64 colour of each stick: each source coloured on its own (constraints/coloring.py), the
     groups numbered in _SOURCE_ORDER so that sorting by colour sorts by source first."""
     colors = np.zeros(len(pairs), np.int64)
     base = 0

@@ -35,6 +35,20 @@ class Wind:
         speed = float(np.linalg.norm(self.velocity))
         self.omega = (self.k @ self.velocity) + rng.uniform(0.5, 1.5, 3) * speed / self.scale
 
+    def copy(self):
+        """Wind is never modified in place (set_wind makes a new one): sharing it is a copy."""
+        return self
+
+    def to_arrays(self):
+        """{name: ndarray} from which from_arrays rebuilds this wind exactly."""
+        return {"velocity": self.velocity.copy(), "turbulence": np.asarray(self.turbulence),
+                "scale": np.asarray(self.scale), "seed": np.asarray(self.seed)}
+
+    @classmethod
+    def from_arrays(cls, data):
+        return cls(np.asarray(data["velocity"], np.float64), float(data["turbulence"]),
+                   float(data["scale"]), int(data["seed"]))
+
     @property
     def active(self):
         return bool(np.any(self.velocity != 0.0))

@@ -79,15 +79,6 @@ def _unique_pairs(pairs):
     return np.unique(p, axis=0)
 
 
-def face_areas(x, corners, face_start, face_size):
-    """(k,) float64 area of each polygon [m^2] (Newell's vector area, exact for planar ones)."""
-    nxt, _, owner = _next_prev(face_start, face_size)
-    cross = np.cross(x[corners], x[corners[nxt]])
-    vec = np.zeros((face_size.size, 3))
-    np.add.at(vec, owner, cross)
-    return 0.5 * np.linalg.norm(vec, axis=1)
-
-
 def cloth_topology(corners, face_start, face_size, n_vertices):
     """Stretch, shear and bend stick pairs of a polygon mesh.
 
@@ -133,15 +124,3 @@ def cloth_topology(corners, face_start, face_size, n_vertices):
         key = taken[:, 0] * n_vertices + taken[:, 1]
         bend = bend[~np.isin(bend[:, 0] * n_vertices + bend[:, 1], key)]
     return {"stretch": stretch, "shear": shear, "bend": bend}
-
-
-def triangulate(corners, face_start, face_size):
-    """(t, 3) int64 triangle fan of every polygon (for volumes, normals and areas)."""
-    tris = []
-    for size in np.unique(face_size):
-        fs = face_start[face_size == size]
-        k = np.arange(1, int(size) - 1)
-        tri = np.stack([np.broadcast_to(corners[fs][:, None], (fs.size, k.size)),
-                        corners[fs[:, None] + k], corners[fs[:, None] + k + 1]], axis=2)
-        tris.append(tri.reshape(-1, 3))
-    return np.concatenate(tris).astype(np.int64)

@@ -1,27 +1,28 @@
-"""The Simulation: state arrays and the step.
+"""The Simulation: the loop that ties Model, State, Control and Contacts together.
 
-One step of dt seconds is ``substeps`` substeps of h = dt / substeps. Each substep:
+One step of dt seconds is ``substeps`` substeps of h = dt / substeps (Jakobsen's loop, "Advanced
+Character Physics", section 2, with the substeps of Macklin et al., "Small Steps in Physics
+Simulation", SCA 2019: for the same work per frame, many substeps with one iteration stretch far
+less than few substeps with many iterations; measured on the benchmark drape, see README):
 
-1. integrate (Jakobsen's Verlet, velocity-less): x' = x + (x - x*) k + a h^2, x* = x, where
-   k = (1 - damping)^h removes the fraction ``damping`` of the velocity per second whatever the
-   substep count (Jakobsen's 1.99x - 0.99x* is k = 0.99 per step); a holds gravity, drag and wind;
-   an optional speed clamp bounds |x' - x*| / h; pinned particles are set on the straight line
-   between their position at the start of the step and their target;
-2. relax ``iterations`` times: sticks (colour by colour), volumes, collider projection with
-   friction, shape matching;
-3. velocity pass: restitution for contacts that bounced.
+    collide    once per step: the broad phase finds the candidate contacts (collision/)
+    for each substep:
+      integrate   Verlet: x' = x + (x - x*) k + a h^2 (integrator.py); pins follow their targets
+      relax       ``iterations`` times: sticks (colour by colour), volumes, collider projection
+                  with friction, shape matching (constraints/, collision/)
+      velocity    shape-matching damping and restitution; both write x* only
 
-The defaults follow Macklin et al., "Small Steps in Physics Simulation" (SCA 2019): for the same
-work per frame, many substeps with one iteration stretch far less than few substeps with many
-iterations (measured here on the benchmark drape, see README). Velocity is never integrated on
-its own: it is always (x - x*) / h.
+Velocity is never integrated on its own: it is always (x - x*) / h. The Model is fixed; the
+State (state.py) is what the loop integrates; the Control is what the user sets between steps;
+the Contacts are found afresh every step. Every kernel comes from the kernel table
+(kernels/__init__.py), the same calls on either backend.
 
 Safety: after every substep the positions are checked; the first non-finite value restores the
 state from before the step and raises SolverError naming the step, the particle and what acts on
 it. Determinism: the same inputs give bit-identical results (fixed colour order; threads only
 ever split items that touch disjoint particles, so the thread count changes no bit; no
 randomness but the seeded wind), and get_state / set_state resume bit-identically, on either
-backend (backend.py): the compiled kernels repeat the NumPy kernels' operations in their order.
+backend: the compiled kernels repeat the NumPy kernels' operations in their order.
 """
 
 import math
@@ -29,13 +30,18 @@ import math
 import numpy as np
 
 from . import backend as _backend
-from .contact import Colliders, ContactState, TetraPoints
 from .builder import _scalar
+from .collision import frames
+from .collision.colliders import Colliders
+from .collision.contacts import Contacts
+from .collision.points import TetraPoints
+from .constraints.shapes import ShapeSolver
+from .constraints.sticks import StickSolver
+from .constraints.volume import VolumeSolver
 from .errors import SolverError
 from .forces import Wind, aero_acceleration, explosion_kick, vertex_normals
-from .shapes import ShapeSolver
-from .sticks import StickSolver
-from .volume import VolumeSolver
+from .kernels import table
+from .state import Checkpoint, Control, State
 
 DEFAULT_SUBSTEPS = 40
 DEFAULT_ITERATIONS = 1
@@ -43,6 +49,8 @@ DEFAULT_DAMPING = 0.0
 # [kg/(m^2 s)] linear air drag on surfaces: a 150 g/m^2 cloth falls at about 1.5 m/s, as cotton
 # does in still air
 DEFAULT_AIR_DRAG = 1.0
+
+
 def _check_int(value, name, lo):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
         raise ValueError(f"{name}: expected an integer >= {lo}, got {value!r}")
@@ -57,8 +65,7 @@ def _vec3(value, name):
 
 
 class Simulation:
-    """Steps a Model. See the module docstring for the algorithm and solver/README in the
-    project README for the API."""
+    """Steps a Model. See the module docstring for the algorithm and the README for the API."""
 
     def __init__(self, model, substeps=DEFAULT_SUBSTEPS, iterations=DEFAULT_ITERATIONS,
                  gravity=(0.0, 0.0, -9.81), damping=DEFAULT_DAMPING, over_relaxation=1.0,
@@ -69,7 +76,6 @@ class Simulation:
         self.gravity = _vec3(gravity, "gravity")
         self.damping = _scalar(damping, "damping", 0.0, 1.0)
         self.over_relaxation = _scalar(over_relaxation, "over_relaxation", 0.1, 1.99)
-        self.air_drag = _scalar(air_drag, "air_drag", 0.0)      # [kg / (m^2 s)]
         n = model.particle_count
         if max_speed is None:
             self.max_speed = None
@@ -81,70 +87,69 @@ class Simulation:
             self.max_speed = ms                                       # (n,) [m/s]
         # "numba" (compiled kernels) or "numpy"; None = VERLET_BACKEND, else the fastest
         self.backend = _backend.choose(backend)
-        self._kernels = _backend.numba_kernels() if self.backend == "numba" else None
+        self.kernels = table(self.backend)
 
-        # positions are stored as coordinate rows (3, n) for the stick kernel's gathers; every
-        # other module works on the (n, 3) transposed view of the same memory
-        self._X = np.ascontiguousarray(model.particle_x0.T)   # (3, n) float64 [m] positions
-        self._Xp = self._X.copy()                   # (3, n) float64 [m] positions one substep ago
-        self._x = self._X.T                         # (n, 3) view of _X
-        self._x_prev = self._Xp.T                   # (n, 3) view of _Xp
-        self._h = None                              # [s] length of the last substep
-        # velocity before the first step (Verlet has no x* yet), (n, 3) float64 [m/s]
-        self._v_start = np.zeros_like(model.particle_x0)
-        # per-particle damping on top of the global one, (n,) float64 fraction per second
-        self._particle_damping = np.zeros(model.particle_count)
-        self._time = 0.0                            # [s] simulated time
-        self._step_index = 0
         self._free = model.particle_inv_mass > 0    # (n,) bool
         self._pinned = np.nonzero(~self._free)[0]   # (p,) int64
-        self._pin_target = self._x[self._pinned].copy()   # (p, 3) float64 [m]
         self._pin_slot = np.full(n, -1, np.int64)   # (n,) index into _pinned or -1
         self._pin_slot[self._pinned] = np.arange(self._pinned.size)
-        self._radius = model.particle_radius
+        self._radius = model.particle_radius        # (n,) float64 [m]
         self._radius_max = float(self._radius.max()) if n else 0.0
         self._has_surface = np.zeros(n, bool)       # (n,) bool part of a surface (cloth, volume)
         self._has_surface[model.surface_tris.ravel()] = True
-        self.wind = Wind()
 
-        self._sticks = StickSolver(model)
-        self._shapes = ShapeSolver(model)
-        self._volumes = VolumeSolver(model)
-        self._tetra = TetraPoints(model)
-        self._colliders = Colliders(model)
-        self._contact = ContactState(n, len(model.tetra_point_body))
+        self.sticks = StickSolver(model, self.kernels)
+        self.shapes = ShapeSolver(model, self.kernels)
+        self.volumes = VolumeSolver(model, self.kernels)
+        self.points = TetraPoints(model)
+        self.colliders = Colliders(model, self.kernels)
+        self.contacts = Contacts(n, self.points.count, self.colliders.count)
+        self.state = State.at_rest(model.particle_x0)
+        placed = self.colliders.initial_frames(model)
+        self.control = Control(pin_target=self.state.x[self._pinned].copy(),
+                               particle_damping=np.zeros(n), collider_frame=placed,
+                               collider_target=list(placed), wind=Wind(),
+                               air_drag=_scalar(air_drag, "air_drag", 0.0))
         # scratch, allocated once
-        self._disp = np.zeros((n, 3))               # (n, 3) [m] displacement of a substep
         self._acc = np.zeros((n, 3))                # (n, 3) [m/s^2] external acceleration
         self._x_pred = np.zeros((n, 3))             # (n, 3) [m] positions after integration
-        self._backup = None
 
     # ------------------------------------------------------------------ read-out
     @property
     def x(self):
         """(n, 3) float64 current positions [m] (read-only view)."""
-        v = self._x.view()
+        v = self.state.x.view()
         v.flags.writeable = False
         return v
 
     @property
     def v(self):
         """(n, 3) float64 velocities [m/s], (x - x*) / h of the last substep (a copy)."""
-        if self._h is None:
-            return self._v_start.copy()
-        return (self._x - self._x_prev) / self._h
+        st = self.state
+        if st.h is None:
+            return st.v_start.copy()
+        return (st.x - st.x_prev) / st.h
 
     @property
     def time(self):
-        return self._time
+        return self.state.time
+
+    @property
+    def wind(self):
+        return self.control.wind
+
+    @property
+    def air_drag(self):
+        """[kg / (m^2 s)] the air drag coefficient of surfaces (set_wind(drag=...) changes it)."""
+        return self.control.air_drag
 
     def tetra_points(self, body=None):
         """(P, 3) positions [m] of the embedded points of one tetrahedral body (or all)."""
-        return self._tetra.positions(self._x, body)
+        return self.points.positions(self.state.x, body)
 
     def max_stick_strain(self):
         """Largest |length - rest| / rest over every stick (a diagnostic)."""
-        return self._sticks.max_strain(self._x)
+        return self.sticks.max_strain(self.state.x)
 
     # ------------------------------------------------------------------ control between steps
     def _ids(self, ids, name="ids"):
@@ -169,7 +174,10 @@ class Simulation:
 
     def set_collider_matrix(self, k, matrix):
         """Where collider k is at the end of the next step (interpolated over its substeps)."""
-        self._colliders.set_matrix(_check_int(k, "k", 0), matrix)
+        k = _check_int(k, "k", 0)
+        if k >= self.colliders.count:
+            raise ValueError(f"k: collider index out of range 0..{self.colliders.count - 1}")
+        self.control.collider_target[k] = frames.decompose(matrix, "matrix")
 
     def set_pin_targets(self, ids, positions):
         """Where pinned particles ``ids`` go during the next step (they stay there after)."""
@@ -177,18 +185,19 @@ class Simulation:
         slot = self._pin_slot[ids]
         if np.any(slot < 0):
             raise ValueError(f"ids: particle {int(ids[np.argmax(slot < 0)])} is not pinned")
-        self._pin_target[slot] = self._positions(positions, ids.size)
+        self.control.pin_target[slot] = self._positions(positions, ids.size)
 
     def move_particles(self, ids, positions, keep_velocity=True):
         """Move particles by hand between steps (Jakobsen's motion control). With keep_velocity
         their velocity is unchanged; without, the move becomes velocity (x* stays)."""
         ids = self._ids(ids)
         p = self._positions(positions, ids.size)
+        x, x_prev = self.state.x, self.state.x_prev
         if keep_velocity:
-            self._x_prev[ids] += p - self._x[ids]
-        self._x[ids] = p
+            x_prev[ids] += p - x[ids]
+        x[ids] = p
         slot = self._pin_slot[ids]
-        self._pin_target[slot[slot >= 0]] = p[slot >= 0]
+        self.control.pin_target[slot[slot >= 0]] = p[slot >= 0]
 
     def set_damping(self, ids, damping):
         """Extra damping for particles ``ids``: the fraction of their velocity removed per second
@@ -197,16 +206,17 @@ class Simulation:
         d = np.broadcast_to(np.asarray(damping, dtype=np.float64), ids.shape)
         if not np.all(np.isfinite(d)) or np.any(d < 0) or np.any(d > 1):
             raise ValueError("damping: must be finite and in [0, 1]")
-        self._particle_damping[ids] = d
+        self.control.particle_damping[ids] = d
 
     def set_velocities(self, ids, velocities):
         """Set velocities [m/s] of particles between steps (moves x*)."""
         ids = self._ids(ids)
         v = self._positions(velocities, ids.size, "velocities")
-        if self._h is None:
-            self._v_start[ids] = v
+        st = self.state
+        if st.h is None:
+            st.v_start[ids] = v
         else:
-            self._x_prev[ids] = self._x[ids] - v * self._h
+            st.x_prev[ids] = st.x[ids] - v * st.h
 
     def explode(self, centre, strength, min_distance=0.1):
         """Jakobsen's explosion: kick free particles away from centre with an inverse-square
@@ -214,14 +224,15 @@ class Simulation:
         c = _vec3(centre, "centre")
         strength = _scalar(strength, "strength", -np.inf)
         min_distance = _scalar(min_distance, "min_distance", 1e-6)
-        dv = explosion_kick(self._x, self._free, c, strength, min_distance)
+        dv = explosion_kick(self.state.x, self._free, c, strength, min_distance)
         if not np.all(np.isfinite(dv)):
             raise ValueError(f"strength: an explosion of {strength!r} gives a non-finite velocity "
                              f"change at min_distance {min_distance!r}")
-        if self._h is None:
-            self._v_start += dv
+        st = self.state
+        if st.h is None:
+            st.v_start += dv
         else:
-            self._x_prev -= dv * self._h
+            st.x_prev[:] -= dv * st.h
 
     def set_wind(self, velocity=(0.0, 0.0, 0.0), turbulence=0.0, scale=2.0, seed=0, drag=None):
         """Wind of ``velocity`` [m/s] with seeded turbulence (fraction of its speed) of length
@@ -230,147 +241,141 @@ class Simulation:
         turbulence = _scalar(turbulence, "turbulence", 0.0)
         scale = _scalar(scale, "scale", 1e-6)
         if drag is not None:
-            self.air_drag = _scalar(drag, "drag", 0.0)
-        self.wind = Wind(velocity, turbulence, scale, _check_int(seed, "seed", 0))
+            self.control.air_drag = _scalar(drag, "drag", 0.0)
+        self.control.wind = Wind(velocity, turbulence, scale, _check_int(seed, "seed", 0))
 
     # ------------------------------------------------------------------ checkpoint
     def get_state(self):
-        """A checkpoint (a dict of copies); set_state(get_state()) resumes bit-identically."""
-        c = self._colliders
-        return {
-            "x": self._x.copy(), "x_prev": self._x_prev.copy(), "h": self._h,
-            "v_start": self._v_start.copy(), "particle_damping": self._particle_damping.copy(),
-            "time": self._time, "step_index": self._step_index,
-            "pin_target": self._pin_target.copy(),
-            "collider_frame": list(c.frame), "collider_target": list(c.target),
-            "wind": (self.wind.velocity.copy(), self.wind.turbulence, self.wind.scale,
-                     self.wind.seed),
-            "air_drag": self.air_drag,
-        }
+        """A Checkpoint (State and Control, copied); set_state(get_state()) resumes
+        bit-identically."""
+        return Checkpoint(self.state.copy(), self.control.copy())
 
-    def set_state(self, state):
-        """Restore a checkpoint made by get_state on a simulation of the same model."""
-        n = self.model.particle_count
-        for key in ("x", "x_prev"):
-            if np.shape(state[key]) != (n, 3):
-                raise ValueError(f"state: '{key}' has shape {np.shape(state[key])}, expected ({n}, 3)")
-        self._x[:] = state["x"]
-        self._x_prev[:] = state["x_prev"]
-        self._h = state["h"]
-        self._v_start[:] = state["v_start"]
-        self._particle_damping[:] = state["particle_damping"]
-        self._time = state["time"]
-        self._step_index = state["step_index"]
-        self._pin_target[:] = state["pin_target"]
-        self._colliders.frame = list(state["collider_frame"])
-        self._colliders.target = list(state["collider_target"])
-        self._colliders.now = list(self._colliders.frame)
-        w = state["wind"]
-        self.wind = Wind(w[0], w[1], w[2], w[3])
-        self.air_drag = state["air_drag"]
+    def set_state(self, checkpoint):
+        """Restore a Checkpoint made by get_state on a simulation of the same model."""
+        if not isinstance(checkpoint, Checkpoint):
+            raise ValueError(f"state: expected a Checkpoint from get_state(), got "
+                             f"{type(checkpoint).__name__}")
+        self.state.assign(checkpoint.state)
+        self.control.assign(checkpoint.control)
 
     # ------------------------------------------------------------------ the step
-    def _external_acceleration(self, dt):
-        acc = self._acc
-        acc[:] = self.gravity
-        if self.air_drag > 0 and np.any(self.model.particle_area > 0):
-            m = self.model
-            normals = vertex_normals(self._x, m.surface_tris, m.particle_count) \
-                if len(m.surface_tris) else np.zeros_like(self._x)
-            acc += aero_acceleration(self._x, self.v, self._time, m.particle_inv_mass,
-                                     m.particle_area, normals, self._has_surface, self.wind,
-                                     self.air_drag)
-        return acc
-
     def step(self, dt):
         """Advance dt seconds of simulated time."""
         dt = _scalar(dt, "dt", 0.0)
         if dt <= 0:
             raise ValueError("dt: must be > 0")
-        S = self.substeps
+        S, st, ctl = self.substeps, self.state, self.control
         h = dt / S
-        x, xp = self._x, self._x_prev
         backup = self.get_state()
-        acc = self._external_acceleration(dt)
-        if self._h is None:
+        acc = self._external_acceleration()
+        self._begin_step(h, acc)
+        self._collide(dt, acc)
+        keep, a_h2, lim = self._integration_terms(h, acc)
+        last = self.iterations - 1
+        for s in range(S):
+            self.colliders.begin_substep(ctl, s, S)
+            self._integrate(s, a_h2, keep, lim)
+            self.contacts.reset_substep()
+            self._begin_substep(h)
+            for it in range(self.iterations):
+                self._relax(it == 0, it == last)
+            self._velocity_pass(h)
+            # one reduction per substep; the sum can overflow with finite entries, so confirm
+            if not math.isfinite(float(st.X.sum())) and not np.isfinite(st.X).all():
+                self._fail(backup, s)
+        self.colliders.end_step(ctl)
+        st.time += dt
+        st.step_index += 1
+
+    def _begin_step(self, h, acc):
+        """Verlet's x* for the substep length h."""
+        st = self.state
+        x, xp = st.x, st.x_prev
+        if st.h is None:
             # x* of a particle that has velocity v0 at t = 0 under acceleration a, so the first
             # Verlet step is exact: x(-h) = x0 - v0 h + a h^2 / 2
-            xp[:] = x - self._v_start * h + 0.5 * acc * (h * h)
-        elif h != self._h:
-            xp[:] = x - (x - xp) * (h / self._h)       # time-corrected Verlet for a new h
-        self._h = h
-        free = self._free
+            xp[:] = x - st.v_start * h + 0.5 * acc * (h * h)
+        elif h != st.h:
+            xp[:] = x - (x - xp) * (h / st.h)       # time-corrected Verlet for a new h
+        st.h = h
+
+    def _collide(self, dt, acc):
+        """The collide stage: candidate contacts for this step (collision/colliders.py)."""
+        x, xp = self.state.x, self.state.x_prev
         if x.shape[0]:
-            vmax = float(np.sqrt(np.max(np.einsum("ij,ij->i", x - xp, x - xp)))) / h
+            vmax = float(np.sqrt(np.max(np.einsum("ij,ij->i", x - xp, x - xp)))) / self.state.h
             amax = float(np.sqrt(np.max(np.einsum("ij,ij->i", acc, acc))))
         else:
             vmax = amax = 0.0
         reach = 2.0 * (vmax * dt + 0.5 * amax * dt * dt) + 1e-3
-        colliders, cs = self._colliders, self._contact
-        colliders.begin_step(x, free, self._radius_max, reach)
-        has_contacts = colliders.count > 0
-        pins = self._pinned
-        p0 = x[pins].copy()
-        p1 = self._pin_target
-        # (n,) fraction of velocity kept per substep: (1 - damping)^h is the same per second at
-        # any substep count; multiplying by exactly 1.0 changes nothing, so no branch is needed
-        keep = ((1.0 - self.damping) * (1.0 - self._particle_damping)) ** h
-        a_h2 = acc * (h * h)
-        radius = self._radius
-        g_norm = float(np.linalg.norm(self.gravity))
-        sticks, shapes, volumes = self._sticks, self._shapes, self._volumes
-        disp = self._disp
-        kernels = self._kernels
+        self.colliders.collide(self.control, x, self._free, self._radius_max, reach,
+                               self.contacts)
+
+    def _integration_terms(self, h, acc):
+        """keep (n,) velocity fraction kept per substep; a h^2 (3, n) [m]; lim (n,) [m] the
+        speed clamp's largest displacement (or empty)."""
+        # (1 - damping)^h is the same per second at any substep count; multiplying by exactly
+        # 1.0 changes nothing, so no branch is needed
+        keep = ((1.0 - self.damping) * (1.0 - self.control.particle_damping)) ** h
+        a_h2 = np.ascontiguousarray((acc * (h * h)).T)
         lim = self.max_speed * h if self.max_speed is not None else np.zeros(0)
-        if kernels is not None:
-            a_h2_rows = np.ascontiguousarray(a_h2.T)      # (3, n) for the compiled kernel
-        for s in range(S):
-            colliders.begin_substep(s, S)
-            if kernels is not None:
-                kernels.predict(self._X, self._Xp, a_h2_rows, keep, lim)
-            else:
-                np.subtract(x, xp, out=disp)
-                xp[:] = x
-                disp *= keep[:, None]
-                disp += a_h2
-                if lim.size:
-                    length = np.sqrt(disp[:, 0] * disp[:, 0] + disp[:, 1] * disp[:, 1]
-                                     + disp[:, 2] * disp[:, 2])
-                    disp *= np.minimum(1.0, lim / np.maximum(length, 1e-300))[:, None]
-                x += disp
-            if pins.size:
-                x[pins] = p0 + (p1 - p0) * ((s + 1) / S)
-                xp[pins] = p0 + (p1 - p0) * (s / S)
-            if colliders.any_restitution:
-                self._x_pred[:] = x
-            cs.reset()
-            sticks.begin_substep(h, kernels)
-            shapes.begin_substep(h)
-            volumes.begin_substep(h)
-            last = self.iterations - 1
-            for it in range(self.iterations):
-                sticks.solve(self._X, self.over_relaxation, kernels, it == 0, it == last)
-                volumes.solve(x, self._X, kernels)
-                if has_contacts:
-                    colliders.project(x, xp, radius, cs, (self._X, self._Xp), kernels)
-                    if self._tetra.ranks:
-                        colliders.project_points(x, xp, self._tetra, cs, (self._X, self._Xp), kernels)
-                if not shapes.empty:
-                    shapes.solve(x, cs.touching, self._X, kernels)
-            shapes.damp(x, xp, h, (self._X, self._Xp), kernels)
-            if colliders.any_restitution:
-                colliders.restitution(x, xp, self._x_pred, h, g_norm, cs)
-            # one reduction per substep; the sum can overflow with finite entries, so confirm
-            if not math.isfinite(float(x.sum())) and not np.isfinite(x).all():
-                self._fail(backup, s)
-        colliders.end_step()
-        self._time += dt
-        self._step_index += 1
+        return keep, a_h2, lim
+
+    def _integrate(self, s, a_h2, keep, lim):
+        """Substep s: Verlet prediction; pinned particles on the straight line between their
+        position at the step's start and their target."""
+        st, S = self.state, self.substeps
+        pins = self._pinned
+        if s == 0:
+            self._pin_start = st.x[pins].copy()        # (p, 3) [m]
+        self.kernels.predict(st.X, st.X_prev, a_h2, keep, lim)
+        if pins.size:
+            p0, p1 = self._pin_start, self.control.pin_target
+            st.x[pins] = p0 + (p1 - p0) * ((s + 1) / S)
+            st.x_prev[pins] = p0 + (p1 - p0) * (s / S)
+        if self.colliders.any_restitution:
+            self._x_pred[:] = st.x
+
+    def _begin_substep(self, h):
+        self.sticks.begin_substep(h)
+        self.shapes.begin_substep(h)
+        self.volumes.begin_substep(h)
+
+    def _relax(self, first, last):
+        """One relaxation sweep over every constraint and contact, in place on the State."""
+        X, Xp = self.state.X, self.state.X_prev
+        self.sticks.solve(X, self.over_relaxation, first, last)
+        self.volumes.solve(X)
+        self.colliders.project(X, Xp, self._radius, self.contacts)
+        self.colliders.project_points(X, Xp, self.points, self.contacts)
+        self.shapes.solve(X, self.contacts.touching)
+
+    def _velocity_pass(self, h):
+        """Damping of soft bodies' deformation and restitution: both write x* only."""
+        st = self.state
+        self.shapes.damp(st.X, st.X_prev)
+        if self.colliders.any_restitution:
+            self.colliders.restitution(st.x, st.x_prev, self._x_pred, h,
+                                       float(np.linalg.norm(self.gravity)), self.contacts)
+
+    def _external_acceleration(self):
+        """(n, 3) [m/s^2] gravity, air drag and wind at the start of the step."""
+        acc = self._acc
+        acc[:] = self.gravity
+        m, ctl = self.model, self.control
+        if ctl.air_drag > 0 and np.any(m.particle_area > 0):
+            x = self.state.x
+            normals = vertex_normals(x, m.surface_tris, m.particle_count) \
+                if len(m.surface_tris) else np.zeros_like(x)
+            acc += aero_acceleration(x, self.v, self.state.time, m.particle_inv_mass,
+                                     m.particle_area, normals, self._has_surface, ctl.wind,
+                                     ctl.air_drag)
+        return acc
 
     def _fail(self, backup, substep):
-        bad = ~np.isfinite(self._x).all(axis=1)
+        bad = ~np.isfinite(self.state.x).all(axis=1)
         i = int(np.argmax(bad))
-        step = self._step_index
+        step = self.state.step_index
         what = self.model.describe_particle(i)
         self.set_state(backup)
         raise SolverError(

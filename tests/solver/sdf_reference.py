@@ -7,7 +7,7 @@ import zlib
 
 import numpy as np
 
-from solver import sdf
+import sdf_vectorised as sdf
 
 # ----------------------------------------------------------------------------- placement
 

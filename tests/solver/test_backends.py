@@ -1,7 +1,7 @@
 """The compiled (Numba) and NumPy backends agree bit for bit.
 
 Every kernel that exists in both backends performs the same floating-point operations in the
-same order (solver/kernels_numba.py), so positions after 60 frames must be identical, not merely
+same order (solver/kernels/compiled.py, kernels/compiled_contact.py), so positions after 60 frames must be identical, not merely
 close, on every scenario here. The rest of the solver suite also runs once per backend
 (scripts/test.sh runs tests/solver with VERLET_BACKEND=numpy after the default run).
 """

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from solver import Builder, Simulation
-from solver.builder import signed_volume
+from solver.geometry import signed_volume
 
 G = 9.81
 DT = 1.0 / 24.0

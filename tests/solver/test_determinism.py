@@ -17,7 +17,10 @@ import pickle
 import numpy as np
 import pytest
 
-from solver import Builder, Simulation, sdf
+from solver import Builder, Simulation
+from solver.state import Checkpoint
+
+import sdf_vectorised as sdf  # noqa: E402  (beside this file)
 
 N_STEPS = 8
 DT = 1.0 / 24.0
@@ -237,8 +240,11 @@ def test_state_survives_pickle_and_is_not_aliased(scene):
     snapshot = copy.deepcopy(state)
     blob = pickle.dumps(state)
     run(sim, ids, k, N_STEPS)
-    for key in ("x", "x_prev", "v_start", "pin_target"):
-        assert np.array_equal(state[key], snapshot[key]), key
+    now, then = state.to_arrays(), snapshot.to_arrays()
+    assert set(now) == set(then) and {"state.X", "state.X_prev", "state.v_start",
+                                      "control.pin_target"} <= set(now)
+    for key in now:
+        assert np.array_equal(now[key], then[key], equal_nan=True), key
     fresh = new_sim(model, backend)
     fresh.set_state(pickle.loads(blob))
     run(fresh, ids, k, N_STEPS)
@@ -266,36 +272,12 @@ def test_state_before_first_step_and_after_set_velocities(scene):
 def to_npz(state):
     """A checkpoint written to a .npz file as plain arrays (no Python objects survive)."""
     buf = io.BytesIO()
-    flat = {}
-    for key, value in state.items():
-        if key in ("collider_frame", "collider_target"):
-            for j, part in enumerate(("rotation", "translation", "scale")):
-                flat[f"{key}.{part}"] = np.array([f[j] for f in value])
-        elif key == "wind":
-            for j, item in enumerate(value):
-                flat[f"wind.{j}"] = np.asarray(item)
-        else:
-            flat[key] = np.asarray(np.nan if value is None else value)
-    np.savez(buf, **flat)
+    np.savez(buf, **state.to_arrays())
     return buf.getvalue()
 
 
 def from_npz(blob):
-    data = np.load(io.BytesIO(blob))
-    state = {}
-    for key in ("collider_frame", "collider_target"):
-        rot, tr, sc = (data[f"{key}.{p}"] for p in ("rotation", "translation", "scale"))
-        state[key] = [sdf.Frame(rot[i], tr[i], sc[i]) for i in range(len(rot))]
-    state["wind"] = (data["wind.0"], float(data["wind.1"]), float(data["wind.2"]),
-                     int(data["wind.3"]))
-    for key in data.files:
-        if "." not in key:
-            state[key] = data[key]
-    state["h"] = None if np.isnan(state["h"]) else float(state["h"])
-    state["time"] = float(state["time"])
-    state["step_index"] = int(state["step_index"])
-    state["air_drag"] = float(state["air_drag"])
-    return state
+    return Checkpoint.from_arrays(np.load(io.BytesIO(blob)))
 
 
 @pytest.mark.parametrize("k", [3, 4])

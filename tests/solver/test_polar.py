@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from solver import backend
-from solver.shapes import jacobi_columns, pinv_apply, polar_rotation
+from solver.constraints.shapes import jacobi_columns, pinv_apply, polar_rotation
 
 
 def _svd_rotation(a):

@@ -33,7 +33,9 @@ import math
 import numpy as np
 import pytest
 
-from solver import Builder, Simulation, sdf
+from solver import Builder, Simulation
+
+import sdf_vectorised as sdf  # noqa: E402  (beside this file)
 
 from sdf_reference import (  # noqa: E402  (reference shapes live beside this file)
     axis_rotation,
@@ -391,17 +393,17 @@ def test_quaternion_round_trip_near_half_turns():
     (sdf.CYLINDER, (0.3, 1.0, 0.0), (0.7, 0.7, 1.1)),
 ])
 def test_column_forms_match_the_vectorised_sdf(shape, dims, scale):
-    """The contact solve evaluates SDFs in column form (exact.py / approx.py, mirrored by the
-    compiled kernels); sdf.evaluate_local is the vectorised reference. They are one geometry."""
-    from solver import exact
+    """The contact solve evaluates SDFs in column form (solver/collision/sdf.py, mirrored by
+    the compiled kernels); sdf.evaluate_local is the vectorised reference. They are one geometry."""
+    from solver.collision import sdf as columns
     frame = sdf.Frame(np.eye(3), np.zeros(3), np.array(scale, float))
     q = np.random.default_rng(5).uniform(-1.5, 1.5, size=(4000, 3))
     q[:50, :2] = 0.0                                   # on the axis, where guards kick in
     phi_ref, g_ref = sdf.evaluate_local(shape, np.array(dims), frame, q)
     approximate = not sdf.is_exact(shape, frame.scale)
-    abc = (exact.approx.scaled_dims if approximate else exact.scaled_dims)(shape, dims,
-                                                                            frame.scale)
-    phi, g0, g1, g2 = exact.collider_sdf(shape, approximate, abc, frame.scale, q[:, 0], q[:, 1],
+    abc = (columns.approx_scaled_dims if approximate else columns.exact_scaled_dims)(
+        shape, dims, frame.scale)
+    phi, g0, g1, g2 = columns.collider_sdf(shape, approximate, abc, frame.scale, q[:, 0], q[:, 1],
                                          q[:, 2])
     assert np.abs(phi - phi_ref).max() < 1e-13
     assert np.abs(np.column_stack([g0, g1, g2]) - g_ref).max() < 1e-12

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from solver import Builder
-from solver.coloring import color_order, greedy_colors
+from solver.constraints.coloring import color_order, greedy_colors
 from solver.mesh import cloth_topology, normalize_faces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -43,7 +43,7 @@ def solver_files():
 
 def test_solver_files_found():
     names = {os.path.basename(f) for f in solver_files()}
-    assert {"__init__.py", "builder.py", "simulation.py", "sdf.py", "mesh.py",
+    assert {"__init__.py", "builder.py", "simulation.py", "state.py", "sdf.py", "mesh.py",
             "coloring.py", "model.py", "errors.py"} <= names
 
 
@@ -448,3 +448,32 @@ def test_greedy_colors_on_random_graphs():
     for c in np.unique(colours):
         members = [p for g, k in zip(groups, colours) if k == c for p in g]
         assert len(set(members)) == len(members)
+
+
+def test_kernel_tables_have_the_same_signatures():
+    """One kernel table, the same names and parameters on both backends, so no physics class
+    needs to know which one runs."""
+    import inspect
+
+    from solver import backend
+    from solver.kernels import KERNELS, table
+    numpy_table = table("numpy")
+    assert sorted(vars(numpy_table)) == sorted(KERNELS + ("backend",))
+    if backend.numba_kernels() is None:
+        pytest.skip(f"compiled kernels unavailable: {backend.load_error()}")
+    numba_table = table("numba")
+    for name in KERNELS:
+        ours = inspect.signature(getattr(numpy_table, name))
+        theirs = inspect.signature(getattr(numba_table, name).py_func)
+        assert list(ours.parameters) == list(theirs.parameters), name
+
+
+def test_physics_classes_do_not_branch_on_the_backend():
+    """Only the kernel table and the backend module may name a backend."""
+    allowed = {os.path.join(SOLVER, "backend.py"), os.path.join(SOLVER, "simulation.py")}
+    for path in solver_files():
+        if path in allowed or os.sep + "kernels" + os.sep in path:
+            continue
+        with open(path) as f:
+            text = f.read()
+        assert "kernels is not None" not in text and '"numba"' not in text, path

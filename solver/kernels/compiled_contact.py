@@ -1,29 +1,30 @@
 """Numba-compiled contact kernels: colliders (exact and first-order SDFs) and the embedded
 points of tetrahedral bodies.
 
-Scalar mirrors of exact.local_sdf, approx.local_sdf, exact.project and exact.project_points: the
-same formulas in the same order of operations (exact.py's module docstring gives them; sources
+Scalar mirrors of collision/sdf.py (local_sdf, approx_local_sdf) and collision/project.py
+(project_collider, project_points): the same formulas in the same order of operations (those
+modules' docstrings give them; sources
 Jakobsen, "Advanced Character Physics", sections 3, 5 and 8, and GAMES103 lecture 4), no
 fastmath, so the NumPy and compiled backends agree bit for bit (tests/solver/test_backends.py).
 Positions are (3, n) coordinate rows X, Xp [m].
 
 prange runs only over the candidate particles of one collider (unique ids, so no two iterations
 touch the same particle). The embedded points run serially, rank after rank and collider after
-collider inside each rank, as in contact.Colliders.project_points: bodies are few points each,
-and a parallel kernel would cost more to compile than it saves. Importing this module requires
-Numba; kernels_numba re-exports its kernels, and backend.py names the kernel cache folder after
-a digest of both files (Numba's own cache only notices a change to a kernel's own file).
+collider inside each rank, as the NumPy kernel does: bodies are few points each, and a parallel
+kernel would cost more to compile than it saves. Importing this module requires Numba;
+compiled.py re-exports its kernels, and backend.py names the kernel cache folder after a digest
+of both files (Numba's own cache only notices a change to a kernel's own file).
 """
 
 import numpy as np
 from numba import njit, prange
 
-_TINY = 1e-12       # exact.TINY, approx.TINY
+_TINY = 1e-12       # collision/sdf.TINY
 
 
 @njit(cache=True)
 def _cylinder_sdf(d0, r0, r1, q2, b):
-    """Scalar mirror of exact.cylinder_sdf."""
+    """Scalar mirror of collision/sdf.cylinder_sdf."""
     d1 = abs(q2) - b
     o0 = max(d0, 0.0)
     o1 = max(d1, 0.0)
@@ -40,7 +41,7 @@ def _cylinder_sdf(d0, r0, r1, q2, b):
 
 @njit(cache=True)
 def _local_sdf(shape, a, b, c, q0, q1, q2):
-    """Scalar mirror of exact.local_sdf (same operations, same order)."""
+    """Scalar mirror of collision/sdf.local_sdf (same operations, same order)."""
     if shape == 0:                                   # plane
         return q2, 0.0, 0.0, 1.0
     if shape == 1 or shape == 4:                     # sphere, capsule
@@ -84,7 +85,7 @@ def _local_sdf(shape, a, b, c, q0, q1, q2):
 
 @njit(cache=True)
 def _approx_sdf(shape, a, b, c, s0, s1, q0, q1, q2):
-    """Scalar mirror of approx.local_sdf (same operations, same order)."""
+    """Scalar mirror of collision/sdf.approx_local_sdf (same operations, same order)."""
     if shape == 3:                                   # elliptic cylinder
         u0 = q0 / s0
         u1 = q1 / s1
@@ -124,7 +125,7 @@ def _approx_sdf(shape, a, b, c, s0, s1, q0, q1, q2):
 
 @njit(cache=True)
 def _motion(R, t, s, Rb, tb, sb, y0, y1, y2):
-    """Scalar mirror of exact._motion: the collider's displacement at (y0, y1, y2) [m]."""
+    """Scalar mirror of collision/project._motion: the collider's displacement at (y0, y1, y2) [m]."""
     e0 = y0 - t[0]
     e1 = y1 - t[1]
     e2 = y2 - t[2]
@@ -139,7 +140,7 @@ def _motion(R, t, s, Rb, tb, sb, y0, y1, y2):
 
 @njit(cache=True)
 def _friction(r0, r1, r2, n0, n1, n2, dep, u, mu_s, mu_k):
-    """Scalar mirror of exact._contact's friction: tangential part t of the relative
+    """Scalar mirror of collision/project._contact's friction: tangential part t of the relative
     displacement r, the fraction of it to remove and the friction distance taken [m]."""
     rn = r0 * n0 + r1 * n1 + r2 * n2
     t0 = r0 - n0 * rn
@@ -157,10 +158,9 @@ def _friction(r0, r1, r2, n0, n1, n2, dep, u, mu_s, mu_k):
 @njit(cache=True, parallel=True, fastmath=False)
 def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
                      sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider):
-    """Scalar mirror of exact.project: one collider, exact SDF (exact.local_sdf) or, with
-    ``approximate``, the first-order one (approx.local_sdf) of a sphere, cylinder or capsule
-    under a non-uniform scale; candidates idx (unique ids); (a, b, c) from exact.scaled_dims or
-    approx.scaled_dims. One kernel for both keeps the compile paid once.
+    """Scalar mirror of collision/project.project_collider: one collider, exact SDF (local_sdf)
+    or, with ``approximate``, the first-order one (approx_local_sdf) of a sphere, cylinder or capsule
+    under a non-uniform scale; candidates idx (unique ids); (a, b, c) from sdf.placement. One kernel for both keeps the compile paid once.
     X, Xp (3, n) float64 [m] positions (updated) and previous positions; radius (n,) [m];
     R, Rb (3, 3), t, tb (3,) [m], s, sb (3,) the frame now and at the substep's start;
     depth, used (n,) [m], touching (n,) bool, normal (n, 3), motion (n, 3) [m],
@@ -216,17 +216,16 @@ def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius,
 @njit(cache=True, fastmath=False)
 def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, thickness, mu_s,
                    mu_k, approximate, abc, R, t, s, Rb, tb, sb, moving, point_depth, point_used):
-    """Scalar mirror of contact.Colliders.project_points' NumPy path (exact.project_points for
-    every rank, every collider): Jakobsen's embedded-point contact with friction.
+    """Scalar mirror of collision/project.project_points (every rank, every collider): Jakobsen's embedded-point contact with friction.
     X, Xp (3, n) float64 [m] positions (updated) and previous positions;
     rank_start (ranks + 1,) int64, rank_points (P,) int64: rank r is
-    rank_points[rank_start[r]:rank_start[r + 1]] (contact.TetraPoints);
+    rank_points[rank_start[r]:rank_start[r + 1]] (collision/points.TetraPoints);
     tet (P, 4) int64 each point's corner particles, weight (P, 4) float64 its weights c_k,
     inv_c2 (P,) float64 1 / sum_k c_k^2;
     per collider (C colliders): shape (C,) int64, thickness, mu_s, mu_k (C,) float64,
     approximate (C,) bool first-order SDF, abc (C, 3) its scaled dims, R, Rb (C, 3, 3),
     t, tb (C, 3) [m], s, sb (C, 3) the frames now and at the substep's start, moving (C,) bool
-    (contact.Colliders._packed); point_depth, point_used (P,) float64 [m] updated for hits."""
+    (collision/colliders.Colliders._packed); point_depth, point_used (P,) float64 [m] updated for hits."""
     for r in range(rank_start.shape[0] - 1):
         for k in range(shape.shape[0]):
             sh = shape[k]

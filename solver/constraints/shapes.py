@@ -11,7 +11,7 @@ reflection is never returned and planar or collinear clusters (rank-deficient A)
 proper rotation. The SVD is one-sided Jacobi (Hestenes 1958; Demmel and Veselic, "Jacobi's
 method is more accurate than QR", SIAM J. Matrix Anal. Appl. 1992): plane rotations V
 orthogonalise the columns of A V, whose norms are then the singular values. It needs no LAPACK,
-so the compiled backend runs the same operations (kernels_numba.solve_shapes), and it works on A
+so the compiled backend runs the same operations (kernels/compiled.py solve_shapes), and it works on A
 itself rather than A^T A, so the rotation stays accurate when contact weighting (below) makes A
 ill-conditioned. Each particle moves toward its goal with XPBD compliance alpha (0 = rigid;
 Macklin et al. 2016): dlambda_i = (-C_i - alpha~ lambda_i) / (w + alpha~), x_i += w dlambda_i,
@@ -27,7 +27,8 @@ for Real-Time Applications", SIGGRAPH 2014). Soft clusters keep plain mass weigh
 follow the body's true centre of mass, and weighting contacts there pumped energy into them.
 
 Clusters are coloured so that no two clusters of one colour share a particle (several
-overlapping clusters per body are allowed); every colour is one batched NumPy solve. Sums over a
+overlapping clusters per body are allowed); in the NumPy kernel (solve_shapes below) every colour
+is one batched solve, and kernels/compiled.py mirrors it with the same signature. Sums over a
 cluster's members use np.bincount, which is documented to add in member order, one after
 another, exactly as the compiled kernel's loop does, so the two backends agree bit for bit.
 """
@@ -187,40 +188,31 @@ def _sums(local, k, values):
 
 
 class ShapeSolver:
-    def __init__(self, model):
+    """Every cluster's solve arrays, allocated once (K = clusters, e = cluster entries);
+    ``solve`` and ``damp`` run through the kernel table."""
+
+    def __init__(self, model, kernels):
+        self.kernels = kernels
         self.particles = model.shape_particles                # (e,) int64
         self.rest_offset = model.shape_rest_offset            # (e, 3) float64 [m]
-        self.cluster = model.shape_cluster                    # (e,) int64
         self.start = model.shape_cluster_start                # (K + 1,) int64
         self.color_offsets = model.shape_color_offsets        # (colours + 1,) int64 clusters
         self.mass = model.particle_mass[self.particles]       # (e,) float64 [kg]
-        start = self.start
-        k = len(start) - 1
-        csize = np.diff(start)
-        mean_mass = _sums(self.cluster, k, self.mass) / np.maximum(csize, 1)
+        cluster = model.shape_cluster                         # (e,) int64
+        k = len(self.start) - 1
+        csize = np.diff(self.start)
+        mean_mass = _sums(cluster, k, self.mass) / np.maximum(csize, 1)
         pinned = model.particle_inv_mass[self.particles] == 0
-        self.w = np.where(pinned, 0.0, 1.0 / mean_mass[self.cluster]) if k else np.zeros(0)
-        self.compliance = model.shape_compliance[self.cluster]  # (e,) float64 [m/N]
-        self.rigid = self.compliance == 0.0                     # (e,) bool entry of a rigid cluster
-        self.damping = model.shape_damping                      # (K,) float64 fraction per second
-        self.keep = np.ones(k)                                  # (K,) (1 - damping)^h
-        self.lam = np.zeros((len(self.particles), 3))          # (e, 3) float64 accumulated
-        self.alpha = np.zeros(len(self.particles))             # (e,) alpha / h^2
+        # (e,) float64 [1/kg] the cluster's mean inverse mass, 0 for pinned entries
+        self.w = np.where(pinned, 0.0, 1.0 / mean_mass[cluster]) if k else np.zeros(0)
+        self.compliance = model.shape_compliance[cluster]    # (e,) float64 [m/N]
+        self.rigid = self.compliance == 0.0                   # (e,) bool entry of a rigid cluster
+        self.damping = model.shape_damping                    # (K,) float64 fraction per second
+        self.any_damped = bool(np.any(self.damping > 0))
+        self.keep = np.ones(k)                                # (K,) (1 - damping)^h
+        self.lam = np.zeros((len(self.particles), 3))        # (e, 3) float64 accumulated
+        self.alpha = np.zeros(len(self.particles))           # (e,) alpha / h^2
         self._h = None
-        # per colour: (entry slice, local cluster id of each entry, cluster count)
-        self.colors = []
-        # per colour with damped clusters: (entries of damped clusters, their local ids, count,
-        # the damped clusters' global ids)
-        self._damped = []
-        offs = self.color_offsets
-        for c0, c1 in zip(offs[:-1], offs[1:]):
-            es, ee = int(start[c0]), int(start[c1])
-            self.colors.append((slice(es, ee), self.cluster[es:ee] - c0, int(c1 - c0)))
-            damped = np.nonzero(self.damping[c0:c1] > 0)[0] + c0
-            if damped.size:
-                entries = np.concatenate([np.arange(start[j], start[j + 1]) for j in damped])
-                local = np.searchsorted(damped, self.cluster[entries])
-                self._damped.append((entries, local, damped.size, damped))
 
     @property
     def empty(self):
@@ -233,74 +225,103 @@ class ShapeSolver:
             self._h = h
         self.lam.fill(0.0)
 
-    def solve(self, x, contact, rows=None, kernels=None):
-        """One pass over all clusters, in place on x (n, 3) [m]; contact (n,) bool. kernels: the
-        compiled module (with rows = the (3, n) array behind x) or None for NumPy."""
-        if kernels is not None:
-            kernels.solve_shapes(rows, self.particles, self.rest_offset, self.start,
-                                 self.color_offsets, self.mass, self.rigid, self.w, self.alpha,
-                                 self.lam, contact, BOOST)
-            return
-        for s, local, k in self.colors:
-            pid = self.particles[s]
-            xs = x[pid]
-            q = self.rest_offset[s]
-            wgt = self.mass[s] * np.where(contact[pid] & self.rigid[s], BOOST, 1.0)
-            wsum = _sums(local, k, wgt)
-            centre = [_sums(local, k, xs[:, i] * wgt) / wsum for i in range(3)]
-            qbar = [_sums(local, k, q[:, i] * wgt) / wsum for i in range(3)]
-            dx = [xs[:, i] - centre[i][local] for i in range(3)]
-            wq = [wgt * (q[:, j] - qbar[j][local]) for j in range(3)]
-            a = np.empty((k, 3, 3))
-            for i in range(3):
-                for j in range(3):
-                    a[:, i, j] = _sums(local, k, dx[i] * wq[j])
-            rot = polar_rotation(a)[local]
-            qc = [q[:, j] - qbar[j][local] for j in range(3)]
-            w = self.w[s]
-            alpha = self.alpha[s]
-            denom = w + alpha + 1e-300
-            lam = self.lam[s]
-            for i in range(3):
-                goal = rot[:, i, 0] * qc[0] + rot[:, i, 1] * qc[1] + rot[:, i, 2] * qc[2] \
-                    + centre[i][local]
-                dlam = (goal - xs[:, i] - alpha * lam[:, i]) / denom
-                lam[:, i] = lam[:, i] + dlam
-                xs[:, i] = xs[:, i] + w * dlam
-            self.lam[s] = lam
-            x[pid] = xs
+    def solve(self, X, contact):
+        """One pass over all clusters, in place on positions X (3, n) [m]; contact (n,) bool
+        particles that touched a collider this substep."""
+        if not self.empty:
+            self.kernels.solve_shapes(X, self.particles, self.rest_offset, self.start,
+                                      self.color_offsets, self.mass, self.rigid, self.w,
+                                      self.alpha, self.lam, contact, BOOST)
 
-    def damp(self, x, x_prev, h, rows=None, kernels=None):
-        """Remove the fraction ``damping`` per second of each damped cluster's deformation
-        velocity: the part of the substep's displacement u = x - x* that is not the cluster's
-        rigid motion u_cm + w x r (w = I^-1 L from its mass-weighted angular momentum). Linear
-        and angular momentum are unchanged (Mueller et al., "Position Based Dynamics", 2007,
-        section 3.5). Writes x* only, so positions stay where the constraints put them."""
-        if not self._damped:
-            return
-        if kernels is not None:
-            kernels.damp_shapes(rows[0], rows[1], self.particles, self.start, self.color_offsets,
-                                self.mass, self.damping, self.keep)
-            return
-        for entries, local, k, clusters in self._damped:
-            keep = self.keep[clusters][local]
-            pid = self.particles[entries]
-            m = self.mass[entries]
-            xs = x[pid]
-            u = [xs[:, i] - x_prev[pid, i] for i in range(3)]
-            msum = _sums(local, k, m)
-            c = [_sums(local, k, xs[:, i] * m) / msum for i in range(3)]
-            u_cm = [_sums(local, k, u[i] * m) / msum for i in range(3)]
-            r = [xs[:, i] - c[i][local] for i in range(3)]
-            ang = [_sums(local, k, g * m) for g in _cross(r, u)]
-            rr = r[0] * r[0] + r[1] * r[1] + r[2] * r[2]
-            inertia = np.empty((k, 3, 3))
-            for i in range(3):
-                for j in range(3):
-                    t = rr - r[i] * r[i] if i == j else -(r[i] * r[j])
-                    inertia[:, i, j] = _sums(local, k, t * m)
-            omega = [o[local] for o in pinv_apply(inertia, ang)]
-            spin = _cross(omega, r)
-            for i in range(3):
-                rigid = u_cm[i][local] + spin[i]
-                x_prev[pid, i] = xs[:, i] - (rigid + (u[i] - rigid) * keep)
+    def damp(self, X, X_prev):
+        """Damp the damped clusters' deformation velocity (damp_shapes); writes X_prev only."""
+        if self.any_damped:
+            self.kernels.damp_shapes(X, X_prev, self.particles, self.start, self.color_offsets,
+                                     self.mass, self.damping, self.keep)
+
+
+def _color_entries(start, c0, c1):
+    """Entries of clusters c0..c1-1 (one colour): their slice and each entry's cluster - c0."""
+    es, ee = int(start[c0]), int(start[c1])
+    local = np.repeat(np.arange(c1 - c0), np.diff(start[c0:c1 + 1]))
+    return slice(es, ee), local
+
+
+def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w, alpha, lam,
+                 contact, boost):
+    """The NumPy kernel: one pass over all clusters, colour after colour, each colour one
+    batched solve, in place on X (3, n) [m]. particles (e,) int64, rest_offset (e, 3) [m],
+    start (K + 1,) int64, color_offsets (colours + 1,) int64, mass (e,) [kg], rigid (e,) bool,
+    w (e,) [1/kg], alpha (e,) alpha / h^2, lam (e, 3) accumulated, contact (n,) bool, boost:
+    the weight factor of contacts in rigid clusters."""
+    x = X.T
+    for c0, c1 in zip(color_offsets[:-1], color_offsets[1:]):
+        s, local = _color_entries(start, c0, c1)
+        k = int(c1 - c0)
+        pid = particles[s]
+        xs = x[pid]
+        q = rest_offset[s]
+        wgt = mass[s] * np.where(contact[pid] & rigid[s], boost, 1.0)
+        wsum = _sums(local, k, wgt)
+        centre = [_sums(local, k, xs[:, i] * wgt) / wsum for i in range(3)]
+        qbar = [_sums(local, k, q[:, i] * wgt) / wsum for i in range(3)]
+        dx = [xs[:, i] - centre[i][local] for i in range(3)]
+        wq = [wgt * (q[:, j] - qbar[j][local]) for j in range(3)]
+        a = np.empty((k, 3, 3))
+        for i in range(3):
+            for j in range(3):
+                a[:, i, j] = _sums(local, k, dx[i] * wq[j])
+        rot = polar_rotation(a)[local]
+        qc = [q[:, j] - qbar[j][local] for j in range(3)]
+        we = w[s]
+        al = alpha[s]
+        denom = we + al + 1e-300
+        lam_s = lam[s]
+        for i in range(3):
+            goal = rot[:, i, 0] * qc[0] + rot[:, i, 1] * qc[1] + rot[:, i, 2] * qc[2] \
+                + centre[i][local]
+            dlam = (goal - xs[:, i] - al * lam_s[:, i]) / denom
+            lam_s[:, i] = lam_s[:, i] + dlam
+            xs[:, i] = xs[:, i] + we * dlam
+        lam[s] = lam_s
+        x[pid] = xs
+
+
+def damp_shapes(X, Xp, particles, start, color_offsets, mass, damping, keep):
+    """The NumPy kernel: remove the fraction ``damping`` per second of each damped cluster's
+    deformation velocity: the part of the substep's displacement u = x - x* that is not the
+    cluster's rigid motion u_cm + w x r (w = I^-1 L from its mass-weighted angular momentum).
+    Linear and angular momentum are unchanged (Mueller et al., "Position Based Dynamics", 2007,
+    section 3.5). Writes Xp (3, n), the positions a substep ago, only, so positions stay where the
+    constraints put them. keep (K,) (1 - damping)^h; other arrays as solve_shapes."""
+    x, x_prev = X.T, Xp.T
+    for c0, c1 in zip(color_offsets[:-1], color_offsets[1:]):
+        damped = np.nonzero(damping[c0:c1] > 0)[0] + c0
+        if not damped.size:
+            continue
+        s, local_all = _color_entries(start, c0, c1)
+        is_damped = damping[local_all + c0] > 0
+        entries = np.arange(s.start, s.stop)[is_damped]
+        local = np.searchsorted(damped, local_all[is_damped] + c0)
+        k = damped.size
+        kp = keep[damped][local]
+        pid = particles[entries]
+        m = mass[entries]
+        xs = x[pid]
+        u = [xs[:, i] - x_prev[pid, i] for i in range(3)]
+        msum = _sums(local, k, m)
+        c = [_sums(local, k, xs[:, i] * m) / msum for i in range(3)]
+        u_cm = [_sums(local, k, u[i] * m) / msum for i in range(3)]
+        r = [xs[:, i] - c[i][local] for i in range(3)]
+        ang = [_sums(local, k, g * m) for g in _cross(r, u)]
+        rr = r[0] * r[0] + r[1] * r[1] + r[2] * r[2]
+        inertia = np.empty((k, 3, 3))
+        for i in range(3):
+            for j in range(3):
+                t = rr - r[i] * r[i] if i == j else -(r[i] * r[j])
+                inertia[:, i, j] = _sums(local, k, t * m)
+        omega = [o[local] for o in pinv_apply(inertia, ang)]
+        spin = _cross(omega, r)
+        for i in range(3):
+            rigid = u_cm[i][local] + spin[i]
+            x_prev[pid, i] = xs[:, i] - (rigid + (u[i] - rigid) * kp)

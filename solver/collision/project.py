@@ -1,25 +1,14 @@
-"""The contact pass (projection with friction), written column by column.
+"""The contact kernels in NumPy: projection with friction, column by column.
 
-This is the projection and friction contact.py documents, spelled out as scalar formulas over
-coordinate columns (q0, q1, q2) in a fixed order of operations: no matrix products, no norms, no
-einsum, no hypot. The compiled mirrors (kernels_contact.project_collider for colliders, exact or
-first-order, and kernels_contact.project_points for the embedded points of tetrahedral bodies)
-perform exactly these operations per particle or point, so the NumPy and compiled backends
-agree bit for bit (tests/solver/test_backends.py).
-SDFs of the exact colliders (sdf.is_exact; GAMES103 lecture 4), in the collider's rotation-only
-frame q = R^T (x - t) with scaled dimensions:
+These are the NumPy entries of the kernel table (project_collider, project_points); their
+compiled mirrors in kernels/compiled_contact.py take the same arguments and perform exactly these
+operations per particle or point, in the same order (no matrix products, no norms, no einsum, no
+hypot), so the NumPy and compiled backends agree bit for bit (tests/solver/test_backends.py).
 
-    plane     phi = q2
-    sphere    phi = |q| - r
-    box       d = |q| - h,  phi = |max(d, 0)| + min(max_i d_i, 0)
-    cylinder  d = (|q_xy| - r, |q2| - depth/2),  phi = |max(d, 0)| + min(max(d), 0)
-    capsule   phi = |q - (0, 0, clamp(q2, -l, l))| - r,  l = max(depth/2 - r, 0)
-
-The others (ellipsoid, elliptic cylinder and capsule) use approx.local_sdf, the column form of
-sdf.evaluate_local's first-order branches. With the world normal n = R grad, the offset
-(collider thickness + particle radius) and the penetration d = offset - phi > 0, a contact at x
-with previous position x* (contact.py's rule; (R, t, s) the frame now, (R*, t*, s*) at the
-substep's start):
+With the collider's SDF phi and unit gradient g in its rotation-only frame (sdf.py), the world
+normal n = R g, the offset (collider thickness + particle radius) and the penetration
+d = offset - phi > 0, a contact at x with previous position x* (colliders.py's rule; (R, t, s) the
+frame now, (R*, t*, s*) at the substep's start):
 
     y = x + n d                                   projected position
     m = y - (R* (R^T (y - t) / s * s*) + t*)      collider motion at y over the substep
@@ -36,97 +25,47 @@ four particles moves by c_k delta / (c0^2 + c1^2 + c2^2 + c3^2), which puts p ex
 (the smallest such move of the four).
 """
 
+
+from types import SimpleNamespace
+
 import numpy as np
 
-from . import approx, sdf
-
-TINY = 1e-12
-
-
-def _unit(v0, v1, v2, fallback):
-    n = np.sqrt(v0 * v0 + v1 * v1 + v2 * v2)
-    ok = n > TINY
-    nn = np.where(ok, n, 1.0)
-    return (n, np.where(ok, v0 / nn, fallback[0]), np.where(ok, v1 / nn, fallback[1]),
-            np.where(ok, v2 / nn, fallback[2]))
+from .frames import Frame
+from .sdf import collider_sdf
 
 
-def local_sdf(shape, a, b, c, q0, q1, q2):
-    """phi and unit gradient columns of an exact primitive at local columns q0, q1, q2.
-    (a, b, c): sphere/cylinder/capsule (radius, half depth, 0); box half extents."""
-    if shape == sdf.PLANE:
-        z = np.zeros_like(q2)
-        return q2.copy(), z, z.copy(), z + 1.0
-    if shape == sdf.SPHERE:
-        n, g0, g1, g2 = _unit(q0, q1, q2, (0.0, 0.0, 1.0))
-        return n - a, g0, g1, g2
-    if shape == sdf.CAPSULE:
-        seg = max(b - a, 0.0)
-        v2 = q2 - np.minimum(np.maximum(q2, -seg), seg)
-        n, g0, g1, g2 = _unit(q0, q1, v2, (0.0, 0.0, 1.0))
-        return n - a, g0, g1, g2
-    if shape == sdf.BOX:
-        s0 = np.where(q0 < 0, -1.0, 1.0)
-        s1 = np.where(q1 < 0, -1.0, 1.0)
-        s2 = np.where(q2 < 0, -1.0, 1.0)
-        d0, d1, d2 = np.abs(q0) - a, np.abs(q1) - b, np.abs(q2) - c
-        o0, o1, o2 = np.maximum(d0, 0.0), np.maximum(d1, 0.0), np.maximum(d2, 0.0)
-        outside = np.sqrt(o0 * o0 + o1 * o1 + o2 * o2)
-        dmax = np.maximum(np.maximum(d0, d1), d2)
-        phi = outside + np.minimum(dmax, 0.0)
-        out = outside > TINY
-        on = np.where(out, outside, 1.0)
-        ax0 = (d0 >= d1) & (d0 >= d2)                 # argmax, first wins
-        ax1 = ~ax0 & (d1 >= d2)
-        ax2 = ~ax0 & ~ax1
-        g0 = np.where(out, o0 * s0 / on, np.where(ax0, s0, 0.0))
-        g1 = np.where(out, o1 * s1 / on, np.where(ax1, s1, 0.0))
-        g2 = np.where(out, o2 * s2 / on, np.where(ax2, s2, 0.0))
-        return phi, g0, g1, g2
-    if shape == sdf.CYLINDER:
-        rho = np.sqrt(q0 * q0 + q1 * q1)
-        ok = rho > TINY
-        rr = np.where(ok, rho, 1.0)
-        r0 = np.where(ok, q0 / rr, 1.0)
-        r1 = np.where(ok, q1 / rr, 0.0)
-        return cylinder_sdf(rho - a, r0, r1, q2, b)
-    raise ValueError(f"unknown collider shape code {shape}")
+def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
+                     sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider):
+    """Project candidates idx (unique ids) out of collider k, with friction. X, Xp (3, n) [m]
+    positions (updated) and previous positions; (a, b, c) from sdf.placement; radius (n,) [m];
+    R, Rb (3, 3), t, tb (3,) [m], s, sb (3,) the frame at the end and start of the substep
+    (moving: they differ); depth, used (n,) [m], touching (n,) bool, normal (n, 3), motion (n, 3)
+    [m], collider (n,) int64: the contact state, written for the particles that touch."""
+    cs = SimpleNamespace(depth=depth, used=used, touching=touching, normal=normal,
+                         motion=motion, collider=collider)
+    _project(X.T, Xp.T, idx, shape, (a, b, c), thickness, radius, Frame(R, t, s),
+             Frame(Rb, tb, sb), moving, mu_s, mu_k, k, cs, approximate)
 
 
-def cylinder_sdf(d0, r0, r1, q2, b):
-    """A cylinder's phi and unit gradient columns from its radial distance d0 and radial unit
-    direction (r0, r1): combined with the exact axial distance |q2| - b (b = half depth) as
-    phi = |max(d, 0)| + min(max(d0, d1), 0). Shared by the round (exact) and elliptic
-    (approx.py, first-order d0) cylinders."""
-    d1 = np.abs(q2) - b
-    o0, o1 = np.maximum(d0, 0.0), np.maximum(d1, 0.0)
-    outside = np.sqrt(o0 * o0 + o1 * o1)
-    phi = outside + np.minimum(np.maximum(d0, d1), 0.0)
-    sz = np.where(q2 < 0, -1.0, 1.0)
-    out = outside > TINY
-    on = np.where(out, outside, 1.0)
-    radial = d0 > d1
-    f = o0 / on
-    g0 = np.where(out, r0 * f, np.where(radial, r0, 0.0))
-    g1 = np.where(out, r1 * f, np.where(radial, r1, 0.0))
-    g2 = np.where(out, o1 * sz / on, np.where(radial, 0.0, sz))
-    return phi, g0, g1, g2
-
-
-def scaled_dims(shape, dims, scale):
-    """(a, b, c) of local_sdf for an exact collider of dimensions dims under scale."""
-    if shape == sdf.BOX:
-        return 0.5 * dims[0] * scale[0], 0.5 * dims[1] * scale[1], 0.5 * dims[2] * scale[2]
-    return dims[0] * scale[0], 0.5 * dims[1] * scale[2], 0.0
-
-
-def collider_sdf(shape, approximate, abc, scale, q0, q1, q2):
-    """phi and unit gradient columns at local columns q0, q1, q2 of an exact collider
-    (local_sdf, abc from scaled_dims) or, with approximate, of a first-order one
-    (approx.local_sdf, abc from approx.scaled_dims; scale (3,) its scale)."""
-    if approximate:
-        return approx.local_sdf(shape, *abc, scale[0], scale[1], q0, q1, q2)
-    return local_sdf(shape, *abc, q0, q1, q2)
+def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, thickness, mu_s,
+                   mu_k, approximate, abc, R, t, s, Rb, tb, sb, moving, point_depth, point_used):
+    """Embedded points of tetrahedral bodies against every collider: rank after rank, and within
+    a rank collider after collider (points of one rank belong to different bodies, so their
+    particles are disjoint). rank_start (ranks + 1,), rank_points (P,) int64; tet (P, 4) int64
+    corner particles, weight (P, 4) their weights, inv_c2 (P,) 1 / sum c^2; per collider (C,):
+    shape, thickness, mu_s, mu_k, approximate, abc (C, 3), frames now R (C, 3, 3), t, s (C, 3)
+    and at the substep's start Rb, tb, sb, moving (C,) bool; point_depth, point_used (P,) [m]."""
+    cs = SimpleNamespace(point_depth=point_depth, point_used=point_used)
+    x, x_prev = X.T, Xp.T
+    for r in range(len(rank_start) - 1):
+        ids = rank_points[rank_start[r]:rank_start[r + 1]]
+        corners = tuple(np.ascontiguousarray(tet[ids, j]) for j in range(4))
+        weights = tuple(np.ascontiguousarray(weight[ids, j]) for j in range(4))
+        inv = inv_c2[ids]
+        for k in range(len(shape)):
+            _project_points(x, x_prev, ids, corners, weights, inv, shape[k], abc[k],
+                            thickness[k], Frame(R[k], t[k], s[k]), Frame(Rb[k], tb[k], sb[k]),
+                            moving[k], mu_s[k], mu_k[k], cs, approximate[k])
 
 
 def _to_local(R, t, x0, x1, x2):
@@ -175,13 +114,10 @@ def _contact(x0, x1, x2, xp0, xp1, xp2, n0, n1, n2, d, depth, used, now, before,
             used + take)
 
 
-def project(x, x_prev, idx, shape, abc, thickness, radius, now, before, moving, mu_s, mu_k, k, cs,
+def _project(x, x_prev, idx, shape, abc, thickness, radius, now, before, moving, mu_s, mu_k, k, cs,
             approximate=False):
-    """Project particles idx (unique ids) out of collider k, with friction (contact.py's rule).
-    x, x_prev (n, 3) [m] positions (updated in place) and previous positions; abc from
-    scaled_dims (exact) or approx.scaled_dims (approximate); radius (n,) [m]; now, before the
-    collider's sdf.Frame at the end and start of the substep (moving: they differ);
-    cs: contact.ContactState, updated for the particles that touch."""
+    """project_collider on (n, 3) views x, x_prev, with frames.Frame placements and the
+    contact state's arrays as attributes of cs."""
     xc, xpc = x[idx], x_prev[idx]
     R = now.rotation
     q0, q1, q2 = _to_local(R, now.translation, xc[:, 0], xc[:, 1], xc[:, 2])
@@ -212,7 +148,7 @@ def _embedded(col, tet, c):
     return c[0] * col[tet[0]] + c[1] * col[tet[1]] + c[2] * col[tet[2]] + c[3] * col[tet[3]]
 
 
-def project_points(x, x_prev, ids, tet, c, inv_c2, shape, abc, thickness, now, before, moving,
+def _project_points(x, x_prev, ids, tet, c, inv_c2, shape, abc, thickness, now, before, moving,
                    mu_s, mu_k, cs, approximate=False):
     """Jakobsen's embedded-point contact (module docstring) of points ids (p,) of one rank
     against one collider: tet four (p,) int64 columns, their bodies' corner particles; c four

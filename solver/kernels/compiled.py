@@ -1,4 +1,4 @@
-"""Numba-compiled kernels: the same arithmetic as the NumPy kernels, compiled.
+"""Numba-compiled kernels: the same arithmetic as the NumPy kernels (kernels/__init__.py's table), compiled.
 
 Each function mirrors a NumPy kernel operation for operation (same formulas, same order, no
 fastmath, no FMA contraction), so the two backends agree bit for bit. Loops marked prange run in
@@ -11,14 +11,14 @@ import numpy as np
 from numba import njit, prange
 
 # the contact kernels live in their own module; the step reaches every kernel through this one
-from .kernels_contact import project_collider, project_points  # noqa: F401
+from .compiled_contact import project_collider, project_points  # noqa: F401
 
 _EPS = 1e-12
 
 
 @njit(cache=True, parallel=True, fastmath=False)
 def predict(X, Xp, a_h2, keep, lim):
-    """Verlet prediction (simulation.py, step 1) on (3, n) rows; keep (n,) velocity fraction kept;
+    """Verlet prediction (integrator.predict) on (3, n) rows; keep (n,) velocity fraction kept;
     lim (n,) speed*h or empty."""
     n = X.shape[1]
     clamp = lim.shape[0] > 0
@@ -49,7 +49,7 @@ def predict(X, Xp, a_h2, keep, lim):
 @njit(cache=True, parallel=True, fastmath=False)
 def solve_sticks(X, si, sj, rest, inv_mass, alpha, lam, kind, offsets, omega, one_sided,
                  read_lam, write_lam):
-    """One Gauss-Seidel sweep of XPBD sticks, colour after colour (sticks.py). kind (m,) int8:
+    """One Gauss-Seidel sweep of XPBD sticks, colour after colour (constraints/sticks.py). kind (m,) int8:
     0 equal, 1 min (lambda >= 0), 2 max (lambda <= 0). read_lam False: lambda is zero (the
     substep's first sweep); write_lam False: lambda is not needed after this sweep. Either way
     the arithmetic is the NumPy kernel's: alpha * 0 and x - 0 change no bits."""
@@ -238,7 +238,7 @@ def _polar3(a, rot):
 @njit(cache=True, fastmath=False)
 def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w, alpha, lam,
                  contact, boost):
-    """Scalar mirror of shapes.ShapeSolver.solve: colour after colour, cluster after cluster,
+    """Scalar mirror of constraints/shapes.solve_shapes: colour after colour, cluster after cluster,
     each cluster's sums in member order. Serial: measured on 400 rigid cubes and a 1728-particle
     soft body it was no slower than a parallel loop over a colour's clusters (few clusters per
     colour), and the parallel kernel took a second longer to compile."""
@@ -315,14 +315,14 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w
 @njit(cache=True, fastmath=False)
 def _offset_and_motion(X, Xp, p, c):
     """Particle p's offset r = x - c from its cluster's centre c and its substep displacement
-    u = x - x* [m] (shapes.ShapeSolver.damp's r and u)."""
+    u = x - x* [m] (constraints/shapes.damp_shapes' r and u)."""
     return (X[0, p] - c[0], X[1, p] - c[1], X[2, p] - c[2],
             X[0, p] - Xp[0, p], X[1, p] - Xp[1, p], X[2, p] - Xp[2, p])
 
 
 @njit(cache=True, fastmath=False)
 def damp_shapes(X, Xp, particles, start, color_offsets, mass, damping, keep):
-    """Scalar mirror of shapes.ShapeSolver.damp (damped clusters only, colour after colour).
+    """Scalar mirror of constraints/shapes.damp_shapes (damped clusters only, colour after colour).
     Serial: damped clusters are few, and a parallel kernel costs a second more to compile."""
     for col in range(color_offsets.shape[0] - 1):
         for k in range(color_offsets[col], color_offsets[col + 1]):
@@ -396,7 +396,7 @@ def damp_shapes(X, Xp, particles, start, color_offsets, mass, damping, keep):
 # ---------------------------------------------------------------------------- volume
 @njit(cache=True, fastmath=False)
 def solve_volumes(X, particles, particle_start, tris, tri_start, w, rest, alpha, lam):
-    """Scalar mirror of volume.VolumeSolver.solve: volumes one after another (one constraint
+    """Scalar mirror of constraints/volume.solve_volumes: volumes one after another (one constraint
     each, so nothing to run in parallel within it), every sum in the same order."""
     most = 0
     for k in range(rest.shape[0]):

@@ -9,15 +9,19 @@ A pressure above 1 inflates the rest volume (a balloon). One constraint touches 
 of its surface, so volumes are solved one after another (a loop over bodies, not particles).
 
 Every sum runs in a fixed order, one term after another (np.cumsum and np.bincount add
-sequentially), and kernels_numba.solve_volumes performs the same operations, so the two
-backends agree bit for bit.
+sequentially), and the compiled kernels.compiled.solve_volumes performs the same operations, so
+the two backends agree bit for bit.
 """
 
 import numpy as np
 
 
 class VolumeSolver:
-    def __init__(self, model):
+    """Per-volume particle lists and solve arrays, allocated once (V = volumes, P = their
+    particles, T = their triangles); ``solve`` runs through the kernel table."""
+
+    def __init__(self, model, kernels):
+        self.kernels = kernels
         w = model.particle_inv_mass
         pids, tris, pid_start, tri_start = [], [], [0], [0]
         for k in range(len(model.volume_rest)):
@@ -46,39 +50,43 @@ class VolumeSolver:
             self._h = h
         self.lam.fill(0.0)
 
-    def solve(self, x, rows=None, kernels=None):
-        """One pass over the volumes, in place on x (n, 3) [m]. kernels: the compiled module
-        (with rows = the (3, n) array behind x) or None for NumPy."""
-        if not self.count:
-            return
-        if kernels is not None:
-            kernels.solve_volumes(rows, self.particles, self.particle_start, self.tris,
-                                  self.tri_start, self.w, self.rest, self.alpha, self.lam)
-            return
-        for k in range(self.count):
-            pid = self.particles[self.particle_start[k]:self.particle_start[k + 1]]
-            tris = self.tris[self.tri_start[k]:self.tri_start[k + 1]]
-            w = self.w[self.particle_start[k]:self.particle_start[k + 1]]
-            xs = x[pid]
-            a, b, c = xs[tris[:, 0]], xs[tris[:, 1]], xs[tris[:, 2]]
-            ab = _cross(a, b)
-            vol = np.cumsum(ab[0] * c[:, 0] + ab[1] * c[:, 1] + ab[2] * c[:, 2])[-1] / 6.0
-            # dC/dx of each corner: (b x c) at a, (c x a) at b, (a x b) at c, summed per
-            # particle in the order corner a of every triangle, then b, then c
-            corner = tris.T.ravel()
-            bc, ca = _cross(b, c), _cross(c, a)
-            grad = [np.bincount(corner, weights=np.concatenate([bc[i], ca[i], ab[i]]),
-                                minlength=len(pid)) / 6.0 for i in range(3)]
-            alpha = self.alpha[k]
-            g2 = grad[0] * grad[0] + grad[1] * grad[1] + grad[2] * grad[2]
-            denom = np.cumsum(w * g2)[-1] + alpha
-            if not denom > 1e-300:
-                continue
-            dlam = (self.rest[k] - vol - alpha * self.lam[k]) / denom
-            self.lam[k] = self.lam[k] + dlam
-            wd = w * dlam
-            for i in range(3):
-                x[pid, i] = xs[:, i] + wd * grad[i]
+    def solve(self, X):
+        """One pass over the volumes, in place on positions X (3, n) [m]."""
+        if self.count:
+            self.kernels.solve_volumes(X, self.particles, self.particle_start, self.tris,
+                                       self.tri_start, self.w, self.rest, self.alpha, self.lam)
+
+
+def solve_volumes(X, particles, particle_start, tris, tri_start, w, rest, alpha, lam):
+    """The NumPy kernel: volumes one after another, in place on X (3, n) [m]. particles (P,)
+    int64 and particle_start (V + 1,): each volume's particles; tris (T, 3) int64 corners as
+    indices into its own particles, tri_start (V + 1,); w (P,) [1/kg]; rest (V,) [m^3];
+    alpha (V,) alpha / h^2; lam (V,) accumulated lambda."""
+    x = X.T
+    for k in range(len(rest)):
+        pid = particles[particle_start[k]:particle_start[k + 1]]
+        tri = tris[tri_start[k]:tri_start[k + 1]]
+        wk = w[particle_start[k]:particle_start[k + 1]]
+        xs = x[pid]
+        a, b, c = xs[tri[:, 0]], xs[tri[:, 1]], xs[tri[:, 2]]
+        ab = _cross(a, b)
+        vol = np.cumsum(ab[0] * c[:, 0] + ab[1] * c[:, 1] + ab[2] * c[:, 2])[-1] / 6.0
+        # dC/dx of each corner: (b x c) at a, (c x a) at b, (a x b) at c, summed per
+        # particle in the order corner a of every triangle, then b, then c
+        corner = tri.T.ravel()
+        bc, ca = _cross(b, c), _cross(c, a)
+        grad = [np.bincount(corner, weights=np.concatenate([bc[i], ca[i], ab[i]]),
+                            minlength=len(pid)) / 6.0 for i in range(3)]
+        al = alpha[k]
+        g2 = grad[0] * grad[0] + grad[1] * grad[1] + grad[2] * grad[2]
+        denom = np.cumsum(wk * g2)[-1] + al
+        if not denom > 1e-300:
+            continue
+        dlam = (rest[k] - vol - al * lam[k]) / denom
+        lam[k] = lam[k] + dlam
+        wd = wk * dlam
+        for i in range(3):
+            X[i, pid] = xs[:, i] + wd * grad[i]
 
 
 def _cross(a, b):

@@ -1,0 +1,47 @@
+"""Contacts: what the collide stage found this step, and the contact state of the substep.
+
+The collide stage (colliders.Colliders.collide) runs once per step and stores, for each
+collider, the particles that may touch it during the step: the candidate pairs (particle,
+collider), grouped by collider. The projection passes then write, per substep, how deep each
+particle was pushed and along which normal (friction and restitution read that back). Nothing
+here outlives a step, so a checkpoint does not hold it (state.py).
+
+n = particles, P = embedded points of tetrahedral bodies, q = candidate pairs, C = colliders.
+"""
+
+import numpy as np
+
+
+class Contacts:
+    def __init__(self, n, n_points, n_colliders):
+        # --- pairs found by the collide stage this step, grouped by collider
+        self.pair_particle = np.zeros(0, np.int64)         # (q,) int64 particle of each pair
+        self.pair_start = np.zeros(n_colliders + 1, np.int64)   # (C + 1,) pairs of collider k
+        # --- contact state of the current substep (allocated once, reset every substep)
+        self.depth = np.zeros(n)                 # (n,) float64 [m] normal correction this substep
+        self.used = np.zeros(n)                  # (n,) float64 [m] friction distance spent
+        self.touching = np.zeros(n, bool)        # (n,) bool touched a collider this substep
+        self.normal = np.zeros((n, 3))           # (n, 3) float64 last contact normal (unit)
+        self.motion = np.zeros((n, 3))           # (n, 3) float64 [m] collider motion at contact
+        self.collider = np.zeros(n, np.int64)    # (n,) int64 last collider touched
+        self.point_depth = np.zeros(n_points)    # (P,) float64 [m] embedded points
+        self.point_used = np.zeros(n_points)     # (P,) float64 [m]
+
+    def set_candidates(self, per_collider):
+        """Store the collide stage's result: per_collider, a list of C (k,) int64 particle
+        ids (unique within each), one list entry per collider."""
+        sizes = [len(ids) for ids in per_collider]
+        self.pair_start = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))).astype(np.int64)
+        self.pair_particle = np.concatenate(per_collider).astype(np.int64) if per_collider \
+            else np.zeros(0, np.int64)
+
+    def candidates(self, k):
+        """(k,) int64 the particles that may touch collider k this step."""
+        return self.pair_particle[self.pair_start[k]:self.pair_start[k + 1]]
+
+    def reset_substep(self):
+        self.depth.fill(0.0)
+        self.used.fill(0.0)
+        self.touching.fill(False)
+        self.point_depth.fill(0.0)
+        self.point_used.fill(0.0)

@@ -1,0 +1,42 @@
+"""The kernel table: every kernel the step calls, by name, with one signature on both backends.
+
+    kernels = table("numpy" | "numba")
+    kernels.solve_sticks(X, ...)           # the same call whichever backend runs
+
+The NumPy kernels are the readable reference and the fallback; each lives beside the physics it
+implements (integrator.py, constraints/*.py, collision/project.py). The compiled kernels
+(compiled.py, compiled_contact.py; Numba) perform the same floating-point operations in the same
+order, so the backends agree bit for bit (tests/solver/test_backends.py). Positions always
+travel as (3, n) coordinate rows X [m]. Physics classes take a table and never ask which backend
+it is. A new kernel is a NumPy function, its compiled mirror, and its name in KERNELS.
+"""
+
+from types import SimpleNamespace
+
+KERNELS = ("predict", "solve_sticks", "solve_volumes", "solve_shapes", "damp_shapes",
+           "project_collider", "project_points")
+
+
+def _numpy_table():
+    from ..collision.project import project_collider, project_points
+    from ..constraints.shapes import damp_shapes, solve_shapes
+    from ..constraints.sticks import solve_sticks
+    from ..constraints.volume import solve_volumes
+    from ..integrator import predict
+    return SimpleNamespace(backend="numpy", predict=predict, solve_sticks=solve_sticks,
+                           solve_volumes=solve_volumes, solve_shapes=solve_shapes,
+                           damp_shapes=damp_shapes, project_collider=project_collider,
+                           project_points=project_points)
+
+
+def table(backend):
+    """The kernel table of ``backend`` ("numpy" or "numba"; backend.choose picks one)."""
+    if backend == "numpy":
+        return _numpy_table()
+    if backend == "numba":
+        from .. import backend as _backend
+        module = _backend.numba_kernels()
+        if module is None:
+            raise ValueError(f"backend 'numba' is not available ({_backend.load_error()})")
+        return SimpleNamespace(backend="numba", **{name: getattr(module, name) for name in KERNELS})
+    raise ValueError(f"backend: expected 'numpy' or 'numba', got {backend!r}")

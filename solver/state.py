@@ -1,0 +1,133 @@
+"""What changes while a Simulation runs, beside the fixed Model: State, Control and Checkpoint.
+
+- State: what the step integrates (positions and the previous positions that hold Verlet's
+  velocity, the substep length, the clock). The step reads and writes it.
+- Control: what the user sets between steps (pin targets, collider placements, wind, air drag,
+  per-particle damping). The step reads it and never writes it, except that a collider's target
+  becomes its placement once a step has reached it.
+- Checkpoint: a State and a Control, copied. Resuming from one is bit-identical (bake equals
+  preview); ``to_arrays`` / ``from_arrays`` turn it into plain named arrays for a file.
+
+Contacts (collision/contacts.py) are neither: they are found afresh every step by the collide
+stage and hold nothing a resume needs. n = particles, p = pinned particles, C = colliders.
+"""
+
+from dataclasses import dataclass, field, fields, replace
+
+import numpy as np
+
+from .collision.frames import Frame
+from .forces import Wind
+
+
+@dataclass
+class State:
+    X: np.ndarray             # (3, n) float64 [m] positions, coordinate rows (what kernels take)
+    X_prev: np.ndarray        # (3, n) float64 [m] positions one substep ago (Verlet's x*)
+    v_start: np.ndarray       # (n, 3) float64 [m/s] velocity before the first step (no x* yet)
+    h: float = None           # [s] length of the last substep; None before the first step
+    time: float = 0.0         # [s] simulated time
+    step_index: int = 0       # steps taken
+
+    @classmethod
+    def at_rest(cls, x0):
+        """State of particles at x0 (n, 3) [m] with zero velocity."""
+        X = np.ascontiguousarray(np.asarray(x0, np.float64).T)
+        return cls(X, X.copy(), np.zeros((X.shape[1], 3)))
+
+    @property
+    def x(self):
+        """(n, 3) view of X [m]."""
+        return self.X.T
+
+    @property
+    def x_prev(self):
+        """(n, 3) view of X_prev [m]."""
+        return self.X_prev.T
+
+    def copy(self):
+        return replace(self, X=self.X.copy(), X_prev=self.X_prev.copy(),
+                       v_start=self.v_start.copy())
+
+    def assign(self, other):
+        """Copy other's values into this State's own arrays (views of them stay valid)."""
+        if other.X.shape != self.X.shape:
+            raise ValueError(f"state: positions have shape {other.X.T.shape}, "
+                             f"expected {self.X.T.shape}")
+        self.X[:] = other.X
+        self.X_prev[:] = other.X_prev
+        self.v_start[:] = other.v_start
+        self.h, self.time, self.step_index = other.h, other.time, other.step_index
+
+
+@dataclass
+class Control:
+    pin_target: np.ndarray         # (p, 3) float64 [m] where pinned particles go in the next step
+    particle_damping: np.ndarray   # (n,) float64 fraction of velocity removed per second, extra
+    collider_frame: list           # C frames.Frame: each collider's placement now
+    collider_target: list          # C frames.Frame: its placement at the end of the next step
+    wind: Wind = field(default_factory=Wind)
+    air_drag: float = 0.0          # [kg / (m^2 s)] linear drag coefficient of surfaces
+
+    def copy(self):
+        # frames are immutable tuples of arrays nobody writes: the lists are copied, the frames
+        # shared (colliders tell "at rest" by identity of frame and target)
+        return replace(self, pin_target=self.pin_target.copy(),
+                       particle_damping=self.particle_damping.copy(),
+                       collider_frame=list(self.collider_frame),
+                       collider_target=list(self.collider_target),
+                       wind=self.wind.copy())
+
+    def assign(self, other):
+        if other.pin_target.shape != self.pin_target.shape \
+                or len(other.collider_frame) != len(self.collider_frame):
+            raise ValueError("state: its pins or colliders do not match this simulation's model")
+        self.pin_target[:] = other.pin_target
+        self.particle_damping[:] = other.particle_damping
+        self.collider_frame = list(other.collider_frame)
+        self.collider_target = list(other.collider_target)
+        self.wind = other.wind.copy()
+        self.air_drag = other.air_drag
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Everything a Simulation needs to resume bit-identically (Simulation.get_state)."""
+    state: State
+    control: Control
+
+    def to_arrays(self):
+        """{name: ndarray} of plain arrays (for np.savez); from_arrays reads it back."""
+        out = {f"state.{f.name}": np.asarray(np.nan if getattr(self.state, f.name) is None
+                                             else getattr(self.state, f.name))
+               for f in fields(State)}
+        c = self.control
+        for key in ("collider_frame", "collider_target"):
+            frames = getattr(c, key)
+            for j, part in enumerate(Frame._fields):
+                out[f"control.{key}.{part}"] = np.array([f[j] for f in frames]).reshape(
+                    len(frames), *((3, 3) if j == 0 else (3,)))
+        for key, value in c.wind.to_arrays().items():
+            out[f"control.wind.{key}"] = value
+        out["control.pin_target"] = c.pin_target
+        out["control.particle_damping"] = c.particle_damping
+        out["control.air_drag"] = np.asarray(c.air_drag)
+        return out
+
+    @classmethod
+    def from_arrays(cls, data):
+        """The Checkpoint that to_arrays wrote (``data``: a mapping such as np.load's)."""
+        h = float(data["state.h"])
+        state = State(np.array(data["state.X"]), np.array(data["state.X_prev"]),
+                      np.array(data["state.v_start"]), None if np.isnan(h) else h,
+                      float(data["state.time"]), int(data["state.step_index"]))
+        frames = {}
+        for key in ("collider_frame", "collider_target"):
+            parts = [np.array(data[f"control.{key}.{p}"]) for p in Frame._fields]
+            frames[key] = [Frame(*(p[i] for p in parts)) for i in range(len(parts[0]))]
+        wind = Wind.from_arrays({k.rpartition(".")[2]: data[k] for k in data
+                                 if k.startswith("control.wind.")})
+        control = Control(np.array(data["control.pin_target"]),
+                          np.array(data["control.particle_damping"]), frames["collider_frame"],
+                          frames["collider_target"], wind, float(data["control.air_drag"]))
+        return cls(state, control)
