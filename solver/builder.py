@@ -11,6 +11,7 @@ import numpy as np
 
 from .collision import frames as frames
 from .constraints.coloring import color_order, greedy_colors
+from .constraints.partition import partition_sticks
 from .geometry import fan_triangles, polygon_areas, signed_volume
 from .mesh import cloth_topology, normalize_faces
 from .model import STICK_KINDS, STICK_SOURCES, Model
@@ -354,8 +355,8 @@ class Builder:
         both_pinned = (inv_mass[pairs[:, 0]] == 0) & (inv_mass[pairs[:, 1]] == 0)
         keep = ~both_pinned                      # nothing to solve between two pinned particles
         pairs, rest, comp, kind, source = pairs[keep], rest[keep], comp[keep], kind[keep], source[keep]
-        order, stick_offsets = color_order(_grouped_colors(pairs, source, n)) if pairs.size \
-            else (np.zeros(0, np.int64), np.zeros(1, np.int64))
+        part = partition_sticks(pairs, _grouped_colors(pairs, source, n), n)
+        order = part["order"]
 
         # shape-matching clusters, coloured as groups of particles
         if self._clusters:
@@ -388,7 +389,10 @@ class Builder:
             particle_radius=np.concatenate(self._radius), particle_area=np.concatenate(self._area),
             stick_particles=pairs[order], stick_rest_length=rest[order],
             stick_compliance=comp[order], stick_kind=kind[order], stick_source=source[order],
-            stick_color_offsets=stick_offsets,
+            stick_batch_offsets=part["batch_offsets"],
+            stick_group_task_start=part["group_task_start"],
+            stick_task_range_start=part["task_range_start"],
+            stick_range_lo=part["range_lo"], stick_range_hi=part["range_hi"],
             shape_particles=sp.astype(np.int64), shape_cluster=sc.astype(np.int64),
             shape_rest_offset=rest_off, shape_cluster_start=shape_start,
             shape_compliance=shape_comp, shape_damping=shape_damp,

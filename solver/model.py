@@ -2,7 +2,8 @@
 
 A Model is made by ``Builder.build()`` and never changes while a Simulation runs; what changes
 (positions, collider placement, pin targets) lives in the Simulation's state. Shapes use
-n = particles, m = sticks, c = stick colours, K = shape-matching clusters, e = cluster entries,
+n = particles, m = sticks, S / G / T / R = stick batches / groups / tasks / ranges,
+K = shape-matching clusters, e = cluster entries,
 V = volumes, T = volume triangles, B = tetrahedral bodies, P = embedded points, C = colliders,
 F = surface triangles. Units: metres, kilograms, seconds.
 """
@@ -27,13 +28,19 @@ class Model:
     particle_area: np.ndarray        # (n,) float64 [m^2] share of surface area (aerodynamics)
 
     # --- sticks: every distance constraint (user sticks, cloth stretch/shear/bend, tetra edges),
-    # sorted by colour so colour k is rows stick_color_offsets[k]:stick_color_offsets[k+1]
+    # in the order of their partition (constraints/partition.py): batch s (one colour of the
+    # blocks of one group; no two sticks share a particle) is rows
+    # stick_batch_offsets[s]:stick_batch_offsets[s + 1]
     stick_particles: np.ndarray      # (m, 2) int64 particle ids
     stick_rest_length: np.ndarray    # (m,) float64 [m] > 0
     stick_compliance: np.ndarray     # (m,) float64 [m/N] XPBD compliance, 0 = rigid
     stick_kind: np.ndarray           # (m,) int8 STICK_EQUAL | STICK_MIN | STICK_MAX
     stick_source: np.ndarray         # (m,) int8 index into STICK_SOURCES
-    stick_color_offsets: np.ndarray  # (c + 1,) int64
+    stick_batch_offsets: np.ndarray  # (S + 1,) int64 batches, relaxed in this order
+    stick_group_task_start: np.ndarray  # (G + 1,) int64 tasks of group g (run in parallel)
+    stick_task_range_start: np.ndarray  # (T + 1,) int64 ranges of task t (one thread, in order)
+    stick_range_lo: np.ndarray       # (R,) int64 first stick of each range
+    stick_range_hi: np.ndarray       # (R,) int64 one past its last stick
 
     # --- shape matching (Mueller et al. 2005): entries sorted by cluster, clusters by colour
     shape_particles: np.ndarray      # (e,) int64 particle id of each entry

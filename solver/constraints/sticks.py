@@ -17,8 +17,9 @@ not store it, so ``lam`` is only meaningful between the sweeps of one substep). 
 kinds clamp the accumulated lambda (>= 0 for "min", <= 0 for "max"), which is the standard way to
 make an XPBD constraint one-sided.
 
-Sticks are relaxed colour after colour (constraints/coloring.py); within a colour no two share a
-particle. ``solve_sticks`` below is the NumPy kernel; kernels/compiled.py has its compiled mirror
+Sticks are relaxed colour after colour (constraints/coloring.py; within a colour no two share a
+particle), block by block (constraints/partition.py: blocks that write disjoint particles run in
+parallel, so a sweep waits for its threads once per group of blocks, not once per colour). ``solve_sticks`` below is the NumPy kernel; kernels/compiled.py has its compiled mirror
 with the same signature (the kernel table, kernels/__init__.py, picks one).
 """
 
@@ -37,7 +38,12 @@ class StickSolver:
         self.kernels = kernels
         w = model.particle_inv_mass
         kind = model.stick_kind
-        self.offsets = model.stick_color_offsets              # (c + 1,) int64
+        # the partition (constraints/partition.py): NumPy batches, compiled groups and tasks
+        self.batch_offsets = model.stick_batch_offsets        # (S + 1,) int64
+        self.group_task_start = model.stick_group_task_start  # (G + 1,) int64
+        self.task_range_start = model.stick_task_range_start  # (T + 1,) int64
+        self.range_lo = model.stick_range_lo                  # (R,) int64
+        self.range_hi = model.stick_range_hi                  # (R,) int64
         self.rest = model.stick_rest_length                   # (m,) float64 [m]
         self.compliance = model.stick_compliance              # (m,) float64 [m/N]
         self.one_sided = bool(np.any(kind != 0))
@@ -65,8 +71,10 @@ class StickSolver:
         first / last: this is the substep's first / last sweep (lambda is zero before it, and
         not needed after it)."""
         self.kernels.solve_sticks(X, self.i, self.j, self.rest, self.inv_mass, self.alpha,
-                                  self.lam, self.kind, self.offsets, float(omega),
-                                  self.one_sided, not first, not last)
+                                  self.lam, self.kind, self.batch_offsets,
+                                  self.group_task_start, self.task_range_start, self.range_lo,
+                                  self.range_hi, float(omega), self.one_sided, not first,
+                                  not last)
 
     def max_strain(self, x):
         """Largest relative length error |len - rest| / rest over all sticks (diagnostics)."""
@@ -76,17 +84,19 @@ class StickSolver:
         return float(np.max(np.abs(length - self.rest) / self.rest))
 
 
-def solve_sticks(X, si, sj, rest, inv_mass, alpha, lam, kind, offsets, omega, one_sided,
-                 read_lam, write_lam):
-    """One sweep of XPBD sticks colour after colour, vectorised within a colour (the NumPy
-    kernel). X (3, n) [m] in place (gathering three 1-D rows is about 4x faster in NumPy than
-    rows of an (n, 3) array); si, sj (m,) int particle ids; rest (m,) [m]; inv_mass (n,) [1/kg];
-    alpha (m,) alpha / h^2; lam (m,) accumulated lambda; kind (m,) int8; offsets (c + 1,) int64;
-    read_lam False: lambda is zero (the substep's first sweep); write_lam False: lambda is not
-    stored (nothing reads it again this substep)."""
+def solve_sticks(X, si, sj, rest, inv_mass, alpha, lam, kind, batch_offsets, group_task_start,
+                 task_range_start, range_lo, range_hi, omega, one_sided, read_lam, write_lam):
+    """One sweep of XPBD sticks batch after batch, vectorised within a batch (the NumPy kernel;
+    a batch is one colour of the blocks of one group, constraints/partition.py, so no two of its
+    sticks share a particle). X (3, n) [m] in place (gathering three 1-D rows is about 4x faster
+    in NumPy than rows of an (n, 3) array); si, sj (m,) int particle ids; rest (m,) [m];
+    inv_mass (n,) [1/kg]; alpha (m,) alpha / h^2; lam (m,) accumulated lambda; kind (m,) int8;
+    batch_offsets (S + 1,) int64; the groups, tasks and ranges are the compiled kernel's (unused
+    here); read_lam False: lambda is zero (the substep's first sweep); write_lam False: lambda is
+    not stored (nothing reads it again this substep)."""
     px, py, pz = X
-    for c in range(len(offsets) - 1):
-        s = slice(int(offsets[c]), int(offsets[c + 1]))
+    for c in range(len(batch_offsets) - 1):
+        s = slice(int(batch_offsets[c]), int(batch_offsets[c + 1]))
         i, j = si[s], sj[s]
         wi, wj = inv_mass[i], inv_mass[j]
         dx = px[i] - px[j]

@@ -46,55 +46,69 @@ def predict(X, Xp, a_h2, keep, lim):
         X[2, p] += dz
 
 
-@njit(cache=True, parallel=True, fastmath=False)
-def solve_sticks(X, si, sj, rest, inv_mass, alpha, lam, kind, offsets, omega, one_sided,
+@njit(cache=True, fastmath=False, inline="always")
+def _relax_stick(px, py, pz, si, sj, rest, inv_mass, alpha, lam, kind, k, omega, one_sided,
                  read_lam, write_lam):
-    """One Gauss-Seidel sweep of XPBD sticks, colour after colour (constraints/sticks.py). kind (m,) int8:
-    0 equal, 1 min (lambda >= 0), 2 max (lambda <= 0). read_lam False: lambda is zero (the
-    substep's first sweep); write_lam False: lambda is not needed after this sweep. Either way
-    the arithmetic is the NumPy kernel's: alpha * 0 and x - 0 change no bits."""
+    """Stick k's XPBD projection (constraints/sticks.solve_sticks, one item of it). kind: 0 equal,
+    1 min (lambda >= 0), 2 max (lambda <= 0). read_lam False: lambda is zero (the substep's first
+    sweep); write_lam False: lambda is not needed after this sweep. Either way the arithmetic is
+    the NumPy kernel's: alpha * 0 and x - 0 change no bits."""
+    i = si[k]
+    j = sj[k]
+    dx = px[i] - px[j]
+    dy = py[i] - py[j]
+    dz = pz[i] - pz[j]
+    length = np.sqrt(dx * dx + dy * dy + dz * dz)
+    wi = inv_mass[i]
+    wj = inv_mass[j]
+    al = alpha[k]
+    lam_k = lam[k] if read_lam else 0.0
+    if read_lam:
+        dlam = (rest[k] - length - al * lam_k) / (wi + wj + al)
+    else:
+        dlam = (rest[k] - length) / (wi + wj + al)
+    if omega != 1.0:
+        dlam *= omega
+    if one_sided:
+        new = lam_k + dlam
+        kd = kind[k]
+        if kd == 1:
+            new = min(max(new, 0.0), np.inf)
+        elif kd == 2:
+            new = min(max(new, -np.inf), 0.0)
+        dlam = new - lam_k
+        if write_lam:
+            lam[k] = new
+    elif write_lam:
+        lam[k] = lam_k + dlam
+    dlam /= max(length, _EPS)
+    s_i = wi * dlam
+    s_j = wj * dlam
+    px[i] += dx * s_i
+    py[i] += dy * s_i
+    pz[i] += dz * s_i
+    px[j] -= dx * s_j
+    py[j] -= dy * s_j
+    pz[j] -= dz * s_j
+
+
+@njit(cache=True, parallel=True, fastmath=False)
+def solve_sticks(X, si, sj, rest, inv_mass, alpha, lam, kind, batch_offsets, group_task_start,
+                 task_range_start, range_lo, range_hi, omega, one_sided, read_lam, write_lam):
+    """One Gauss-Seidel sweep of XPBD sticks over the partition (constraints/partition.py):
+    groups one after another, the tasks (blocks) of a group in parallel, each task's stick
+    ranges in order on one thread. One wait per group, not per colour. batch_offsets is the
+    NumPy kernel's (unused here: the tasks' ranges cover the same sticks in an order that gives
+    the same bits)."""
     px = X[0]
     py = X[1]
     pz = X[2]
-    for c in range(offsets.shape[0] - 1):
-        for k in prange(offsets[c], offsets[c + 1]):
-            i = si[k]
-            j = sj[k]
-            dx = px[i] - px[j]
-            dy = py[i] - py[j]
-            dz = pz[i] - pz[j]
-            length = np.sqrt(dx * dx + dy * dy + dz * dz)
-            wi = inv_mass[i]
-            wj = inv_mass[j]
-            al = alpha[k]
-            lam_k = lam[k] if read_lam else 0.0
-            if read_lam:
-                dlam = (rest[k] - length - al * lam_k) / (wi + wj + al)
-            else:
-                dlam = (rest[k] - length) / (wi + wj + al)
-            if omega != 1.0:
-                dlam *= omega
-            if one_sided:
-                new = lam_k + dlam
-                kd = kind[k]
-                if kd == 1:
-                    new = min(max(new, 0.0), np.inf)
-                elif kd == 2:
-                    new = min(max(new, -np.inf), 0.0)
-                dlam = new - lam_k
-                if write_lam:
-                    lam[k] = new
-            elif write_lam:
-                lam[k] = lam_k + dlam
-            dlam /= max(length, _EPS)
-            s_i = wi * dlam
-            s_j = wj * dlam
-            px[i] += dx * s_i
-            py[i] += dy * s_i
-            pz[i] += dz * s_i
-            px[j] -= dx * s_j
-            py[j] -= dy * s_j
-            pz[j] -= dz * s_j
+    for g in range(group_task_start.shape[0] - 1):
+        for t in prange(group_task_start[g], group_task_start[g + 1]):
+            for r in range(task_range_start[t], task_range_start[t + 1]):
+                for k in range(range_lo[r], range_hi[r]):
+                    _relax_stick(px, py, pz, si, sj, rest, inv_mass, alpha, lam, kind, k,
+                                 omega, one_sided, read_lam, write_lam)
 
 
 # ---------------------------------------------------------------------------- shape matching
