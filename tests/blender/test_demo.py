@@ -8,9 +8,9 @@ import os
 import numpy as np
 import pytest
 
-bpy = pytest.importorskip("bpy")
+from conftest import ROOT, import_bpy
 
-from conftest import ROOT  # noqa: E402
+bpy = import_bpy()
 
 
 def _demo():

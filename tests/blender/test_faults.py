@@ -8,7 +8,9 @@ import os
 import numpy as np
 import pytest
 
-bpy = pytest.importorskip("bpy")
+from conftest import import_bpy
+
+bpy = import_bpy()
 
 import bmesh  # noqa: E402  (importable once bpy is)
 import scenes  # noqa: E402
