@@ -82,8 +82,8 @@ def test_max_speed_bounds_free_fall():
     g t = 9.8 m/s after 1 s. With the clamp |v| never exceeds its bound (to 1e-12 relative) in
     any step, and once the bound is reached the particle falls at exactly that speed: from the
     step after g t passes the bound, |v| equals it, and over the last 1/3 s (both clamped by
-    then) each particle descends bound x 1/3 s. Mutation seen to fail: the clamp skipped (NumPy Simulation.step and
-    compiled kernels_numba.predict)."""
+    then) each particle descends bound x 1/3 s. Mutation seen to fail: the clamp skipped
+    (NumPy Simulation.step and compiled kernels_numba.predict)."""
     bounds = np.array([2.0, 5.0])
     b = Builder()
     b.add_particles([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], mass=1.0)
