@@ -313,16 +313,17 @@ def _wind_perturbation(turbulence, seed=0):
 
 def test_turbulence_amplitude_scales_linearly():
     """The gusts are |W| turbulence times a fixed, seeded field: with turbulence 0 the wind is
-    uniform (perturbation below 1e-8 m/s), and doubling turbulence doubles the perturbation at
-    every point (to 1e-8 m/s on a 2 m/s field). Its root mean square over space is
+    uniform (the same at every point to 1e-8 m/s), and doubling turbulence doubles the
+    perturbation at every point (to 1e-4 m/s on a field reaching 2 m/s; measured 3e-9 with the
+    wind held over the step, and the bound leaves room for a wind evaluated every substep). Its root mean square over space is
     |W| turbulence / sqrt(2) (three waves with amplitude vectors of squared length 1/3, each
     sin^2 averaging 1/2): averaged over 8 seeds, the mean square over the cube is within 10 %
     of (|W| turbulence)^2 / 2. Mutation seen to fail: the perturbation's amplitude taken as |W|,
     turbulence ignored (forces.Wind.at, the one implementation both backends use)."""
-    assert np.abs(_wind_perturbation(0.0)).max() < 1e-8
+    assert np.ptp(_wind_perturbation(0.0), axis=0).max() < 1e-8
     small, large = _wind_perturbation(0.3), _wind_perturbation(0.6)
     assert np.abs(small).max() > 1.0
-    np.testing.assert_allclose(large, 2.0 * small, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(large, 2.0 * small, rtol=0, atol=1e-4)
     turbulence = 0.5
     mean_square = np.mean([np.mean(np.sum(_wind_perturbation(turbulence, s) ** 2, axis=1))
                            for s in range(8)])
