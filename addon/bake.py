@@ -136,6 +136,7 @@ class BakeResult:
         self.last = None
         self.cancelled = False
         self.error = None
+        self.warnings = []        # [(object name, message)] from building the simulation
         self.seconds = 0.0
 
 
@@ -181,6 +182,7 @@ def iterate(context, frame_start, frame_end, res, progress=None):
             with display_muted(scene):
                 depsgraph = context.evaluated_depsgraph_get()
                 ss = SceneSim(scene, depsgraph)
+            res.warnings = list(ss.warnings)
             res.start = res.last = frame_start
             for body in ss.bodies:
                 res.frames[body.name] = [ss.result(body)]
@@ -228,7 +230,8 @@ def store(scene, res):
             obj["verlet_rest_matrix"] = np.array(frames[0], dtype=np.float64).ravel().tolist()
         where = "in memory (save the .blend to keep it)" if path is None else "on disk"
         partial = " (cancelled: frames kept)" if res.cancelled else ""
-        obj["verlet_status"] = f"Baked {res.start}-{res.last}{partial}, {where}"
+        notes = "".join(f"; warning: {msg}" for owner, msg in res.warnings if owner == name)
+        obj["verlet_status"] = f"Baked {res.start}-{res.last}{partial}, {where}{notes}"
     return paths
 
 
@@ -422,6 +425,8 @@ def _live_playback(scene, frame, step=True):
             ss = SceneSim(scene, bpy.context.evaluated_depsgraph_get())
         _live.update(sim=ss, start=start, last=start, scene=scene.name,
                      frames={start: {b.name: ss.result(b) for b in ss.bodies}})
+        for _, msg in ss.warnings:
+            _report(msg)
         # Added: show the start state (the user's mesh), as Blender Cloth does at its start
         # frame; the display used to keep the last frame played. Rigid bodies remember their
         # rest so that the next reset starts from it, not from where they landed.

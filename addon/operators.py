@@ -51,12 +51,17 @@ class VERLET_OT_bake(bpy.types.Operator):
             scene["verlet_error"] = str(exc)
             return {"CANCELLED"}
         scene["verlet_error"] = res.error or ""
+        # what the simulation left out (e.g. a soft body's volume) goes with the outcome, in one
+        # report, so the status bar shows both
+        notes = "".join(f"; {msg}" for _, msg in res.warnings)
         if res.error:
-            self.report({"ERROR"}, f"Bake stopped at {res.error}; frames {res.start}-{res.last} kept")
+            self.report({"ERROR"}, f"Bake stopped at {res.error}; frames {res.start}-{res.last} "
+                                   f"kept{notes}")
         elif res.cancelled:
-            self.report({"WARNING"}, f"Bake cancelled; frames {res.start}-{res.last} kept")
+            self.report({"WARNING"}, f"Bake cancelled; frames {res.start}-{res.last} kept{notes}")
         else:
-            self.report({"INFO"}, f"Baked frames {res.start}-{res.last} in {res.seconds:.1f} s")
+            self.report({"WARNING"} if notes else {"INFO"},
+                        f"Baked frames {res.start}-{res.last} in {res.seconds:.1f} s{notes}")
         bake.on_frame_change(scene)
         return {"FINISHED"}
 

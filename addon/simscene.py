@@ -107,6 +107,9 @@ class SceneSim:
         self.scene = scene
         self.bodies = []
         self.colliders = []                 # (object name, collider index, local offset)
+        # [(object name, message)]: what the simulation leaves out of an object's settings, for
+        # the bake's report and status (the message names the object and the cause)
+        self.warnings = []
         from .properties import invalid_settings
         bad = invalid_settings(scene.verlet)
         if bad:
@@ -241,8 +244,13 @@ class SceneSim:
                     b.add_volume(ids[faces] if isinstance(faces, np.ndarray)
                                  else [ids[f] for f in faces],
                                  pressure=max(getattr(obj.verlet, "pressure", 1.0), 1e-3))
-                except ValueError:
-                    pass        # an open surface encloses no volume: shape matching alone
+                except ValueError as exc:
+                    # an open or flat surface encloses no volume: the body still runs, held by
+                    # shape matching alone, and the user is told so (it used to be dropped
+                    # without a word)
+                    self.warnings.append((obj.name, (
+                        f"{obj.name}: its volume is not kept ({exc}); shape matching alone "
+                        "holds its shape. Close the mesh, or turn Volume off")))
             return ids
         if kind == "RIGID":
             b.add_shape_match(ids, stiffness=1.0)

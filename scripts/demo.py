@@ -52,13 +52,17 @@ def fresh_session():
 
 
 # ---------------------------------------------------------------------- building
-def _set(settings, name, value, used, missing):
-    """settings.name = value when the property exists (properties are still being added)."""
-    if hasattr(settings, name):
-        setattr(settings, name, value)
-        used.add(name)
-    else:
-        missing.add(name)
+def _set(settings, name, value, used):
+    """settings.name = value, recording the name in ``used``. A setting the add-on does not
+    have raises AttributeError naming it and its owner: the demo used to skip such settings and
+    list them at the end, so a renamed property quietly baked a different scene."""
+    if not hasattr(settings, name):
+        owner = settings.id_data
+        raise AttributeError(f"demo: {type(owner).__name__} '{owner.name}' has no Verlet setting "
+                             f"'{name}' (the demo sets it to {value!r}); the add-on's "
+                             "properties and the demo's scene disagree")
+    setattr(settings, name, value)
+    used.add(name)
 
 
 def _active():
@@ -89,7 +93,8 @@ def _mesh_object(name, verts, faces, location=(0, 0, 0)):
 
 def build_scene(cfg=None):
     """Build the demo scene in the current (empty, extension registered) Blender session.
-    Returns {"objects": {role: object}, "used": property names set, "missing": names absent}."""
+    Returns {"objects": {role: object}, "used": property names set beyond CONTRACT.md}.
+    A setting the add-on does not have raises AttributeError naming it (see _set)."""
     import bmesh
     import bpy
     cfg = cfg or Config()
@@ -97,12 +102,12 @@ def build_scene(cfg=None):
     scene.render.fps = 24
     scene.frame_start, scene.frame_end = 1, cfg.frames
     scene.frame_set(1)
-    used, missing = set(), set()
+    used = set()
     sv = scene.verlet
     sv.substeps = cfg.substeps
     sv.iterations = 1
     for key, value in WIND.items():
-        _set(sv, key, value, used, missing)
+        _set(sv, key, value, used)
     objs = {}
 
     def kind(obj, k, **settings):
@@ -111,7 +116,7 @@ def build_scene(cfg=None):
             if key in ("mass", "friction", "thickness", "pin_group", "collider_shape"):
                 setattr(obj.verlet, key, value)          # in CONTRACT.md
             else:
-                _set(obj.verlet, key, value, used, missing)
+                _set(obj.verlet, key, value, used)
         return obj
 
     # ground
@@ -269,7 +274,7 @@ def build_scene(cfg=None):
     objs["jelly"] = jelly
 
     bpy.context.view_layer.update()
-    return {"objects": objs, "used": used, "missing": missing}
+    return {"objects": objs, "used": used}
 
 
 # ---------------------------------------------------------------------- the run
@@ -369,8 +374,6 @@ def report(cfg, objs, built, facts, timings, bake_s, out, engine, ext):
     print(f"  wind: {WIND['wind_strength']} m/s towards {WIND['wind_direction']}, turbulence "
           f"{WIND['wind_turbulence']}")
     print(f"  Scene/Object.verlet properties used beyond CONTRACT.md: {sorted(built['used'])}")
-    if built["missing"]:
-        print(f"  not present (skipped): {sorted(built['missing'])}")
     f = facts
     cm = 100.0
     print("  physics:")

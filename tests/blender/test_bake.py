@@ -6,7 +6,9 @@ import types
 import numpy as np
 import pytest
 
-bpy = pytest.importorskip("bpy")
+from conftest import import_bpy
+
+bpy = import_bpy()
 
 import scenes  # noqa: E402  (tests/blender, shared scene builders)
 

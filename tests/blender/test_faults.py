@@ -4,11 +4,14 @@ mesh, and the user's mesh, shape keys and vertex groups hash the same before and
 
 import math
 import os
+import types
 
 import numpy as np
 import pytest
 
-bpy = pytest.importorskip("bpy")
+from conftest import import_bpy
+
+bpy = import_bpy()
 
 import bmesh  # noqa: E402  (importable once bpy is)
 import scenes  # noqa: E402
@@ -84,6 +87,51 @@ def test_cloth_mesh_without_faces(extension):
     _refused("Strands", "faces")
     _live_refused("Strands", "faces")
     assert scenes.user_hashes(obj) == before
+
+
+def _bake_reports():
+    """verlet.bake's execute() bound to a plain object that records its reports (the bpy.ops
+    call does not return WARNING or INFO reports); returns (result, [(kinds, message)])."""
+    from verlet_physics.addon.operators import VERLET_OT_bake as Op
+    op = types.SimpleNamespace(reports=[])
+    op.report = lambda kind, msg: op.reports.append((set(kind), msg))
+    op._finish = Op._finish.__get__(op)
+    return Op.execute(op, bpy.context), op.reports
+
+
+def test_open_soft_body_bakes_saying_its_volume_is_not_kept(extension, capsys):
+    """A soft body whose mesh is open (a grid) encloses no volume, so no volume constraint can
+    be made: it still bakes, held by shape matching, and the bake says so, naming the object and
+    the cause: in the operator's report (a WARNING), in the object's cache status, and in live
+    playback's report. With Volume off it says nothing. (The ValueError used to be dropped
+    without a word.)"""
+    bake, _, _ = _addon()
+    scene = scenes.set_range(1, 6)
+    scenes.ground()
+    sheet = scenes.link(bpy.data.objects.new("Sheet", scenes.grid_mesh("Sheet", 5, 1.0)))
+    sheet.location.z = 0.5
+    sheet.verlet.kind = "SOFT"
+    sheet.verlet.use_volume = True
+    before = scenes.user_hashes(sheet)
+    result, reports = _bake_reports()
+    assert result == {"FINISHED"}
+    cause = "the surface is not closed"
+    assert [kinds for kinds, msg in reports if "Sheet" in msg and cause in msg] == [{"WARNING"}]
+    status = sheet["verlet_status"]
+    assert status.startswith("Baked 1-6") and "warning" in status and "Sheet" in status \
+        and cause in status and "Volume" in status, status
+    assert scene.get("verlet_error", "") == ""
+    assert scenes.user_hashes(sheet) == before
+    bake.free(scene)                                    # live playback reports it too
+    capsys.readouterr()
+    scene.frame_set(2)
+    scene.frame_set(1)
+    out = capsys.readouterr().out
+    assert "Verlet Physics: Sheet: its volume is not kept" in out and cause in out, out
+    sheet.verlet.use_volume = False                     # asked for no volume: nothing to say
+    result, reports = _bake_reports()
+    assert result == {"FINISHED"} and [k for k, _ in reports] == [{"INFO"}], reports
+    assert "warning" not in sheet["verlet_status"]
 
 
 def test_modifier_changing_vertex_count(extension):

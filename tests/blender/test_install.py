@@ -21,9 +21,9 @@ import zipfile
 import numpy as np
 import pytest
 
-from conftest import ROOT, run_installed_child
+from conftest import ROOT, import_bpy, run_installed_child
 
-pytest.importorskip("bpy")
+import_bpy()
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import build_extension  # noqa: E402
 

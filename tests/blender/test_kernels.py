@@ -12,11 +12,9 @@ import os
 import subprocess
 import sys
 
-import pytest
+from conftest import ROOT, import_bpy
 
-from conftest import ROOT
-
-bpy = pytest.importorskip("bpy")
+bpy = import_bpy()
 
 CHILD = r'''
 import json, os, sys, threading, time

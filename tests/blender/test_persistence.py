@@ -8,7 +8,9 @@ import shutil
 import numpy as np
 import pytest
 
-bpy = pytest.importorskip("bpy")
+from conftest import import_bpy
+
+bpy = import_bpy()
 
 import scenes  # noqa: E402
 

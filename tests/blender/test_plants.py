@@ -4,7 +4,9 @@ exposed area the add-on gives them (strands have no faces), and stand still with
 import numpy as np
 import pytest
 
-bpy = pytest.importorskip("bpy")
+from conftest import import_bpy
+
+bpy = import_bpy()
 
 
 def _strand(name, x0):

@@ -1,9 +1,10 @@
 """The extension registers into Blender (bpy) with the properties CONTRACT.md names."""
 
 import numpy as np
-import pytest
 
-bpy = pytest.importorskip("bpy")
+from conftest import import_bpy
+
+bpy = import_bpy()
 
 
 def test_root_import_does_no_bpy_work():

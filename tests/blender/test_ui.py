@@ -14,7 +14,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-bpy = pytest.importorskip("bpy")
+from conftest import import_bpy
+
+bpy = import_bpy()
 
 PANELS = ("PHYSICS_PT_verlet", "PHYSICS_PT_verlet_physical", "PHYSICS_PT_verlet_shape",
           "PHYSICS_PT_verlet_collisions", "PHYSICS_PT_verlet_forces", "PHYSICS_PT_verlet_cache")
