@@ -7,9 +7,19 @@ status bar says "compiling solver kernels" until it is done, so an artist who th
 or bakes finds the kernels ready (or waits only for the rest, with the message showing). In a
 background Blender (command line, render farm, tests) nothing starts on its own: the first
 simulation compiles in the foreground and prints the same message.
+
+Which kernels can run is decided by what the package bundles: each platform zip carries Numba and
+llvmlite wheels for the Pythons of the Blenders it supports, and Blender's installer extracts the
+ones for its own Python. A Blender on any other Python (a newer release, a Linux distribution's
+build on its system Python) or platform runs the NumPy kernels; missing_kernels() says why, from
+the package's own manifest, so the panel can name the Python instead of an import error.
 """
 
+import os
+import platform as _platform
+import sys
 import threading
+import tomllib
 
 import bpy
 
@@ -30,6 +40,67 @@ def status(text):
             pass
     if text:
         print(f"Verlet Physics: {text}")
+
+
+MANIFEST = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "blender_manifest.toml")
+# wheel platform tag suffix -> Blender's platform name (the manifest's "platforms" spelling)
+_WHEEL_ARCH = (("manylinux", "_x86_64", "linux-x64"), ("manylinux", "_aarch64", "linux-arm64"),
+               ("win", "_amd64", "windows-x64"), ("win", "_arm64", "windows-arm64"),
+               ("macosx", "_arm64", "macos-arm64"), ("macosx", "_x86_64", "macos-x64"))
+
+
+def blender_platform(sys_platform=sys.platform, machine=None):
+    """This machine as Blender's extension platforms name it: "linux-x64", "macos-arm64", ..."""
+    machine = (machine if machine is not None else _platform.machine()).lower()
+    system = {"linux": "linux", "win32": "windows", "darwin": "macos"}.get(sys_platform,
+                                                                           sys_platform)
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(machine,
+                                                                                   machine)
+    return f"{system}-{arch}"
+
+
+def bundled_pythons(wheels, platform):
+    """The Pythons ("3.11", ...) for which ``wheels`` (a manifest's list of wheel paths) bring
+    Numba to ``platform``."""
+    found = set()
+    for w in wheels:
+        parts = os.path.basename(w)[:-4].split("-")      # name-ver(-build)-py-abi-platform
+        name, py_tag, plat_tag = parts[0], parts[-3], parts[-1]
+        if name != "numba" or not py_tag.startswith("cp"):
+            continue
+        for prefix, suffix, plat in _WHEEL_ARCH:
+            if plat == platform and plat_tag.startswith(prefix) and plat_tag.endswith(suffix):
+                found.add(f"{py_tag[2]}.{py_tag[3:]}")
+    return sorted(found, key=lambda v: tuple(map(int, v.split("."))))
+
+
+def manifest_wheels(path=None):
+    """The ``wheels`` list of the package's own manifest (the installed zip's: only its
+    platform's), or None when it cannot be read."""
+    try:
+        with open(path or MANIFEST, "rb") as fh:
+            return tomllib.load(fh).get("wheels", [])
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+
+
+def missing_kernels(wheels=None, python=None, platform=None):
+    """Why this package has no compiled kernels for this Blender: "no compiled kernels for Python
+    3.14" (the package bundles them for this platform, but for other Pythons), "... for Python
+    3.11 on macos-x64" (none for this platform in this package), or None when it bundles them for
+    this Python and platform (then a failure to load them is the import error's business)."""
+    wheels = manifest_wheels() if wheels is None else wheels
+    if wheels is None:
+        return None
+    py = "{}.{}".format(*(python or sys.version_info[:2]))
+    platform = platform or blender_platform()
+    pythons = bundled_pythons(wheels, platform)
+    if py in pythons:
+        return None
+    if pythons:
+        return f"no compiled kernels for Python {py}"
+    return f"no compiled kernels for Python {py} on {platform}"
 
 
 def wanted():

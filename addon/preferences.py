@@ -50,10 +50,14 @@ def requested_backend():
 
 
 def backend_status():
-    """One line for the panel: which kernels run, and why when they are not the compiled ones."""
+    """One line for the panel: which kernels run, and why when they are not the compiled ones:
+    the package bundles none for this Python or platform (kernels.missing_kernels), or they
+    failed to load (the import error)."""
     if backend.numba_kernels() is not None:
         return "Solver kernels: compiled (Numba)"
-    return f"Solver kernels: NumPy (compiled kernels unavailable here: {backend.load_error()})"
+    from .kernels import missing_kernels
+    why = missing_kernels() or f"compiled kernels unavailable here: {backend.load_error()}"
+    return f"Solver kernels: NumPy ({why})"
 
 
 def _cache_dir():

@@ -4,13 +4,18 @@
                                                 [--source-dir DIR] [--python PY]
     bash scripts/build_extension.sh [...]            # the same, after creating .venv
 
-The zips bundle the Numba and llvmlite wheels (CPython 3.11, Blender 4.2+) for the platforms that
-have them; on any other platform the add-on runs its NumPy kernels and the panel says so. Step 0
-downloads the wheels the manifest's ``wheels`` lists into wheels/ (gitignored; ~145 MB once, then
-reused) with ``pip download --only-binary=:all: --no-deps --python-version 3.11 --platform TAG``.
+The zips bundle the Numba and llvmlite wheels for every Python the supported Blenders run (CPython
+3.11: Blender 4.2 to 5.0; 3.13: 5.1 and 5.2), for the platforms that have them; Blender's installer
+extracts the ones for its own Python and platform. Step 0 downloads the wheels the manifest's
+``wheels`` lists into wheels/ (gitignored; ~420 MB once, then reused) with ``pip download
+--only-binary=:all: --no-deps --python-version X.Y --platform TAG``, and checks that every platform
+has both wheels for every Python the manifest bundles for any platform.
 By default the build is ``--split-platforms``: one zip per platform in the manifest's
 ``platforms`` (dist/<id>-<version>-<platform>.zip, e.g. ..._linux_x64.zip, holding only that
-platform's wheels); ``--all-platforms`` builds the single dist/<id>-<version>.zip with every wheel.
+platform's wheels), plus dist/<id>-<version>-any.zip: no wheels and no platform list, for every
+other platform or Python (Blender's installer refuses a zip whose wheels are all for other
+Pythons; this one installs anywhere in the version range and runs the NumPy kernels, which the
+Physics panel says). ``--all-platforms`` builds the single dist/<id>-<version>.zip with every wheel.
 
 Blender's extension command line (what `blender --command extension build|validate` runs) is
 ``bl_pkg/cli/blender_ext.py`` inside Blender's scripts; the bpy wheel ships the same file under
@@ -21,12 +26,13 @@ are validated exactly as ``blender -c extension build`` validates them. Steps, e
 (exit code 1 and the tool's message):
 
 1. ``validate`` the source tree's blender_manifest.toml;
-2. ``build`` one zip per platform (``--split-platforms``), or the single all-platform zip;
+2. ``build`` one zip per platform (``--split-platforms``) and the -any zip, or the single
+   all-platform zip;
 3. check every zip: it holds blender_manifest.toml, __init__.py, addon/, solver/, presets/, and none
    of tests/, benchmarks/, scripts/, dist/, out/, dot-files (.git, .venv, .ci, ...), __pycache__ or
    *.pyc (the manifest's [build] section leaves them out; this catches a pattern that stopped
    matching); and its wheels are exactly the manifest's wheels for its platform (all of them in
-   the all-platform zip): a platform zip holds no other platform's wheel;
+   the all-platform zip, none in the -any zip): a platform zip holds no other platform's wheel;
 4. ``validate`` every built zip.
 
 From Python (the tests do this): ``build_extension.build(output_dir=...) -> list of zip paths``
@@ -36,8 +42,11 @@ From Python (the tests do this): ``build_extension.build(output_dir=...) -> list
 import argparse
 import glob
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 import zipfile
 
@@ -51,16 +60,22 @@ FORBIDDEN_FILES = ("requirements.txt", "pytest.ini")
 
 
 # Blender platform -> the pip --platform tag that selects its wheel (Numba 0.68.1 / llvmlite 0.50.0
-# on PyPI: manylinux_2_27/2_28 x86_64, win_amd64, macosx_12_0_arm64; there is no macOS x86_64
-# wheel since Numba 0.63, so macos-x64 is not listed and runs on NumPy).
+# on PyPI: manylinux_2_27/2_28 x86_64 and aarch64, win_amd64, macosx_12_0_arm64, each for CPython
+# 3.11 and 3.13; there is no macOS x86_64 wheel since Numba 0.63, so macos-x64 is not listed, and
+# windows-arm64 has 3.13 only, so it is not listed either).
 PIP_PLATFORM = {
     "linux-x64": "manylinux_2_28_x86_64",
+    "linux-arm64": "manylinux_2_28_aarch64",
     "windows-x64": "win_amd64",
     "macos-arm64": "macosx_14_0_arm64",
 }
 # the wheel filename's platform tag -> Blender platform (what check_zip expects per zip)
-WHEEL_PLATFORM = (("_x86_64", "linux-x64", "manylinux"), ("win_amd64", "windows-x64", "win"),
-                  ("_arm64", "macos-arm64", "macosx"))
+WHEEL_PLATFORM = (("_x86_64", "linux-x64", "manylinux"), ("_aarch64", "linux-arm64", "manylinux"),
+                  ("win_amd64", "windows-x64", "win"), ("_arm64", "macos-arm64", "macosx"))
+# the zip without wheels or platforms (NumPy kernels), for any platform or Python
+ANY = "any"
+# what every platform's zip must carry for each bundled Python
+KERNEL_WHEELS = ("numba", "llvmlite")
 
 
 class BuildError(RuntimeError):
@@ -76,27 +91,53 @@ def wheel_platform(filename):
     raise BuildError(f"wheel {filename}: unknown platform tag {tag!r}")
 
 
+def wheel_python(filename):
+    """The CPython version "X.Y" a wheel is built for (its python tag cpXY), else BuildError."""
+    tag = os.path.basename(filename)[:-4].split("-")[-3]
+    if not (tag.startswith("cp") and tag[2:].isdigit() and len(tag) >= 4):
+        raise BuildError(f"wheel {filename}: expected a CPython tag cpXY, got {tag!r}")
+    return f"{tag[2]}.{tag[3:]}"
+
+
+def check_wheel_matrix(wheels, platforms):
+    """Every platform carries numba and llvmlite for every Python any platform has them for: a
+    zip missing one would install on that Blender and silently run NumPy (or, with none left for
+    a Python, be refused by Blender's installer)."""
+    have = {(wheel_platform(w), wheel_python(w), os.path.basename(w).split("-")[0])
+            for w in wheels}
+    pythons = sorted({py for _, py, _ in have})
+    missing = [f"{name} for Python {py} on {p}" for p in platforms for py in pythons
+               for name in KERNEL_WHEELS if (p, py, name) not in have]
+    stray = sorted({p for p, _, _ in have} - set(platforms))
+    if missing or stray:
+        raise BuildError("blender_manifest.toml wheels: " + "; ".join(
+            [f"missing {m}" for m in missing] + [f"wheel for unlisted platform {p}" for p in stray]))
+    return pythons
+
+
 def fetch_wheels(source_dir=ROOT, python=sys.executable, log=print):
     """Download the manifest's ``wheels`` that are not in the source tree yet (pip download, one
-    call per platform); raise BuildError when pip cannot or fetches a different filename."""
+    call per platform and Python); raise BuildError when pip cannot or fetches another filename."""
     m = manifest(source_dir)
     want = [os.path.normpath(os.path.join(source_dir, w)) for w in m.get("wheels", [])]
+    if want:
+        check_wheel_matrix(want, m.get("platforms", []))
     missing = {}
     for path in want:
         if not os.path.exists(path):
-            missing.setdefault(wheel_platform(path), []).append(path)
-    for platform, paths in sorted(missing.items()):
+            missing.setdefault((wheel_platform(path), wheel_python(path)), []).append(path)
+    for (platform, py), paths in sorted(missing.items()):
         dest = os.path.dirname(paths[0])
         os.makedirs(dest, exist_ok=True)
         reqs = ["==".join(os.path.basename(p).split("-")[:2]) for p in paths]
-        log(f"downloading {', '.join(reqs)} for {platform} into {dest}")
+        log(f"downloading {', '.join(reqs)} for {platform}, Python {py} into {dest}")
         proc = subprocess.run(
             [python, "-m", "pip", "download", "--only-binary=:all:", "--no-deps",
-             "--python-version", "3.11", "--platform", PIP_PLATFORM[platform], "-d", dest, *reqs],
+             "--python-version", py, "--platform", PIP_PLATFORM[platform], "-d", dest, *reqs],
             capture_output=True, text=True)
         absent = [p for p in paths if not os.path.exists(p)]
         if proc.returncode != 0 or absent:
-            raise BuildError(f"pip download for {platform} failed (exit {proc.returncode}); "
+            raise BuildError(f"pip download for {platform}, Python {py} failed (exit {proc.returncode}); "
                              f"missing {absent}:\n{(proc.stdout + proc.stderr).strip()[-3000:]}")
 
 
@@ -137,9 +178,10 @@ def _run(python, tool, args):
 
 
 def zip_platform(path):
-    """The platform of a --split-platforms zip (``..._linux_x64.zip`` -> "linux-x64"), else None."""
+    """The platform of a --split-platforms zip (``..._linux_x64.zip`` -> "linux-x64"; the zip
+    without wheels -> "any"), else None (the all-platform zip)."""
     stem = os.path.basename(path)[:-4]
-    for platform in PIP_PLATFORM:
+    for platform in (*PIP_PLATFORM, ANY):
         if stem.endswith("-" + platform.replace("-", "_")):
             return platform
     return None
@@ -162,7 +204,7 @@ def check_zip(path, wheels=None):
     if wheels is not None:
         platform = zip_platform(path)
         expect = {os.path.normpath(w).replace(os.sep, "/") for w in wheels
-                  if platform is None or wheel_platform(w) == platform}
+                  if platform is None or (platform != ANY and wheel_platform(w) == platform)}
         have = {n for n in names if n.endswith(".whl")}
         problems += [f"missing wheel {w}" for w in sorted(expect - have)]
         problems += [f"must not contain wheel {w}" for w in sorted(have - expect)]
@@ -178,6 +220,31 @@ def check_zip(path, wheels=None):
     if problems:
         raise BuildError(f"{path}:\n  " + "\n  ".join(problems))
     return names
+
+
+def without_wheels(manifest_text):
+    """The manifest text without its ``platforms`` and ``wheels`` lists: the -any zip's."""
+    text = re.sub(r"(?m)^platforms\s*=.*\n", "", manifest_text)
+    return re.sub(r"(?ms)^wheels\s*=\s*\[.*?\]\n", "", text)
+
+
+def _build_any(python, tool, tag_args, source_dir, output_dir, stem):
+    """Build <stem>-any.zip from a copy of the sources whose manifest lists no wheels."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "src")
+        shutil.copytree(source_dir, src, ignore=shutil.ignore_patterns(
+            ".*", "wheels", "dist", "out", "__pycache__", "tests", "benchmarks", "scripts"))
+        path = os.path.join(src, "blender_manifest.toml")
+        with open(path, encoding="utf-8") as fh:
+            text = without_wheels(fh.read())
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        out = os.path.join(tmp, "dist")
+        os.makedirs(out)
+        log = _run(python, tool, ["build", "--source-dir", src, "--output-dir", out, *tag_args])
+        target = os.path.join(output_dir, f"{stem}-{ANY}.zip")
+        shutil.move(os.path.join(out, stem + ".zip"), target)
+        return log
 
 
 def build(output_dir=DIST, split_platforms=True, python=sys.executable, source_dir=ROOT,
@@ -199,6 +266,8 @@ def build(output_dir=DIST, split_platforms=True, python=sys.executable, source_d
     if split_platforms:
         args.append("--split-platforms")
     log(_run(python, tool, args))
+    if split_platforms and m.get("wheels"):
+        log(_build_any(python, tool, tag_args, source_dir, output_dir, stem))
     zips = sorted(glob.glob(os.path.join(output_dir, stem + "*.zip")))
     if not zips:
         raise BuildError(f"blender_ext build wrote no {stem}*.zip in {output_dir}")
@@ -212,7 +281,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--output-dir", default=DIST, help="where the zip goes (default: dist/)")
     p.add_argument("--split-platforms", dest="split_platforms", action="store_true",
-                   default=True, help="one zip per platform in the manifest (the default)")
+                   default=True, help="one zip per platform in the manifest and the -any zip "
+                                      "(the default)")
     p.add_argument("--all-platforms", dest="split_platforms", action="store_false",
                    help="one zip with every platform's wheels instead")
     p.add_argument("--source-dir", default=ROOT,

@@ -1,10 +1,10 @@
-"""The extension as users get it: build the per-platform zips with Blender's extension tool,
-install the linux-x64 one (with its bundled Numba/llvmlite wheels) with Blender's extension
-installer into an isolated user-resources folder, enable it and bake through the installed module;
-its cache must equal, bit for bit, the one the source tree bakes, and the compiled kernels ran.
-(This venv has Numba itself, which Blender's sys.path puts before the extension's site-packages;
-tests/smoke/test_smoke_bpy42.py proves the bundled wheels alone run compiled, in a venv without
-Numba, and that a zip without them runs NumPy and says so.)
+"""The extension as users get it, on Blender 5.2 LTS (the main environment, Python 3.13): build the
+per-platform zips with Blender's extension tool, install the linux-x64 one (with its bundled
+Numba/llvmlite wheels) with Blender's extension installer into an isolated user-resources folder,
+enable it and bake through the installed module; its cache must equal, bit for bit, the one the
+source tree bakes, and the compiled kernels from the bundled cp313 wheels ran (this venv's own
+Numba is hidden from the installed session: Blender's Python has none). tests/smoke/test_smoke.py
+does the same on Blender 4.2 and 5.0 (Python 3.11), and the -any zip without wheels there.
 
 The Blender sessions run in child processes (tests/smoke/installed_extension.py) because Blender
 reads BLENDER_USER_RESOURCES only when bpy is imported; the child prints one ``RESULT {json}``
@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 
 import numpy as np
@@ -58,21 +59,48 @@ def built_zip(built_zips):
 
 
 def test_one_zip_per_platform_with_only_its_wheels(built_zips):
+    """Each platform zip carries Numba and llvmlite for CPython 3.11 (Blender 4.2 to 5.0) and
+    3.13 (5.1, 5.2); the -any zip carries none and names no platform."""
     m = build_extension.manifest()
-    assert m["platforms"] == ["linux-x64", "windows-x64", "macos-arm64"]
-    assert len(m["wheels"]) == 6
+    assert m["platforms"] == ["linux-x64", "linux-arm64", "windows-x64", "macos-arm64"]
+    assert (m["blender_version_min"], m["blender_version_max"]) == ("4.2.0", "5.3.0")
+    assert len(m["wheels"]) == 16
     tags = {"linux-x64": "manylinux_2_27_x86_64.manylinux_2_28_x86_64",
+            "linux-arm64": "manylinux_2_27_aarch64.manylinux_2_28_aarch64",
             "windows-x64": "win_amd64", "macos-arm64": "macosx_12_0_arm64"}
     assert sorted(os.path.basename(z) for z in built_zips) == sorted(
-        f"verlet_physics-{m['version']}-{p.replace('-', '_')}.zip" for p in m["platforms"])
+        [f"verlet_physics-{m['version']}-{p.replace('-', '_')}.zip" for p in m["platforms"]]
+        + [f"verlet_physics-{m['version']}-any.zip"])
     for platform, tag in tags.items():
         with zipfile.ZipFile(build_extension.platform_zip(built_zips, platform)) as zf:
             wheels = sorted(n for n in zf.namelist() if n.endswith(".whl"))
             toml = zf.read("blender_manifest.toml").decode()
-        assert wheels == [f"wheels/llvmlite-0.50.0-cp311-cp311-{tag}.whl",
-                          f"wheels/numba-0.68.1-cp311-cp311-{tag}.whl"], (platform, wheels)
+        assert wheels == [f"wheels/{name}-{ver}-{py}-{py}-{tag}.whl"
+                          for name, ver in (("llvmlite", "0.50.0"), ("numba", "0.68.1"))
+                          for py in ("cp311", "cp313")], (platform, wheels)
         # Blender's build wrote the zip's own platform into its manifest (what the installer reads)
         assert f'platforms = ["{platform}"]' in toml
+        assert 'blender_version_max = "5.3.0"' in toml
+    with zipfile.ZipFile(build_extension.platform_zip(built_zips, "any")) as zf:
+        assert not [n for n in zf.namelist() if n.endswith(".whl")]
+        toml = zf.read("blender_manifest.toml").decode()
+    parsed = tomllib.loads(toml)
+    assert "platforms" not in parsed and "wheels" not in parsed, parsed
+    assert (parsed["blender_version_min"], parsed["blender_version_max"]) == ("4.2.0", "5.3.0")
+
+
+def test_every_platform_must_carry_every_python(tmp_path):
+    """A manifest that leaves out one platform's wheel for one Python fails the build, naming it
+    (that zip would install there and quietly run NumPy)."""
+    wheels = build_extension.manifest()["wheels"]
+    platforms = build_extension.manifest()["platforms"]
+    assert build_extension.check_wheel_matrix(wheels, platforms) == ["3.11", "3.13"]
+    short = [w for w in wheels if "numba-0.68.1-cp313-cp313-win_amd64" not in w]
+    with pytest.raises(build_extension.BuildError,
+                       match="missing numba for Python 3.13 on windows-x64"):
+        build_extension.check_wheel_matrix(short, platforms)
+    with pytest.raises(build_extension.BuildError, match="unlisted platform linux-arm64"):
+        build_extension.check_wheel_matrix(wheels, [p for p in platforms if p != "linux-arm64"])
 
 
 def test_zip_holds_the_extension_and_no_dev_files(built_zip):
@@ -114,7 +142,8 @@ def test_invalid_manifest_fails_loudly(tmp_path, capsys):
 def test_installed_zip_bakes_like_the_source_tree(built_zip, tmp_path):
     iso = tmp_path / "user_resources"
     iso.mkdir()
-    inst = run_child(["--zip", built_zip, "--workdir", tmp_path / "installed"], iso)
+    inst = run_child(["--zip", built_zip, "--workdir", tmp_path / "installed",
+                      "--hide-host-numba"], iso)
 
     # installed by Blender's installer into the isolated folder, enabled, and what ran
     ext_dir = os.path.realpath(iso / "extensions" / "user_default" / "verlet_physics")
@@ -133,13 +162,14 @@ def test_installed_zip_bakes_like_the_source_tree(built_zip, tmp_path):
     assert inst["bake"] == ["FINISHED"] and inst["verlet_error"] == "", inst
     assert inst["cache"].startswith(str(tmp_path / "installed")), inst["cache"]
 
-    # the compiled kernels ran: Blender's installer extracted the bundled wheels into the isolated
-    # extensions' site-packages; the numba imported is either that one or this venv's own, which
-    # Blender's sys.path puts first (the bpy 4.2 smoke test runs without it)
-    site = os.path.realpath(iso / "extensions" / ".local" / "lib" / "python3.11" / "site-packages")
-    assert os.path.isfile(os.path.join(site, "numba", "__init__.py"))
-    assert os.path.isfile(os.path.join(site, "llvmlite", "__init__.py"))
-    assert inst["numba_file"].startswith((site + os.sep, sys.prefix + os.sep)), inst["numba_file"]
+    # the compiled kernels ran from the bundled wheels: Blender's installer extracted this
+    # Python's (cp313) into the isolated extensions' site-packages, and numba came from there
+    py_dir = "python{}.{}".format(*sys.version_info[:2])
+    site = os.path.realpath(iso / "extensions" / ".local" / "lib" / py_dir / "site-packages")
+    assert inst["numba_file"] == os.path.join(site, "numba", "__init__.py")
+    assert inst["llvmlite_file"] == os.path.join(site, "llvmlite", "__init__.py")
+    dist = sorted(f for f in os.listdir(site) if f.endswith(".dist-info"))
+    assert dist == ["llvmlite-0.50.0.dist-info", "numba-0.68.1.dist-info"], dist
     assert inst["backend_status"] == "Solver kernels: compiled (Numba)"
     assert inst["sim_backend"] == "numba" and inst["bake_compiled"] is True
     # inside Blender the parallel kernels share the TBB that Blender loaded (README, Performance)

@@ -99,3 +99,78 @@ def test_first_bake_pauses_to_show_the_compile_message(tmp_path):
     assert out["paused_before_build"] is True and out["first_yield"] == 1
     assert out["frames"] == 3 and out["compiled"] is True
     assert any("compiling solver kernels" in p for p in out["printed"])
+
+
+# ------------------------------------------- which Pythons and platforms get compiled kernels
+def _kernels_module(extension):
+    return sys.modules[extension.__name__ + ".addon.kernels"]
+
+
+def test_manifest_bundles_compiled_kernels_for_every_supported_blender_python(extension):
+    """Blender 4.2 to 5.0 run CPython 3.11, 5.1 and 5.2 run 3.13: every listed platform gets
+    Numba for both, so nothing in the tested range falls back to NumPy for want of a wheel."""
+    k = _kernels_module(extension)
+    wheels = k.manifest_wheels()
+    import tomllib
+    with open(os.path.join(ROOT, "blender_manifest.toml"), "rb") as fh:
+        platforms = tomllib.load(fh)["platforms"]
+    assert "linux-arm64" in platforms
+    for platform in platforms:
+        assert k.bundled_pythons(wheels, platform) == ["3.11", "3.13"], platform
+        for python in ((3, 11), (3, 13)):
+            assert k.missing_kernels(wheels, python, platform) is None, (python, platform)
+    # this very Blender (the main environment: bpy 5.2, Python 3.13) is covered
+    assert k.missing_kernels() is None
+    assert k.blender_platform("linux", "x86_64") == "linux-x64"
+    assert k.blender_platform("linux", "aarch64") == "linux-arm64"
+    assert k.blender_platform("win32", "AMD64") == "windows-x64"
+    assert k.blender_platform("darwin", "arm64") == "macos-arm64"
+
+
+def test_numpy_fallback_names_the_python_or_platform_without_wheels(extension):
+    """A Blender whose Python no wheel is for (a future release, a distribution's build on its
+    system Python), or a platform without wheels, runs NumPy; the panel's line says why."""
+    k = _kernels_module(extension)
+    wheels = k.manifest_wheels()
+    assert k.missing_kernels(wheels, (3, 14), "linux-x64") == \
+        "no compiled kernels for Python 3.14"
+    assert k.missing_kernels(wheels, (3, 12), "windows-x64") == \
+        "no compiled kernels for Python 3.12"
+    assert k.missing_kernels(wheels, (3, 13), "macos-x64") == \
+        "no compiled kernels for Python 3.13 on macos-x64"
+    # the installed linux-x64 zip's manifest lists only its own platform's wheels
+    linux = [w for w in wheels if "x86_64" in w]
+    assert k.missing_kernels(linux, (3, 13), "linux-x64") is None
+    assert k.missing_kernels(linux, (3, 13), "linux-arm64") == \
+        "no compiled kernels for Python 3.13 on linux-arm64"
+    # the -any zip lists no wheels at all
+    assert k.missing_kernels([], (3, 11), "linux-x64") == \
+        "no compiled kernels for Python 3.11 on linux-x64"
+
+
+def test_panel_line_when_numba_cannot_load_here(extension, tmp_path):
+    """What the Cache panel and the preferences show when Numba is absent: with this Python
+    covered by the package, the import error; with the package lacking this Python, the reason."""
+    prefs = sys.modules[extension.__name__ + ".addon.preferences"]
+    backend = sys.modules[extension.__name__ + ".solver.backend"]
+    k = _kernels_module(extension)
+    saved = dict(backend._state)
+    saved_manifest = k.MANIFEST
+    try:
+        backend._state.update(numba=None, error="ModuleNotFoundError: No module named 'numba'")
+        assert prefs.backend_status() == ("Solver kernels: NumPy (compiled kernels unavailable "
+                                          "here: ModuleNotFoundError: No module named 'numba')")
+        # a package built without wheels (the -any zip's manifest), as installed
+        sys.path.insert(0, os.path.join(ROOT, "scripts"))
+        import build_extension
+        with open(os.path.join(ROOT, "blender_manifest.toml")) as fh:
+            text = build_extension.without_wheels(fh.read())
+        (tmp_path / "blender_manifest.toml").write_text(text)
+        k.MANIFEST = str(tmp_path / "blender_manifest.toml")
+        py = "{}.{}".format(*sys.version_info[:2])
+        assert prefs.backend_status() == (f"Solver kernels: NumPy (no compiled kernels for "
+                                          f"Python {py} on {k.blender_platform()})")
+    finally:
+        k.MANIFEST = saved_manifest
+        backend._state.clear()
+        backend._state.update(saved)

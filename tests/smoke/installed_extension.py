@@ -13,16 +13,45 @@ parent sets it to a temporary folder, so the install never touches the real user
 The scene (the same for both ways, and for bpy 4.2 and 5.0): a 6 x 6 vertex cloth grid, 1 m
 square at z = 0.5 m, over a 4 m plane collider at z = 0, frames 1-24, saved as W/scene.blend so
 the bake writes its cache file beside it.
+
+``--hide-host-numba``: Blender's own Python has no Numba, but the main test environment does (the
+solver tests need it), and it comes first on sys.path; with this flag the environment's copy is
+hidden, so numba can only be imported from the wheels Blender's installer extracted from the zip.
 """
 
 import argparse
+import importlib.machinery
 import importlib.util
 import json
 import os
+import site
 import sys
 import traceback
 
-import bpy
+
+class HostNumbaHidden:
+    """Meta-path finder: ``numba`` and ``llvmlite`` are looked up on sys.path without this
+    environment's site-packages (where Blender has none), so only an extension's copy is found."""
+
+    NAMES = ("numba", "llvmlite")
+
+    def __init__(self):
+        self.hidden = {os.path.realpath(p) for p in site.getsitepackages()}
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.NAMES:
+            return None            # submodules are found through their package's __path__
+        search = [p for p in sys.path if os.path.realpath(p or os.curdir) not in self.hidden]
+        spec = importlib.machinery.PathFinder.find_spec(name, search)
+        if spec is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return spec
+
+
+if "--hide-host-numba" in sys.argv:          # before bpy: nothing may import numba first
+    sys.meta_path.insert(0, HostNumbaHidden())
+
+import bpy  # noqa: E402
 
 EXT_ID = "verlet_physics"
 REPO = "user_default"
@@ -161,6 +190,8 @@ def main(argv=None):
     how.add_argument("--source", help="register the extension from this source tree")
     p.add_argument("--workdir", required=True)
     p.add_argument("--pc2", action="store_true", help="also export PC2 after the bake")
+    p.add_argument("--hide-host-numba", action="store_true",
+                   help="import numba/llvmlite only from outside this environment's site-packages")
     args = p.parse_args(argv)
     out = {}
     code = 0
