@@ -47,7 +47,7 @@ def _apply_threads():
     numba.set_num_threads(max(1, min(want, top)) if want > 0 else top)
 
 
-KERNEL_SOURCES = ("kernels_numba.py", "kernels_contact.py")
+KERNEL_SOURCES = ("kernels_numba.py", "kernels_contact.py", "kernels_build.py")
 
 
 def _cache_key():
@@ -70,6 +70,19 @@ def numba_kernels():
             if _state["numba"] is None and _state["error"] is None:
                 _load()
     return _state["numba"]
+
+
+def numba_build_kernels():
+    """The compiled build-time kernels (kernels_build.py: graph colouring), or None. Loaded
+    after the step's kernels, so they share their cache folder and thread settings."""
+    if numba_kernels() is None:
+        return None
+    if _state.get("build") is None:
+        with _lock:
+            if _state.get("build") is None:
+                from . import kernels_build
+                _state["build"] = kernels_build
+    return _state["build"]
 
 
 def _load():
