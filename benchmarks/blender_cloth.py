@@ -46,7 +46,15 @@ a tenth of the damping falls the same way.  In SI units the drag per vertex is
 
 :func:`like_for_like_settings` gives the settings that run Blender's cloth
 with another solver's mass, simulated time per frame and air drag (see
-benchmarks/cloth_drape.py).
+benchmarks/cloth_drape.py).  At a light cloth's mass Blender's implicit solve
+does not converge with its default stiffness and damping (measured, N = 32,
+time_scale 1.318, no air damping, no collisions, 10 frames): at 0.3 kg per
+vertex the cloth falls 0.869 m (0.852 m is exact free fall); at 0.6 kg in
+all (0.59 g per vertex) it falls 0.172 m; with the spring stiffnesses alone
+scaled by the mass ratio 0.231 m, the spring dampings alone 0.409 m, both
+0.869 m again, to the bit.  The forces scale with the settings, so only the
+ratio of stiffness and damping to mass matters, and at that ratio the solve
+stops short.
 
 Run standalone::
 
