@@ -130,13 +130,15 @@ class SceneSim:
                 self._add(b, obj, obj_eval, mesh)
             finally:
                 obj_eval.to_mesh_clear()
+        # the first use after install compiles, with the message showing; before build(),
+        # whose colouring is a compiled kernel too (solver/kernels/build.py)
+        compiled.ensure_ready()
         self.model = b.build()
         s = scene.verlet
         g = getattr(s, "gravity_scale", 1.0) * np.array(scene.gravity, dtype=np.float64) \
             if scene.use_gravity else np.zeros(3)
         from .preferences import requested_backend
         kernels = requested_backend()
-        compiled.ensure_ready()                   # the first use after install compiles
         self.sim = Simulation(self.model, substeps=s.substeps, iterations=s.iterations,
                               gravity=g, damping=getattr(s, "damping", 0.0),
                               air_drag=getattr(s, "air_drag", 1.0), backend=kernels)

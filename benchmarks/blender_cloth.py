@@ -27,14 +27,34 @@ Collision-modifier ``thickness_outer`` 0.02 m (so cloth resting on a
 collider sits ~0.035 m above its surface).
 
 Time base (measured, bpy 5.0.1): Blender's cloth ignores the scene frame rate.
-One frame is one solver step of fixed length (split into ``quality``
-substeps), with gravity applied as ``0.001 * g`` per frame^2, i.e. gravity
-behaves as if a frame lasted sqrt(0.001) s ~= 31.6 ms (~31.6 fps), whatever
-``scene.render.fps`` is.  With quality 80, no air damping and no collisions
-the cloth falls 0.5035 m in 10 frames at 24, 25 and 48 fps alike.  So "60
-frames at 24 fps = 2.5 s" is only nominal: in gravity terms the 60 frames
-cover ~1.9 s.  The default air damping (1.0) is strong: the falling cloth
-tends towards ~0.1 m/frame and its centre reaches the sphere at about frame 16.
+One frame is ``settings.time_scale`` time units of its solver (split into
+``quality`` substeps), with gravity applied as ``0.001 * g`` per unit^2, i.e.
+one unit is ``BLENDER_TIME_UNIT`` = sqrt(0.001) s ~= 31.6 ms of gravity time,
+whatever ``scene.render.fps`` is.  With quality 80, no air damping and no
+collisions the cloth falls 0.5035 m in 10 frames at 24, 25 and 48 fps alike
+(0.4905 m is exact free fall over 10 x 31.6 ms); with time_scale =
+(1/24 s) / 31.6 ms = 1.318 it falls 0.874 m (0.852 m exact over 10 x 1/24 s).
+So "60 frames at 24 fps = 2.5 s" is only nominal at the default time_scale 1:
+in gravity terms the 60 frames cover ~1.9 s.
+
+Air damping is a force -0.01 * air_damping * v on every vertex (units of the
+solver: kg, m, time units), not scaled by mass: at 0.3 kg the default (1.0)
+gives a terminal speed of 0.29 m/frame (measured: 0.096 m/frame at
+air_damping 3, predicted 0.098), and the same cloth at a tenth of the mass and
+a tenth of the damping falls the same way.  In SI units the drag per vertex is
+(0.01 / BLENDER_TIME_UNIT) * air_damping kg/s.
+
+:func:`like_for_like_settings` gives the settings that run Blender's cloth
+with another solver's mass, simulated time per frame and air drag (see
+benchmarks/cloth_drape.py).  At a light cloth's mass Blender's implicit solve
+does not converge with its default stiffness and damping (measured, N = 32,
+time_scale 1.318, no air damping, no collisions, 10 frames): at 0.3 kg per
+vertex the cloth falls 0.869 m (0.852 m is exact free fall); at 0.6 kg in
+all (0.59 g per vertex) it falls 0.172 m; with the spring stiffnesses alone
+scaled by the mass ratio 0.231 m, the spring dampings alone 0.409 m, both
+0.869 m again, to the bit.  The forces scale with the settings, so only the
+ratio of stiffness and damping to mass matters, and at that ratio the solve
+stops short.
 
 Run standalone::
 
@@ -62,6 +82,8 @@ GROUND_SIZE = 20.0  # side of the square ground quad
 CLOTH_Z = 2.0  # absolute z of the (flat) cloth at rest = SPHERE_TOP_Z + 1 m
 CLOTH_SIZE = 2.0  # side of the square cloth
 CLOTH_QUALITY = 5  # Cloth modifier "Quality Steps" (Blender's default)
+BLENDER_TIME_UNIT = 0.001 ** 0.5  # [s] gravity time of one cloth time unit (gravity x 0.001)
+BLENDER_DRAG_FACTOR = 0.01  # drag force per vertex = BLENDER_DRAG_FACTOR * air_damping * v
 
 
 # --------------------------------------------------------------------------
@@ -165,6 +187,33 @@ def grid_landmarks(n: int) -> dict:
     }
 
 
+def like_for_like_settings(total_mass: float, vertex_count: int, fps: float,
+                           air_drag: float, area: float) -> dict:
+    """Cloth-modifier settings that match another solver's scene physically.
+
+    Args:
+        total_mass: the other cloth's mass, kg (spread evenly: Blender's mass
+            is per vertex).
+        vertex_count: the cloth's vertices.
+        fps: frames per second of the other solver; one Blender frame then
+            simulates 1 / fps seconds of gravity time (``time_scale``).
+        air_drag: the other solver's air drag, kg / (m^2 s): force per unit
+            area per unit speed.
+        area: the cloth's area, m^2.
+
+    Returns:
+        ``{"mass": kg per vertex, "time_scale": cloth time units per frame,
+        "air_damping": Blender's coefficient}``, each a float (the keys are
+        ``ClothSettings`` attributes).
+    """
+    mass = float(total_mass) / int(vertex_count)
+    time_scale = (1.0 / float(fps)) / BLENDER_TIME_UNIT
+    # drag per vertex [kg/s] = air_drag * area per vertex = (0.01 / unit) * air_damping
+    air_damping = float(air_drag) * float(area) / int(vertex_count) * BLENDER_TIME_UNIT \
+        / BLENDER_DRAG_FACTOR
+    return {"mass": mass, "time_scale": time_scale, "air_damping": air_damping}
+
+
 # --------------------------------------------------------------------------
 # Blender side
 # --------------------------------------------------------------------------
@@ -201,7 +250,8 @@ def _uv_sphere_mesh(bpy, name: str):
     return mesh
 
 
-def build_scene(n: int, frames: int = 60, fps: int = 24, threads: int | None = None):
+def build_scene(n: int, frames: int = 60, fps: int = 24, threads: int | None = None,
+                settings: dict | None = None):
     """Reset Blender to an empty factory file and build the benchmark scene.
 
     Args:
@@ -214,6 +264,8 @@ def build_scene(n: int, frames: int = 60, fps: int = 24, threads: int | None = N
             ``'FIXED'`` with that many threads.  NOTE: this is a *render*
             setting and does not change the cloth solver; see
             :func:`run_blender_cloth`.
+        settings: ``ClothSettings`` attributes to set (e.g. from
+            :func:`like_for_like_settings`); ``None`` keeps Blender's defaults.
 
     Returns:
         ``(scene, cloth_obj, rest, faces)``; ``rest`` is the ``(n*n, 3)``
@@ -255,6 +307,10 @@ def build_scene(n: int, frames: int = 60, fps: int = 24, threads: int | None = N
     scene.collection.objects.link(cloth)
     mod = cloth.modifiers.new("Cloth", "CLOTH")
     mod.settings.quality = CLOTH_QUALITY
+    for key, value in (settings or {}).items():
+        if not hasattr(mod.settings, key):
+            raise ValueError(f"cloth settings: Blender's ClothSettings has no {key!r}")
+        setattr(mod.settings, key, value)
     mod.collision_settings.use_collision = True  # default, explicit
     mod.collision_settings.use_self_collision = False  # default, explicit
     mod.point_cache.frame_start = 1
@@ -281,7 +337,8 @@ def evaluated_positions(obj, depsgraph) -> np.ndarray:
     return co @ mw[:3, :3].T + mw[:3, 3]
 
 
-def run_blender_cloth(n: int, frames: int = 60, fps: int = 24, threads: int | None = None) -> dict:
+def run_blender_cloth(n: int, frames: int = 60, fps: int = 24, threads: int | None = None,
+                      settings: dict | None = None) -> dict:
     """Simulate the benchmark scene with Blender's Cloth modifier and time it.
 
     The scene is rebuilt from a fresh empty file (see :func:`build_scene`),
@@ -314,11 +371,15 @@ def run_blender_cloth(n: int, frames: int = 60, fps: int = 24, threads: int | No
         ``"rest"``: ``(n*n, 3)`` float64 rest positions (metres);
         ``"faces"``: ``((n-1)**2, 4)`` int64 quads;
         ``"edges"``: ``(2*n*(n-1), 2)`` int64 unique mesh edges;
-        ``"blender_version"``: str, e.g. ``"5.0.1"``.
+        ``"blender_version"``: str, e.g. ``"5.0.1"``;
+        ``"settings"``: dict of the cloth's mass (kg per vertex), time_scale,
+        air_damping and quality as run.
     """
     import bpy
 
-    scene, cloth, rest, faces = build_scene(n, frames, fps, threads)
+    scene, cloth, rest, faces = build_scene(n, frames, fps, threads, settings)
+    used = {k: getattr(cloth.modifiers["Cloth"].settings, k)
+            for k in ("mass", "time_scale", "air_damping", "quality")}
 
     ms = []
     scene.frame_set(1)  # rest state, untimed
@@ -340,6 +401,7 @@ def run_blender_cloth(n: int, frames: int = 60, fps: int = 24, threads: int | No
         "faces": faces,
         "edges": edge_pairs(faces),
         "blender_version": bpy.app.version_string,
+        "settings": used,
     }
 
 

@@ -47,7 +47,7 @@ def _apply_threads():
     numba.set_num_threads(max(1, min(want, top)) if want > 0 else top)
 
 
-KERNEL_SOURCES = ("kernels/compiled.py", "kernels/compiled_contact.py")
+KERNEL_SOURCES = ("kernels/compiled.py", "kernels/compiled_contact.py", "kernels/build.py")
 
 
 def _cache_key():
@@ -70,6 +70,32 @@ def numba_kernels():
             if _state["numba"] is None and _state["error"] is None:
                 _load()
     return _state["numba"]
+
+
+def numba_build_kernels():
+    """The compiled build-time kernels (kernels/build.py: graph colouring), or None. Loaded
+    after the step's kernels, so they share their cache folder and thread settings."""
+    if numba_kernels() is None:
+        return None
+    if _state.get("build") is None:
+        with _lock:
+            if _state.get("build") is None:
+                from .kernels import build as kernels_build
+                _state["build"] = kernels_build
+    return _state["build"]
+
+
+def build_kernels(requested=None):
+    """The compiled build-time kernels when the backend chosen for ``requested`` is Numba, else
+    None (the build then runs its Python reference, which gives the same result)."""
+    try:
+        name = choose(requested)
+    except ValueError:
+        if requested == "numba":
+            raise
+        # VERLET_BACKEND=numba without Numba: the Simulation reports it; the build still works
+        return None
+    return numba_build_kernels() if name == "numba" else None
 
 
 def _load():
