@@ -47,7 +47,8 @@ def _apply_threads():
     numba.set_num_threads(max(1, min(want, top)) if want > 0 else top)
 
 
-KERNEL_SOURCES = ("kernels/compiled.py", "kernels/compiled_contact.py", "kernels/build.py")
+KERNEL_SOURCES = ("kernels/compiled.py", "kernels/compiled_contact.py", "kernels/compiled_loop.py",
+                  "kernels/build.py")
 
 
 def _cache_key():

@@ -5,17 +5,18 @@ Character Physics", section 2, with the substeps of Macklin et al., "Small Steps
 Simulation", SCA 2019: for the same work per frame, many substeps with one iteration stretch far
 less than few substeps with many iterations; measured on the benchmark drape, see README):
 
+    accelerate once per step: gravity, air drag and wind (forces.py)
     collide    once per step: the broad phase finds the candidate contacts (collision/)
-    for each substep:
+    for each substep (loop.py, one call: compiled, it is one call from Python per step):
       integrate   Verlet: x' = x + (x - x*) k + a h^2 (integrator.py); pins follow their targets
-      relax       ``iterations`` times: sticks (colour by colour), volumes, collider projection
-                  with friction, shape matching (constraints/, collision/)
+      relax       ``iterations`` times: sticks (block by block, colour by colour), volumes,
+                  collider projection with friction, shape matching (constraints/, collision/)
       velocity    shape-matching damping and restitution; both write x* only
 
 Velocity is never integrated on its own: it is always (x - x*) / h. The Model is fixed; the
 State (state.py) is what the loop integrates; the Control is what the user sets between steps;
 the Contacts are found afresh every step. Every kernel comes from the kernel table
-(kernels/__init__.py), the same calls on either backend.
+(kernels/__init__.py), the same calls on either backend; the substep loop is one of them.
 
 Safety: after every substep the positions are checked; the first non-finite value restores the
 state from before the step and raises SolverError naming the step, the particle and what acts on
@@ -25,7 +26,6 @@ randomness but the seeded wind), and get_state / set_state resume bit-identicall
 backend: the compiled kernels repeat the NumPy kernels' operations in their order.
 """
 
-import math
 
 import numpy as np
 
@@ -98,11 +98,11 @@ class Simulation:
         self._has_surface = np.zeros(n, bool)       # (n,) bool part of a surface (cloth, volume)
         self._has_surface[model.surface_tris.ravel()] = True
 
-        self.sticks = StickSolver(model, self.kernels)
-        self.shapes = ShapeSolver(model, self.kernels)
-        self.volumes = VolumeSolver(model, self.kernels)
+        self.sticks = StickSolver(model)
+        self.shapes = ShapeSolver(model)
+        self.volumes = VolumeSolver(model)
         self.points = TetraPoints(model)
-        self.colliders = Colliders(model, self.kernels)
+        self.colliders = Colliders(model)
         self.contacts = Contacts(n, self.points.count, self.colliders.count)
         self.state = State.at_rest(model.particle_x0)
         placed = self.colliders.initial_frames(model)
@@ -112,7 +112,6 @@ class Simulation:
                                air_drag=_scalar(air_drag, "air_drag", 0.0))
         # scratch, allocated once
         self._acc = np.zeros((n, 3))                # (n, 3) [m/s^2] external acceleration
-        self._x_pred = np.zeros((n, 3))             # (n, 3) [m] positions after integration
 
     # ------------------------------------------------------------------ read-out
     @property
@@ -264,31 +263,20 @@ class Simulation:
         dt = _scalar(dt, "dt", 0.0)
         if dt <= 0:
             raise ValueError("dt: must be > 0")
-        S, st, ctl = self.substeps, self.state, self.control
-        h = dt / S
+        h = dt / self.substeps
         backup = self.get_state()
-        acc = self._external_acceleration()
+        acc = self._external_acceleration()                      # accelerate
         self._begin_step(h, acc)
-        self._collide(dt, acc)
-        keep, a_h2, lim = self._integration_terms(h, acc)
-        last = self.iterations - 1
-        for s in range(S):
-            self.colliders.begin_substep(ctl, s, S)
-            self._integrate(s, a_h2, keep, lim)
-            self.contacts.reset_substep()
-            self._begin_substep(h)
-            for it in range(self.iterations):
-                self._relax(it == 0, it == last)
-            self._velocity_pass(h)
-            # one reduction per substep; the sum can overflow with finite entries, so confirm
-            if not math.isfinite(float(st.X.sum())) and not np.isfinite(st.X).all():
-                self._fail(backup, s)
-        self.colliders.end_step(ctl)
-        st.time += dt
-        st.step_index += 1
+        self._collide(dt, acc)                                   # collide
+        failed = self.kernels.run_substeps(*self._loop_args(h, acc))   # integrate, relax, ...
+        if failed >= 0:
+            self._fail(backup, failed)
+        self.colliders.end_step(self.control)
+        self.state.time += dt
+        self.state.step_index += 1
 
     def _begin_step(self, h, acc):
-        """Verlet's x* for the substep length h."""
+        """Verlet's x* for the substep length h; constraint factors that depend on h."""
         st = self.state
         x, xp = st.x, st.x_prev
         if st.h is None:
@@ -298,6 +286,8 @@ class Simulation:
         elif h != st.h:
             xp[:] = x - (x - xp) * (h / st.h)       # time-corrected Verlet for a new h
         st.h = h
+        for family in (self.sticks, self.shapes, self.volumes):
+            family.begin_step(h)
 
     def _collide(self, dt, acc):
         """The collide stage: candidate contacts for this step (collision/colliders.py)."""
@@ -311,52 +301,21 @@ class Simulation:
         self.colliders.collide(self.control, x, self._free, self._radius_max, reach,
                                self.contacts)
 
-    def _integration_terms(self, h, acc):
-        """keep (n,) velocity fraction kept per substep; a h^2 (3, n) [m]; lim (n,) [m] the
-        speed clamp's largest displacement (or empty)."""
+    def _loop_args(self, h, acc):
+        """loop.run_substeps' argument groups for this step (its docstring lists them)."""
+        st, ctl, S = self.state, self.control, self.substeps
         # (1 - damping)^h is the same per second at any substep count; multiplying by exactly
         # 1.0 changes nothing, so no branch is needed
-        keep = ((1.0 - self.damping) * (1.0 - self.control.particle_damping)) ** h
+        keep = ((1.0 - self.damping) * (1.0 - ctl.particle_damping)) ** h
         a_h2 = np.ascontiguousarray((acc * (h * h)).T)
         lim = self.max_speed * h if self.max_speed is not None else np.zeros(0)
-        return keep, a_h2, lim
-
-    def _integrate(self, s, a_h2, keep, lim):
-        """Substep s: Verlet prediction; pinned particles on the straight line between their
-        position at the step's start and their target."""
-        st, S = self.state, self.substeps
-        pins = self._pinned
-        if s == 0:
-            self._pin_start = st.x[pins].copy()        # (p, 3) [m]
-        self.kernels.predict(st.X, st.X_prev, a_h2, keep, lim)
-        if pins.size:
-            p0, p1 = self._pin_start, self.control.pin_target
-            st.x[pins] = p0 + (p1 - p0) * ((s + 1) / S)
-            st.x_prev[pins] = p0 + (p1 - p0) * (s / S)
-        if self.colliders.any_restitution:
-            self._x_pred[:] = st.x
-
-    def _begin_substep(self, h):
-        self.sticks.begin_substep(h)
-        self.shapes.begin_substep(h)
-        self.volumes.begin_substep(h)
-
-    def _relax(self, first, last):
-        """One relaxation sweep over every constraint and contact, in place on the State."""
-        X, Xp = self.state.X, self.state.X_prev
-        self.sticks.solve(X, self.over_relaxation, first, last)
-        self.volumes.solve(X)
-        self.colliders.project(X, Xp, self._radius, self.contacts)
-        self.colliders.project_points(X, Xp, self.points, self.contacts)
-        self.shapes.solve(X, self.contacts.touching)
-
-    def _velocity_pass(self, h):
-        """Damping of soft bodies' deformation and restitution: both write x* only."""
-        st = self.state
-        self.shapes.damp(st.X, st.X_prev)
-        if self.colliders.any_restitution:
-            self.colliders.restitution(st.x, st.x_prev, self._x_pred, h,
-                                       float(np.linalg.norm(self.gravity)), self.contacts)
+        pins = (self._pinned, st.x[self._pinned].copy(), ctl.pin_target)
+        return ((st.X, st.X_prev), (a_h2, keep, lim), pins,
+                self.sticks.kernel_args(self.over_relaxation), self.volumes.kernel_args(),
+                self.shapes.kernel_args(),
+                self.colliders.kernel_args(ctl, S, self._radius, self.contacts),
+                self.points.kernel_args(), self.contacts.kernel_args(),
+                (S, self.iterations), (h, float(np.linalg.norm(self.gravity))))
 
     def _external_acceleration(self):
         """(n, 3) [m/s^2] gravity, air drag and wind at the start of the step."""

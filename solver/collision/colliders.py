@@ -45,24 +45,15 @@ class Colliders:
     """The colliders' shapes and material (from the Model), where they are during each substep
     (from the Control's placements), and the contact passes (C = colliders)."""
 
-    def __init__(self, model, kernels):
-        self.kernels = kernels
+    def __init__(self, model):
         self.shape = model.collider_shape                  # (C,) int64 frames.PLANE..CAPSULE
         self.dims = model.collider_dims                    # (C, 3) float64 [m]
         self.mu_k = model.collider_friction                # (C,) float64
         self.mu_s = model.collider_static_friction         # (C,) float64
-        # coefficient of restitution per collider; not named ``restitution``, which is the method
-        # below (an attribute of that name shadowed it: every bouncy contact raised TypeError)
+        # coefficient of restitution per collider (the kernel of that name is its velocity pass)
         self.e_restitution = model.collider_restitution    # (C,) float64
         self.thickness = model.collider_thickness          # (C,) float64 [m]
         self.count = len(self.shape)
-        self.any_restitution = bool(np.any(self.e_restitution > 0))
-        # this substep's placement of each collider at its start and end (frames.Frame)
-        self.before = []
-        self.now = []
-        # project_points' per-substep arrays (see _packed) and the frames they were built from
-        self._pack = None
-        self._pack_key = None
 
     def initial_frames(self, model):
         """(C,) frames.Frame of the build-time placements (the Control starts with these)."""
@@ -90,93 +81,41 @@ class Colliders:
         contacts.set_candidates(found)
 
     # ------------------------------------------------------------------ placement per substep
-    def begin_substep(self, control, s, substeps):
-        """Placements at the start and end of substep s of ``substeps``: interpolated from the
-        Control's placement now to its target."""
-        if len(self.now) != self.count:
-            self.before = list(control.collider_frame)
-            self.now = list(control.collider_frame)
-        for k in range(self.count):
+    def placements(self, control, substeps):
+        """Every collider's placement in every substep of the next step, as arrays
+        (S = substeps, C = colliders): approximate (S, C) bool first-order SDF; abc (S, C, 3) its
+        scaled dimensions (sdf.placement); R (S, C, 3, 3), t (S, C, 3) [m], sc (S, C, 3) the
+        frame at the substep's end and Rb, tb, sb the same at its start; moving (S, C) bool.
+        A collider moves from the Control's placement now to its target, interpolated
+        (frames.interpolate); one whose target is its placement (the same object) is at rest."""
+        S, C = substeps, self.count
+        approximate, moving = np.zeros((S, C), bool), np.zeros((S, C), bool)
+        abc, t, sc, tb, sb = (np.zeros((S, C, 3)) for _ in range(5))
+        R, Rb = np.zeros((S, C, 3, 3)), np.zeros((S, C, 3, 3))
+        for k in range(C):
             f0, f1 = control.collider_frame[k], control.collider_target[k]
             if f1 is f0:
-                self.before[k] = self.now[k] = f0      # at rest: no motion
-                continue
-            self.before[k] = self.now[k] if s else f0
-            self.now[k] = frames.interpolate(f0, f1, (s + 1) / substeps)
+                now = before = [f0] * S
+            else:
+                now = [frames.interpolate(f0, f1, (s + 1) / S) for s in range(S)]
+                before = [f0] + now[:-1]
+            for s in range(S) if f1 is not f0 else range(1):
+                R[s, k], t[s, k], sc[s, k] = now[s]
+                Rb[s, k], tb[s, k], sb[s, k] = before[s]
+                moving[s, k] = before[s] is not now[s]
+                approximate[s, k], abc[s, k] = sdf.placement(self.shape[k], self.dims[k],
+                                                             now[s].scale)
+            if f1 is f0:                               # at rest: every substep the same
+                for arr in (approximate, moving, abc, R, t, sc, Rb, tb, sb):
+                    arr[1:, k] = arr[0, k]
+        return approximate, abc, R, t, sc, Rb, tb, sb, moving
+
+    def kernel_args(self, control, substeps, radius, contacts):
+        """The colliders group of loop.run_substeps' arguments: material per collider, the
+        particle radii (n,) [m], the collide stage's candidates and the placements."""
+        return (self.shape, self.thickness, self.mu_s, self.mu_k, self.e_restitution, radius,
+                contacts.pair_particle, contacts.pair_start) + self.placements(control, substeps)
 
     def end_step(self, control):
         """The targets are reached: they become the placements now."""
         control.collider_frame = list(control.collider_target)
-        self.now = list(control.collider_frame)
-
-    # ------------------------------------------------------------------ contact passes
-    def _packed(self):
-        """Every collider's placement this substep as arrays, for the point contact:
-        approximate (C,) bool first-order SDF; abc (C, 3) float64 its SDF's scaled dimensions
-        (sdf.placement); R (C, 3, 3) float64, t (C, 3) float64 [m], s (C, 3) float64 the frames
-        now and the same three at the substep's start; moving (C,) bool. Rebuilt when a frame
-        changes (compared by identity: frames are never modified, and the cache holds them, so
-        an identity cannot be reused by a new frame)."""
-        key = self._pack_key
-        if key is not None and all(a is b for a, b in zip(key[0], self.now)) \
-                and all(a is b for a, b in zip(key[1], self.before)):
-            return self._pack
-        C = self.count
-        approximate = np.zeros(C, bool)
-        abc = np.zeros((C, 3))
-        for k in range(C):
-            approximate[k], abc[k] = sdf.placement(self.shape[k], self.dims[k], self.now[k].scale)
-        now, before = self.now, self.before
-        self._pack = (approximate, abc,
-                      np.stack([f.rotation for f in now]), np.stack([f.translation for f in now]),
-                      np.stack([f.scale for f in now]), np.stack([f.rotation for f in before]),
-                      np.stack([f.translation for f in before]),
-                      np.stack([f.scale for f in before]),
-                      np.array([b is not f for b, f in zip(before, now)], bool))
-        self._pack_key = (tuple(now), tuple(before))
-        return self._pack
-
-    def project(self, X, X_prev, radius, contacts):
-        """Project the candidate particles out of every collider, with friction, in place on
-        positions X (3, n) [m] (X_prev (3, n) the positions a substep ago); radius (n,) [m]."""
-        for k in range(self.count):
-            idx = contacts.candidates(k)
-            if idx.size == 0:
-                continue
-            now, before = self.now[k], self.before[k]
-            approximate, (a, b, c) = sdf.placement(self.shape[k], self.dims[k], now.scale)
-            self.kernels.project_collider(
-                X, X_prev, idx, int(self.shape[k]), approximate, float(a), float(b), float(c),
-                float(self.thickness[k]), radius, now.rotation, now.translation, now.scale,
-                before.rotation, before.translation, before.scale, before is not now,
-                float(self.mu_s[k]), float(self.mu_k[k]), k, contacts.depth, contacts.used,
-                contacts.touching, contacts.normal, contacts.motion, contacts.collider)
-
-    def project_points(self, X, X_prev, points, contacts):
-        """Jakobsen's embedded-point contact for tetrahedral bodies (points: points.TetraPoints)."""
-        if self.count == 0 or not points.count:
-            return
-        self.kernels.project_points(X, X_prev, points.rank_start, points.rank_points,
-                                    points.tet, points.weight, points.inv_c2, self.shape,
-                                    self.thickness, self.mu_s, self.mu_k, *self._packed(),
-                                    contacts.point_depth, contacts.point_used)
-
-    def restitution(self, x, x_prev, x_pred, h, gravity_norm, contacts):
-        """Velocity pass after a substep: bounce contacts that arrived fast (module docstring).
-        x, x_prev, x_pred (n, 3) [m]: positions, positions a substep ago, and positions right
-        after integration (before any constraint). Shared by both backends: it touches only
-        the particles that bounced."""
-        ids = np.nonzero(contacts.touching)[0]
-        if ids.size == 0:
-            return
-        e = self.e_restitution[contacts.collider[ids]]
-        keep = e > 0
-        ids, e = ids[keep], e[keep]
-        if ids.size == 0:
-            return
-        n, motion = contacts.normal[ids], contacts.motion[ids]
-        v_arrive = np.einsum("ij,ij->i", x_pred[ids] - x_prev[ids] - motion, n) / h
-        bounce = v_arrive < -2.0 * gravity_norm * h
-        ids, e, n, motion, v_arrive = ids[bounce], e[bounce], n[bounce], motion[bounce], v_arrive[bounce]
-        v_now = np.einsum("ij,ij->i", x[ids] - x_prev[ids] - motion, n) / h
-        x_prev[ids] -= n * ((-e * v_arrive - v_now) * h)[:, None]

@@ -26,6 +26,9 @@ class Contacts:
         self.collider = np.zeros(n, np.int64)    # (n,) int64 last collider touched
         self.point_depth = np.zeros(n_points)    # (P,) float64 [m] embedded points
         self.point_used = np.zeros(n_points)     # (P,) float64 [m]
+        # (3, n) float64 [m] positions right after integration, before any constraint: the
+        # arrival velocity restitution reflects
+        self.X_pred = np.zeros((3, n))
 
     def set_candidates(self, per_collider):
         """Store the collide stage's result: per_collider, a list of C (k,) int64 particle
@@ -39,9 +42,8 @@ class Contacts:
         """(k,) int64 the particles that may touch collider k this step."""
         return self.pair_particle[self.pair_start[k]:self.pair_start[k + 1]]
 
-    def reset_substep(self):
-        self.depth.fill(0.0)
-        self.used.fill(0.0)
-        self.touching.fill(False)
-        self.point_depth.fill(0.0)
-        self.point_used.fill(0.0)
+    def kernel_args(self):
+        """The contacts group of loop.run_substeps' arguments (the loop resets them per
+        substep)."""
+        return (self.depth, self.used, self.touching, self.normal, self.motion, self.collider,
+                self.point_depth, self.point_used, self.X_pred)

@@ -31,6 +31,10 @@ class TetraPoints:
         n_ranks = int(rank.max()) + 1 if rank.size else 0
         self.rank_start = np.searchsorted(rank[order], np.arange(n_ranks + 1)).astype(np.int64)
 
+    def kernel_args(self):
+        """The points group of loop.run_substeps' arguments."""
+        return self.rank_start, self.rank_points, self.tet, self.weight, self.inv_c2
+
     def positions(self, x, body=None):
         """(P, 3) embedded point positions [m] (all bodies, or one body's), x (n, 3) [m]."""
         sel = np.arange(self.count) if body is None else np.nonzero(self.point_body == body)[0]

@@ -194,3 +194,28 @@ def _motion(now, before, x0, x1, x2):
     p1 = Rb[1, 0] * w0 + Rb[1, 1] * w1 + Rb[1, 2] * w2 + tb[1]
     p2 = Rb[2, 0] * w0 + Rb[2, 1] * w1 + Rb[2, 2] * w2 + tb[2]
     return x0 - p0, x1 - p1, x2 - p2
+
+
+def restitution(X, Xp, X_pred, h, gravity_norm, e_restitution, touching, collider, normal,
+                motion):
+    """The velocity pass after a substep (colliders.py's restitution): a contact that arrived
+    faster than 2 |g| h gets normal velocity -e v_arrive relative to the collider, by moving x*.
+    X, Xp, X_pred (3, n) [m] positions, positions a substep ago (updated) and positions right
+    after integration; e_restitution (C,); touching (n,) bool, collider (n,) int64, normal
+    (n, 3), motion (n, 3) [m]: this substep's contacts."""
+    ids = np.nonzero(touching)[0]
+    e = e_restitution[collider[ids]]
+    ids, e = ids[e > 0], e[e > 0]
+    n0, n1, n2 = normal[ids, 0], normal[ids, 1], normal[ids, 2]
+    m0, m1, m2 = motion[ids, 0], motion[ids, 1], motion[ids, 2]
+    p0, p1, p2 = Xp[0, ids], Xp[1, ids], Xp[2, ids]
+    v_arrive = ((X_pred[0, ids] - p0 - m0) * n0 + (X_pred[1, ids] - p1 - m1) * n1
+                + (X_pred[2, ids] - p2 - m2) * n2) / h
+    v_now = ((X[0, ids] - p0 - m0) * n0 + (X[1, ids] - p1 - m1) * n1
+             + (X[2, ids] - p2 - m2) * n2) / h
+    bounce = v_arrive < -2.0 * gravity_norm * h
+    ids = ids[bounce]
+    dv = (-e[bounce] * v_arrive[bounce] - v_now[bounce]) * h
+    Xp[0, ids] = p0[bounce] - n0[bounce] * dv
+    Xp[1, ids] = p1[bounce] - n1[bounce] * dv
+    Xp[2, ids] = p2[bounce] - n2[bounce] * dv

@@ -188,11 +188,10 @@ def _sums(local, k, values):
 
 
 class ShapeSolver:
-    """Every cluster's solve arrays, allocated once (K = clusters, e = cluster entries);
-    ``solve`` and ``damp`` run through the kernel table."""
+    """Every cluster's solve arrays, allocated once (K = clusters, e = cluster entries); the
+    substep loop (loop.py) runs solve_shapes and damp_shapes on them."""
 
-    def __init__(self, model, kernels):
-        self.kernels = kernels
+    def __init__(self, model):
         self.particles = model.shape_particles                # (e,) int64
         self.rest_offset = model.shape_rest_offset            # (e, 3) float64 [m]
         self.start = model.shape_cluster_start                # (K + 1,) int64
@@ -214,30 +213,18 @@ class ShapeSolver:
         self.alpha = np.zeros(len(self.particles))           # (e,) alpha / h^2
         self._h = None
 
-    @property
-    def empty(self):
-        return len(self.particles) == 0
-
-    def begin_substep(self, h):
+    def begin_step(self, h):
+        """Recompute alpha~ and the damping's kept fraction when the substep length h changes."""
         if h != self._h:
             self.alpha[:] = self.compliance / (h * h)
             self.keep[:] = (1.0 - self.damping) ** h
             self._h = h
-        self.lam.fill(0.0)
 
-    def solve(self, X, contact):
-        """One pass over all clusters, in place on positions X (3, n) [m]; contact (n,) bool
-        particles that touched a collider this substep."""
-        if not self.empty:
-            self.kernels.solve_shapes(X, self.particles, self.rest_offset, self.start,
-                                      self.color_offsets, self.mass, self.rigid, self.w,
-                                      self.alpha, self.lam, contact, BOOST)
-
-    def damp(self, X, X_prev):
-        """Damp the damped clusters' deformation velocity (damp_shapes); writes X_prev only."""
-        if self.any_damped:
-            self.kernels.damp_shapes(X, X_prev, self.particles, self.start, self.color_offsets,
-                                     self.mass, self.damping, self.keep)
+    def kernel_args(self):
+        """The shapes group of loop.run_substeps' arguments."""
+        return (self.particles, self.rest_offset, self.start, self.color_offsets, self.mass,
+                self.rigid, self.w, self.alpha, self.lam, BOOST, self.damping, self.keep,
+                self.any_damped)
 
 
 def _color_entries(start, c0, c1):

@@ -31,11 +31,10 @@ _EPS = 1e-12
 
 
 class StickSolver:
-    """Every stick's solve arrays, allocated once; ``solve`` runs one sweep through the kernel
-    table (m = sticks, c = colours, n = particles)."""
+    """Every stick's solve arrays, allocated once (m = sticks, n = particles); the substep loop
+    (loop.py) relaxes them with solve_sticks."""
 
-    def __init__(self, model, kernels):
-        self.kernels = kernels
+    def __init__(self, model):
         w = model.particle_inv_mass
         kind = model.stick_kind
         # the partition (constraints/partition.py): NumPy batches, compiled groups and tasks
@@ -59,22 +58,18 @@ class StickSolver:
         self.alpha = np.zeros(len(self.rest))                 # (m,) float64 alpha / h^2
         self._h = None
 
-    def begin_substep(self, h):
-        """Recompute alpha~ = alpha / h^2 when the substep length changes. Lambda needs no
-        reset: the substep's first sweep is told to take it as zero."""
+    def begin_step(self, h):
+        """Recompute alpha~ = alpha / h^2 when the substep length h [s] changes. Lambda needs
+        no reset: a substep's first sweep is told to take it as zero."""
         if h != self._h:
             self.alpha[:] = self.compliance / (h * h)
             self._h = h
 
-    def solve(self, X, omega=1.0, first=True, last=True):
-        """One Gauss-Seidel sweep over all colours, in place on positions X (3, n) [m].
-        first / last: this is the substep's first / last sweep (lambda is zero before it, and
-        not needed after it)."""
-        self.kernels.solve_sticks(X, self.i, self.j, self.rest, self.inv_mass, self.alpha,
-                                  self.lam, self.kind, self.batch_offsets,
-                                  self.group_task_start, self.task_range_start, self.range_lo,
-                                  self.range_hi, float(omega), self.one_sided, not first,
-                                  not last)
+    def kernel_args(self, omega):
+        """The sticks group of loop.run_substeps' arguments (omega: over-relaxation)."""
+        return (self.i, self.j, self.rest, self.inv_mass, self.alpha, self.lam, self.kind,
+                self.batch_offsets, self.group_task_start, self.task_range_start, self.range_lo,
+                self.range_hi, float(omega), self.one_sided)
 
     def max_strain(self, x):
         """Largest relative length error |len - rest| / rest over all sticks (diagnostics)."""

@@ -18,10 +18,9 @@ import numpy as np
 
 class VolumeSolver:
     """Per-volume particle lists and solve arrays, allocated once (V = volumes, P = their
-    particles, T = their triangles); ``solve`` runs through the kernel table."""
+    particles, T = their triangles); the substep loop (loop.py) solves them with solve_volumes."""
 
-    def __init__(self, model, kernels):
-        self.kernels = kernels
+    def __init__(self, model):
         w = model.particle_inv_mass
         pids, tris, pid_start, tri_start = [], [], [0], [0]
         for k in range(len(model.volume_rest)):
@@ -44,17 +43,16 @@ class VolumeSolver:
         self.count = len(self.rest)
         self._h = None
 
-    def begin_substep(self, h):
+    def begin_step(self, h):
+        """Recompute alpha~ = alpha / h^2 when the substep length h [s] changes."""
         if h != self._h:
             self.alpha[:] = self.compliance / (h * h)
             self._h = h
-        self.lam.fill(0.0)
 
-    def solve(self, X):
-        """One pass over the volumes, in place on positions X (3, n) [m]."""
-        if self.count:
-            self.kernels.solve_volumes(X, self.particles, self.particle_start, self.tris,
-                                       self.tri_start, self.w, self.rest, self.alpha, self.lam)
+    def kernel_args(self):
+        """The volumes group of loop.run_substeps' arguments."""
+        return (self.particles, self.particle_start, self.tris, self.tri_start, self.w,
+                self.rest, self.alpha, self.lam)
 
 
 def solve_volumes(X, particles, particle_start, tris, tri_start, w, rest, alpha, lam):

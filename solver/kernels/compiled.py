@@ -10,8 +10,9 @@ Importing this module requires Numba; backend.py imports it lazily.
 import numpy as np
 from numba import njit, prange
 
-# the contact kernels live in their own module; the step reaches every kernel through this one
-from .compiled_contact import project_collider, project_points  # noqa: F401
+# the contact kernels and the loop live in their own modules; the kernel table reaches every
+# compiled kernel through this one
+from .compiled_contact import project_collider, project_points, restitution  # noqa: F401
 
 _EPS = 1e-12
 
@@ -468,3 +469,6 @@ def solve_volumes(X, particles, particle_start, tris, tri_start, w, rest, alpha,
             X[0, i] = X[0, i] + wd * grad[j, 0]
             X[1, i] = X[1, i] + wd * grad[j, 1]
             X[2, i] = X[2, i] + wd * grad[j, 2]
+
+
+from .compiled_loop import run_substeps  # noqa: E402,F401  (it imports the kernels above)

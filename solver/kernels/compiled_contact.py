@@ -309,3 +309,34 @@ def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, t
                 X[2, j3] += c3 * w2
 
 
+
+
+@njit(cache=True, parallel=True, fastmath=False)
+def restitution(X, Xp, X_pred, h, gravity_norm, e_restitution, touching, collider, normal,
+                motion):
+    """Scalar mirror of collision/project.restitution: one particle per iteration."""
+    for i in prange(X.shape[1]):
+        if not touching[i]:
+            continue
+        e = e_restitution[collider[i]]
+        if not e > 0:
+            continue
+        n0 = normal[i, 0]
+        n1 = normal[i, 1]
+        n2 = normal[i, 2]
+        m0 = motion[i, 0]
+        m1 = motion[i, 1]
+        m2 = motion[i, 2]
+        p0 = Xp[0, i]
+        p1 = Xp[1, i]
+        p2 = Xp[2, i]
+        v_arrive = ((X_pred[0, i] - p0 - m0) * n0 + (X_pred[1, i] - p1 - m1) * n1
+                    + (X_pred[2, i] - p2 - m2) * n2) / h
+        v_now = ((X[0, i] - p0 - m0) * n0 + (X[1, i] - p1 - m1) * n1
+                 + (X[2, i] - p2 - m2) * n2) / h
+        if not v_arrive < -2.0 * gravity_norm * h:
+            continue
+        dv = (-e * v_arrive - v_now) * h
+        Xp[0, i] = p0 - n0 * dv
+        Xp[1, i] = p1 - n1 * dv
+        Xp[2, i] = p2 - n2 * dv

@@ -1,0 +1,101 @@
+"""The substep loop compiled: the mirror of loop.run_substeps (its docstring gives the loop and
+the argument groups), so a whole step is one call from Python and Python runs once per frame.
+
+It calls the compiled kernels (compiled.py, compiled_contact.py) in loop.py's order with the same
+arguments, so the two backends agree bit for bit. Its own work (pins, resets, the finiteness
+check) is a few element-wise loops. Importing this module requires Numba.
+"""
+
+import math
+
+from numba import njit
+
+from .compiled import damp_shapes, predict, solve_shapes, solve_sticks, solve_volumes
+from .compiled_contact import project_collider, project_points, restitution
+
+
+@njit(cache=True, fastmath=False)
+def _all_finite(X):
+    for c in range(X.shape[0]):
+        for i in range(X.shape[1]):
+            if not math.isfinite(X[c, i]):
+                return False
+    return True
+
+
+@njit(cache=True, fastmath=False)
+def run_substeps(state, integrate, pins, sticks, volumes, shapes, colliders, points, contacts,
+                 counts, scalars):
+    X, Xp = state
+    a_h2, keep, lim = integrate
+    pin_ids, pin_start, pin_target = pins
+    (si, sj, rest, inv_mass, s_alpha, s_lam, kind, batch_offsets, group_task_start,
+     task_range_start, range_lo, range_hi, omega, one_sided) = sticks
+    v_particles, v_particle_start, v_tris, v_tri_start, v_w, v_rest, v_alpha, v_lam = volumes
+    (m_particles, m_rest_offset, m_start, m_color_offsets, m_mass, m_rigid, m_w, m_alpha, m_lam,
+     m_boost, m_damping, m_keep, m_any_damped) = shapes
+    (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, radius, pair_particle, pair_start,
+     approximate, abc, R, t, sc, Rb, tb, sb, moving) = colliders
+    rank_start, rank_points, tet, weight, inv_c2 = points
+    depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred = contacts
+    substeps, iterations = counts
+    h, gravity_norm = scalars
+    n_colliders = c_shape.shape[0]
+    any_restitution = False
+    for k in range(n_colliders):
+        if c_restitution[k] > 0:
+            any_restitution = True
+    n = X.shape[1]
+    for s in range(substeps):
+        # integrate
+        predict(X, Xp, a_h2, keep, lim)
+        f1 = (s + 1) / substeps
+        f0 = s / substeps
+        for q in range(pin_ids.shape[0]):
+            p = pin_ids[q]
+            for c in range(3):
+                X[c, p] = pin_start[q, c] + (pin_target[q, c] - pin_start[q, c]) * f1
+                Xp[c, p] = pin_start[q, c] + (pin_target[q, c] - pin_start[q, c]) * f0
+        if any_restitution:
+            X_pred[:, :] = X
+        for i in range(n):
+            depth[i] = 0.0
+            used[i] = 0.0
+            touching[i] = False
+        point_depth[:] = 0.0
+        point_used[:] = 0.0
+        v_lam[:] = 0.0
+        m_lam[:, :] = 0.0
+        # relax
+        for it in range(iterations):
+            solve_sticks(X, si, sj, rest, inv_mass, s_alpha, s_lam, kind, batch_offsets,
+                         group_task_start, task_range_start, range_lo, range_hi, omega,
+                         one_sided, it > 0, it < iterations - 1)
+            if v_rest.shape[0]:
+                solve_volumes(X, v_particles, v_particle_start, v_tris, v_tri_start, v_w, v_rest,
+                              v_alpha, v_lam)
+            for k in range(n_colliders):
+                idx = pair_particle[pair_start[k]:pair_start[k + 1]]
+                if idx.shape[0] == 0:
+                    continue
+                project_collider(X, Xp, idx, c_shape[k], approximate[s, k], abc[s, k, 0],
+                                 abc[s, k, 1], abc[s, k, 2], c_thickness[k], radius, R[s, k],
+                                 t[s, k], sc[s, k], Rb[s, k], tb[s, k], sb[s, k], moving[s, k],
+                                 c_mu_s[k], c_mu_k[k], k, depth, used, touching, normal, motion,
+                                 collider)
+            if rank_points.shape[0] and n_colliders:
+                project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, c_shape,
+                               c_thickness, c_mu_s, c_mu_k, approximate[s], abc[s], R[s], t[s],
+                               sc[s], Rb[s], tb[s], sb[s], moving[s], point_depth, point_used)
+            if m_particles.shape[0]:
+                solve_shapes(X, m_particles, m_rest_offset, m_start, m_color_offsets, m_mass,
+                             m_rigid, m_w, m_alpha, m_lam, touching, m_boost)
+        # velocity pass
+        if m_any_damped:
+            damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)
+        if any_restitution:
+            restitution(X, Xp, X_pred, h, gravity_norm, c_restitution, touching, collider,
+                        normal, motion)
+        if not _all_finite(X):
+            return s
+    return -1

@@ -1,0 +1,106 @@
+"""The substep loop, in NumPy: the kernel table's run_substeps (kernels/compiled_loop.py is its
+compiled mirror, which runs a whole step in one call, so Python runs once per frame).
+
+Jakobsen's loop ("Advanced Character Physics", section 2), ``substeps`` times per step:
+
+    integrate   x' = x + (x - x*) k + a h^2 (integrator.predict); pinned particles on the line
+                from their position at the step's start to their target
+    relax       ``iterations`` sweeps: sticks, volumes, colliders (projection with friction),
+                embedded points of tetrahedral bodies, shape matching
+    velocity    shape-matching damping (x* only) and restitution (x* only)
+
+then a check that every position is finite. The Simulation prepares what the loop reads once
+per step (simulation.py): accelerations, the collide stage's candidates, each collider's
+placement in every substep. The arguments come in groups, as tuples, so the compiled mirror takes
+exactly the same ones:
+
+    state      (X, X_prev)                     (3, n) float64 [m] positions, positions a substep ago
+    integrate  (a_h2, keep, lim)               (3, n) [m], (n,), (n,) [m] or empty: predict's
+    pins       (ids, start, target)            (p,) int64, (p, 3) [m] at the step's start, (p, 3) [m]
+    sticks     constraints/sticks.StickSolver.kernel_args(omega)
+    volumes    constraints/volume.VolumeSolver.kernel_args()
+    shapes     constraints/shapes.ShapeSolver.kernel_args()
+    colliders  collision/colliders.Colliders.kernel_args(...): per collider and per substep
+    points     collision/points.TetraPoints.kernel_args()
+    contacts   collision/contacts.Contacts.kernel_args()
+    counts     (substeps, iterations)          int
+    scalars    (h, gravity_norm)               [s], [m/s^2]
+
+Returns the index of the first substep after which a position was not finite, or -1.
+"""
+
+import math
+
+import numpy as np
+
+from .collision.project import project_collider, project_points, restitution
+from .constraints.shapes import damp_shapes, solve_shapes
+from .constraints.sticks import solve_sticks
+from .constraints.volume import solve_volumes
+from .integrator import predict
+
+
+def run_substeps(state, integrate, pins, sticks, volumes, shapes, colliders, points, contacts,
+                 counts, scalars):
+    X, Xp = state
+    a_h2, keep, lim = integrate
+    pin_ids, pin_start, pin_target = pins
+    (si, sj, rest, inv_mass, s_alpha, s_lam, kind, batch_offsets, group_task_start,
+     task_range_start, range_lo, range_hi, omega, one_sided) = sticks
+    v_particles, v_particle_start, v_tris, v_tri_start, v_w, v_rest, v_alpha, v_lam = volumes
+    (m_particles, m_rest_offset, m_start, m_color_offsets, m_mass, m_rigid, m_w, m_alpha, m_lam,
+     m_boost, m_damping, m_keep, m_any_damped) = shapes
+    (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, radius, pair_particle, pair_start,
+     approximate, abc, R, t, sc, Rb, tb, sb, moving) = colliders
+    rank_start, rank_points, tet, weight, inv_c2 = points
+    depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred = contacts
+    substeps, iterations = counts
+    h, gravity_norm = scalars
+    n_colliders = c_shape.shape[0]
+    any_restitution = bool(np.any(c_restitution > 0))
+    for s in range(substeps):
+        # integrate
+        predict(X, Xp, a_h2, keep, lim)
+        if pin_ids.size:
+            X[:, pin_ids] = (pin_start + (pin_target - pin_start) * ((s + 1) / substeps)).T
+            Xp[:, pin_ids] = (pin_start + (pin_target - pin_start) * (s / substeps)).T
+        if any_restitution:
+            X_pred[:] = X
+        for a in (depth, used, point_depth, point_used):
+            a.fill(0.0)
+        touching.fill(False)
+        v_lam.fill(0.0)
+        m_lam.fill(0.0)
+        # relax
+        for it in range(iterations):
+            solve_sticks(X, si, sj, rest, inv_mass, s_alpha, s_lam, kind, batch_offsets,
+                         group_task_start, task_range_start, range_lo, range_hi, omega,
+                         one_sided, it > 0, it < iterations - 1)
+            solve_volumes(X, v_particles, v_particle_start, v_tris, v_tri_start, v_w, v_rest,
+                          v_alpha, v_lam)
+            for k in range(n_colliders):
+                idx = pair_particle[pair_start[k]:pair_start[k + 1]]
+                if idx.size == 0:
+                    continue
+                a, b, c = abc[s, k]
+                project_collider(X, Xp, idx, c_shape[k], approximate[s, k], a, b, c,
+                                 c_thickness[k], radius, R[s, k], t[s, k], sc[s, k], Rb[s, k],
+                                 tb[s, k], sb[s, k], moving[s, k], c_mu_s[k], c_mu_k[k], k,
+                                 depth, used, touching, normal, motion, collider)
+            if rank_points.size and n_colliders:
+                project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, c_shape,
+                               c_thickness, c_mu_s, c_mu_k, approximate[s], abc[s], R[s], t[s],
+                               sc[s], Rb[s], tb[s], sb[s], moving[s], point_depth, point_used)
+            if m_particles.size:
+                solve_shapes(X, m_particles, m_rest_offset, m_start, m_color_offsets, m_mass,
+                             m_rigid, m_w, m_alpha, m_lam, touching, m_boost)
+        # velocity pass
+        if m_any_damped:
+            damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)
+        if any_restitution:
+            restitution(X, Xp, X_pred, h, gravity_norm, c_restitution, touching, collider,
+                        normal, motion)
+        # one reduction per substep; the sum can overflow with finite entries, so confirm
+        if not math.isfinite(float(X.sum())) and not np.isfinite(X).all():
+            return s
+    return -1
