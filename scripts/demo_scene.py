@@ -187,7 +187,7 @@ def measure(ext, objs):
     facts["jelly_rebound"] = _rebound(xj[:, :, 2].mean(axis=1))
     facts["jelly_speed_end"] = float(np.abs(xj[-1] - xj[-2]).max() * fps)
     # wobble: how far the jelly is from a rigid motion of its rest shape (RMS over vertices)
-    rigid = ext.addon.simscene.rigid_matrix
+    rigid = ext.solver.geometry.rigid_transform
     dev = []
     for x in xj:
         m = rigid(xj[0], x)
