@@ -8,13 +8,14 @@ Blender's own frame changes (frame_set during a bake, render, Alembic export) fr
 import contextlib
 import hashlib
 import json
+import os
 import time
 
 import bpy
 import numpy as np
 
 from ..solver import SolverError
-from . import bridge, cache
+from . import bridge, cache, ids
 from . import kernels as compiled
 from .bridge import BridgeError
 from .simscene import DEFORMING, SIMULATED, SceneSim
@@ -45,15 +46,27 @@ def guarded(read_only=False):
             _guard["busy"] = prev
 
 
+NOT_SETTINGS = ("rna_type", "name", "preset", "cache_id")
+
+
 def settings_hash(scene):
-    """A hash of every setting that changes the result (scene and simulated objects)."""
+    """A hash of every setting that changes the result (scene, simulated objects, colliders).
+    Objects enter by cache id (colliders anonymously, sorted), not by name, so a rename leaves
+    a bake up to date; adding, removing or retyping a Verlet object changes it."""
     data = {k: _plain(getattr(scene.verlet, k, None)) for k in SCENE_SETTINGS}
     data["gravity"] = list(scene.gravity) if scene.use_gravity else [0, 0, 0]
     data["fps"] = scene.render.fps / scene.render.fps_base
-    for obj in sorted((o for o in scene.objects if getattr(o, "verlet", None) is not None
-                       and o.verlet.kind != "NONE"), key=lambda o: o.name):
-        data[obj.name] = {p.identifier: _plain(getattr(obj.verlet, p.identifier))
-                          for p in obj.verlet.bl_rna.properties if p.identifier not in ("rna_type", "name", "preset")}
+    bodies, colliders = {}, []
+    for obj in scene.objects:
+        if getattr(obj, "verlet", None) is None or obj.verlet.kind == "NONE":
+            continue
+        s = {p.identifier: _plain(getattr(obj.verlet, p.identifier))
+             for p in obj.verlet.bl_rna.properties if p.identifier not in NOT_SETTINGS}
+        if obj.verlet.kind == "COLLIDER":
+            colliders.append(json.dumps(s, sort_keys=True, default=str))
+        else:
+            bodies[obj.verlet.cache_id or "name:" + obj.name] = s
+    data["bodies"], data["colliders"] = bodies, sorted(colliders)
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -126,6 +139,36 @@ def _matrix(flat):
     return Matrix(m.tolist())
 
 
+def stored(ss, body):
+    """A body's current state as it is kept until written: deforming positions as float32 (the
+    cache's precision: 12 bytes per vertex per frame in memory, not 24), rigid matrices as
+    float64 (their rest matrix is taken from the first)."""
+    state = ss.result(body)
+    return state if body.kind == "RIGID" else state.astype(np.float32)
+
+
+class ProgressPrinter:
+    """progress(frame) for a bake on the command line: one line every ``every`` frames and at
+    the last, with the time per frame since the previous line (a farm log shows the bake
+    moving and how fast)."""
+
+    def __init__(self, frame_start, frame_end, every=10, out=print):
+        self.start, self.end, self.every, self.out = frame_start, frame_end, max(1, every), out
+        self.t0 = self.t = time.perf_counter()
+        self.last = frame_start
+
+    def __call__(self, frame):
+        if (frame - self.start) % self.every and frame != self.end:
+            return
+        now = time.perf_counter()
+        ms = 1000.0 * (now - self.t) / max(1, frame - self.last)
+        total = self.end - self.start
+        self.out(f"verlet: frame {frame} ({frame - self.start}/{total}, "
+                 f"{100.0 * (frame - self.start) / max(1, total):.0f}%): {ms:.1f} ms/frame, "
+                 f"{now - self.t0:.1f} s elapsed", flush=True)
+        self.t, self.last = now, frame
+
+
 class BakeResult:
     def __init__(self):
         self.frames = {}          # {object name: list of (n, 3) or (4, 4) arrays}
@@ -183,7 +226,7 @@ def iterate(context, frame_start, frame_end, res, progress=None):
                 ss = SceneSim(scene, depsgraph)
             res.start = res.last = frame_start
             for body in ss.bodies:
-                res.frames[body.name] = [ss.result(body)]
+                res.frames[body.name] = [stored(ss, body)]
                 res.kinds[body.name] = body.kind
                 res.hashes[body.name] = body.topology_hash
                 res.counts[body.name] = len(body.ids)
@@ -196,7 +239,7 @@ def iterate(context, frame_start, frame_end, res, progress=None):
                     res.error = f"frame {f}: {exc}"
                     break
                 for body in ss.bodies:
-                    res.frames[body.name].append(ss.result(body))
+                    res.frames[body.name].append(stored(ss, body))
                 res.last = f
                 if progress is not None:
                     progress(f)
@@ -207,6 +250,9 @@ def iterate(context, frame_start, frame_end, res, progress=None):
 
 def store(scene, res):
     """Write every object's frames to its cache and mark the objects baked. Returns the paths."""
+    ids.resolve()                          # a copy must not overwrite its original's file
+    for name in res.frames:
+        ids.cache_id(scene.objects[name])
     shash = settings_hash(scene)
     paths = []
     for obj in scene.objects:              # colliders too: their settings lock with the bake
@@ -215,33 +261,49 @@ def store(scene, res):
             obj["verlet_status"] = "Collider of a baked simulation"
     for name, frames in res.frames.items():
         obj = scene.objects[name]
+        cid = obj.verlet.cache_id
         rigid = res.kinds[name] == "RIGID"
-        header = {"kind": res.kinds[name], "vertex_count": res.counts[name],
+        header = {"object": name, "kind": res.kinds[name], "vertex_count": res.counts[name],
                   "topology_hash": res.hashes[name], "settings_hash": shash,
                   "frame_start": res.start, "frame_end": res.last,
                   "layout": "matrices" if rigid else "positions"}
-        path = cache.write(name, header, np.stack(frames))
+        before = _stored_path(obj)
+        path = cache.write(cid, header, frames)
         paths.append(path)
+        # a cache of 0.1.0 was named after the object: gone once the new one is written
+        if before and path and os.path.abspath(before) != os.path.abspath(path):
+            cache.remove(None, before)
         obj["verlet_baked"] = True
-        obj["verlet_cache"] = cache.relative_path(name) if path else ""
+        obj["verlet_cache"] = cache.relative_path(cid) if path else ""
         if rigid:                       # changed: always the rest this bake started from
             obj["verlet_rest_matrix"] = np.array(frames[0], dtype=np.float64).ravel().tolist()
         where = "in memory (save the .blend to keep it)" if path is None else "on disk"
         partial = " (cancelled: frames kept)" if res.cancelled else ""
         obj["verlet_status"] = f"Baked {res.start}-{res.last}{partial}, {where}"
+        _set_outdated(obj, None)
+        _checked.pop(name, None)
     return paths
+
+
+def _stored_path(obj):
+    """Absolute path of the file the object's bake was stored in, or None (memory, none)."""
+    rel = obj.get("verlet_cache")
+    return bpy.path.abspath(str(rel)) if rel else None
 
 
 def free(scene, objs=None):
     """Remove our caches, display data (key, or attribute, modifier and node group) and marks
     (only what the product created)."""
+    ids.resolve()                          # Free Bake on a copy must not delete the original's
     for obj in scene.objects:
         if getattr(obj, "verlet", None) is not None and obj.verlet.kind == "COLLIDER":
             for key in ("verlet_baked", "verlet_status"):
                 if key in obj:
                     del obj[key]
     for obj in objs or simulated_objects(scene):
-        cache.remove(obj.name)
+        # by its id and the path it stored, never by its name: after a rename the name points
+        # at no file (or at another object's)
+        cache.remove(obj.verlet.cache_id, _stored_path(obj))
         if obj.type == "MESH":
             bridge.remove_display(obj)
         if obj.verlet.kind == "RIGID" and "verlet_rest_basis" in obj:
@@ -249,43 +311,126 @@ def free(scene, objs=None):
         elif obj.verlet.kind == "RIGID" and "verlet_rest_matrix" in obj:
             obj.matrix_world = _matrix(obj["verlet_rest_matrix"])
         for key in ("verlet_baked", "verlet_cache", "verlet_status", "verlet_rest_matrix",
-                    "verlet_shown_matrix", "verlet_rest_basis"):
+                    "verlet_shown_matrix", "verlet_rest_basis", OUTDATED_KEY):
             if key in obj:
                 del obj[key]
+        _checked.pop(obj.name, None)
     stop_live()
 
 
-def load(obj):
-    """(header, frames) of an object's bake, or None; an unusable cache (outdated topology,
-    damaged file) gives None and a status saying why."""
-    try:
-        data = cache.read(obj.name, bpy.path.abspath(obj["verlet_cache"])
-                          if obj.get("verlet_cache") else None)
-    except cache.CacheError as exc:
-        obj["verlet_status"] = f"Cache unusable: {exc}"
-        return None
-    if data is None:
-        # Added: a bake whose cache is gone (deleted, left behind when the .blend moved, or a
-        # Free Bake undone) says so instead of silently showing nothing.
-        where = bpy.path.abspath(obj["verlet_cache"]) if obj.get("verlet_cache") else "memory"
-        obj["verlet_status"] = f"Cache missing: {obj.name}: no cache in {where}; bake again"
-        return None
-    header, frames = data
+# ------------------------------------------------------------------ reading a bake
+# Whether a cache fits its object is checked once, then again only when the mesh or the file
+# changes: {object name: (signature, message or None)}. Hashing the faces on every displayed
+# frame cost time proportional to the mesh for nothing.
+_checked = {}
+OUTDATED_KEY = "verlet_outdated"
+STALE_SETTINGS = "settings changed since the bake (Bake again to update it, or Free Bake)"
+
+
+def _set_outdated(obj, reason):
+    """Mark (or clear, with None) why obj's bake is not current: the Cache panel then offers
+    Bake again (state.bake_is_current). Written only on change."""
+    if reason:
+        if obj.get(OUTDATED_KEY) != reason:
+            obj[OUTDATED_KEY] = reason
+    elif OUTDATED_KEY in obj:
+        del obj[OUTDATED_KEY]
+
+
+def _set_status(obj, text):
+    if obj.get("verlet_status") != text:
+        obj["verlet_status"] = text
+
+
+def _mesh_signature(mesh):
+    """Cheap: what changes when a mesh's topology is edited (counts; the arrays are reallocated
+    by Edit Mode, bmesh and from_pydata)."""
+    loops, polys = mesh.loops, mesh.polygons
+    return (mesh.as_pointer(), len(mesh.vertices), len(mesh.edges), len(loops), len(polys),
+            loops[0].as_pointer() if len(loops) else 0,
+            polys[0].as_pointer() if len(polys) else 0)
+
+
+def _fits(obj, header, source):
+    """None when the cache may be shown on obj, else why not (a status line)."""
+    layout = "matrices" if obj.verlet.kind == "RIGID" else "positions"
     # Added: a cache of another kind of body (e.g. a rigid body's matrices copied over a
     # cloth's file) used to be shown and fail inside the frame handler.
-    layout = "matrices" if obj.verlet.kind == "RIGID" else "positions"
     if header.get("layout") != layout:
-        obj["verlet_status"] = (f"Cache unusable: {obj.name}: the cache holds "
-                                f"{header.get('layout')} of the {header.get('kind')} body "
-                                f"'{header.get('object')}', not this object's; bake again")
-        return None
-    if obj.type == "MESH" and header["layout"] == "positions":
+        return (f"Cache unusable: {obj.name}: the cache holds {header.get('layout')} of the "
+                f"{header.get('kind')} body '{header.get('object')}', not this object's; "
+                "bake again")
+    owner = header.get("object_id")
+    if owner is None and header.get("object") != obj.name:
+        # a cache of 0.1.0 (named after its object): whose it is, only its header says
+        return (f"Cache unusable: {obj.name}: the cache file was written for "
+                f"'{header.get('object')}'; bake again")
+    if owner is not None and owner != obj.verlet.cache_id:
+        return (f"Cache unusable: {obj.name}: the cache file belongs to another object "
+                f"('{header.get('object')}' when it was baked); bake again")
+    if obj.type == "MESH" and layout == "positions":
         mesh = obj.data
+        key = (source, header["topology_hash"], header["vertex_count"], _mesh_signature(mesh))
+        known = _checked.get(obj.name)
+        if known is not None and known[0] == key:
+            return known[1]
+        why = None
         if len(mesh.vertices) != header["vertex_count"] or \
                 bridge.topology_hash(len(mesh.vertices), bridge.faces(mesh)) != header["topology_hash"]:
-            obj["verlet_status"] = "Cache outdated: the mesh topology changed; bake again"
-            return None
-    return header, frames
+            why = ("Cache outdated: the mesh topology changed since the bake; press Bake to "
+                   "bake again (or Free Bake)")
+        _checked[obj.name] = (key, why)
+        return why
+    return None
+
+
+def open_bake(obj, shash=None):
+    """(header, FrameReader) of obj's bake, read lazily (one frame per seek), or None when it
+    cannot be shown; the object's status then says why. ``shash`` (the scene's settings_hash)
+    flags a bake made with other settings as outdated; it still plays, as Blender's point cache
+    does, until it is baked again or freed."""
+    try:
+        reader = cache.open_frames(obj.verlet.cache_id or None, _stored_path(obj))
+    except cache.CacheError as exc:
+        _set_status(obj, f"Cache unusable: {exc}")
+        _set_outdated(obj, "unusable")
+        return None
+    if reader is None:
+        # Added: a bake whose cache is gone (deleted, left behind when the .blend moved, or a
+        # Free Bake undone) says so instead of silently showing nothing.
+        where = _stored_path(obj) or "memory"
+        _set_status(obj, f"Cache missing: {obj.name}: no cache in {where}; bake again")
+        _set_outdated(obj, "missing")
+        return None
+    header = reader.header
+    why = _fits(obj, header, reader.path or id(reader.header))
+    if why is not None:
+        _set_status(obj, why)
+        _set_outdated(obj, "unusable")
+        return None
+    where = "on disk" if reader.path else "in memory (save the .blend to keep it)"
+    status = str(obj.get("verlet_status", ""))
+    partial = " (cancelled: frames kept)" if "(cancelled" in status else ""
+    status = f"Baked {header['frame_start']}-{header['frame_end']}{partial}, {where}"
+    stale = shash is not None and header.get("settings_hash") != shash
+    _set_status(obj, status + ("; outdated: " + STALE_SETTINGS if stale else ""))
+    _set_outdated(obj, "settings" if stale else None)
+    return header, reader
+
+
+def load(obj):
+    """(header, frames) of an object's bake with every frame read ((frames, ...) float32), or
+    None; an unusable cache (outdated topology, damaged file) gives None and a status saying
+    why. For exports and tests; playback reads frames one at a time (open_bake)."""
+    ids.resolve()
+    data = open_bake(obj, settings_hash(obj.users_scene[0]) if obj.users_scene else None)
+    if data is None:
+        return None
+    try:
+        return data[0], data[1].all()
+    except cache.CacheError as exc:
+        _set_status(obj, f"Cache unusable: {exc}")
+        return None
 
 
 def sample(header, frames, frame):
@@ -324,29 +469,33 @@ def show(obj, state):
 def on_load_post(*_args):
     stop_live()
     cache.clear_memory()
+    ids.forget()
+    _checked.clear()
 
 
 def on_undo_redo(*_args):
     stop_live()
+    _checked.clear()
 
 
 def on_save_pre(filepath=None, *_args):
     if not isinstance(filepath, str) or not filepath:
         return
+    ids.resolve()
     for scene in bpy.data.scenes:
         for obj in simulated_objects(scene):
-            if not obj.get("verlet_baked") or obj.get("verlet_cache") \
-                    or not cache.in_memory(obj.name):
+            cid = obj.verlet.cache_id
+            if not obj.get("verlet_baked") or obj.get("verlet_cache") or not cache.in_memory(cid):
                 continue
-            header, frames = cache._memory[obj.name]
+            header, frames = cache._memory[cid]
             try:
-                cache.write(obj.name, header, frames, blend_path=filepath)
+                cache.write(cid, header, frames, blend_path=filepath)
             except cache.CacheError as exc:
                 obj["verlet_status"] = f"Bake kept in memory only: {exc}"
                 _report(str(exc))
                 continue
-            cache._memory.pop(obj.name, None)
-            obj["verlet_cache"] = cache.relative_path(obj.name, blend_path=filepath)
+            cache._memory.pop(cid, None)
+            obj["verlet_cache"] = cache.relative_path(cid, blend_path=filepath)
             obj["verlet_status"] = str(obj.get("verlet_status", "")).replace(
                 "in memory (save the .blend to keep it)", "on disk")
 
@@ -363,7 +512,11 @@ def on_frame_change(scene, depsgraph=None):
     _guard["busy"] = True
     try:
         frame = scene.frame_current_final
-        baked = {o.name: load(o) for o in simulated_objects(scene) if o.get("verlet_baked")}
+        if any(o.get("verlet_baked") for o in simulated_objects(scene)):
+            ids.resolve()              # a copy (Shift+D) must not play its original's bake
+        objs = [o for o in simulated_objects(scene) if o.get("verlet_baked")]
+        shash = settings_hash(scene) if objs else None
+        baked = {o.name: open_bake(o, shash) for o in objs}
         for name, data in baked.items():
             if data is not None:
                 show(scene.objects[name], sample(data[0], data[1], frame))
@@ -421,7 +574,7 @@ def _live_playback(scene, frame, step=True):
         with display_muted(scene):
             ss = SceneSim(scene, bpy.context.evaluated_depsgraph_get())
         _live.update(sim=ss, start=start, last=start, scene=scene.name,
-                     frames={start: {b.name: ss.result(b) for b in ss.bodies}})
+                     frames={start: {b.name: stored(ss, b) for b in ss.bodies}})
         # Added: show the start state (the user's mesh), as Blender Cloth does at its start
         # frame; the display used to keep the last frame played. Rigid bodies remember their
         # rest so that the next reset starts from it, not from where they landed.
@@ -437,7 +590,7 @@ def _live_playback(scene, frame, step=True):
     if step and frame == _live["last"] + 1 and frame <= s.frame_end:
         ss = _live["sim"]
         ss.step_to(bpy.context.evaluated_depsgraph_get())
-        _live["frames"][frame] = {b.name: ss.result(b) for b in ss.bodies}
+        _live["frames"][frame] = {b.name: stored(ss, b) for b in ss.bodies}
         _live["last"] = frame
         stepped = True
     held = _live["frames"].get(min(max(frame, _live["start"]), _live["last"]))

@@ -45,7 +45,7 @@ def test_bake_with_frames_pc2_and_alembic(extension, tmp_path, capsys):
     out = capsys.readouterr()
     assert code == 0, out.err
     assert "bake done" in out.out and "Alembic export done" in out.out
-    header, fr = cache.read("Cloth", cache.path_for("Cloth"))
+    header, fr = cache.read(c.verlet.cache_id)
     assert (header["frame_start"], header["frame_end"]) == (2, 9) and fr.shape == (8, 64, 3)
     assert np.isfinite(fr).all()
     assert os.path.getsize(tmp_path / "pc2" / "Cloth.pc2") == 32 + 8 * 64 * 3 * 4
@@ -65,9 +65,9 @@ def test_bake_default_range_matches_the_operator(extension, tmp_path):
     c, _ = _saved_scene(tmp_path, frames=(1, 8))
     assert cli.main(["bake", "--no-save"]) == 0
     assert not os.path.exists(tmp_path / "cli.blend1")        # --no-save: not written
-    first = open(cache.path_for("Cloth"), "rb").read()
+    first = open(cache.path_for(c.verlet.cache_id), "rb").read()
     scenes.bake_op()
-    assert open(cache.path_for("Cloth"), "rb").read() == first
+    assert open(cache.path_for(c.verlet.cache_id), "rb").read() == first
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -127,14 +127,16 @@ def test_exit_status_of_a_real_process(extension, tmp_path):
 
     ok = run("bake", "--frames", "1:4")
     assert ok.returncode == 0, ok.stderr[-2000:]
-    assert os.path.isfile(tmp_path / "verlet_cache" / "cli" / "Cloth.vpc")
+    assert len(list((tmp_path / "verlet_cache" / "cli").glob("*.vpc"))) == 2
     bad = run("bake", "--frames", "x")
     assert bad.returncode == 1 and "--frames expects A:B" in bad.stderr
     assert run("bake", "--help").returncode == 0
     del c
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "cli.blend"))   # the saved result
     c = bpy.data.objects["Cloth"]
-    assert c.get("verlet_baked") and c["verlet_cache"] == "//verlet_cache/cli/Cloth.vpc"
+    cid = c.verlet.cache_id
+    assert c.get("verlet_baked") and c["verlet_cache"] == f"//verlet_cache/cli/{cid}.vpc"
+    assert (tmp_path / "verlet_cache" / "cli" / f"{cid}.vpc").is_file()
     from verlet_physics.addon import bake
     header, fr = bake.load(c)
     assert (header["frame_start"], header["frame_end"]) == (1, 4)

@@ -222,14 +222,15 @@ def test_damaged_or_foreign_cache_file(extension, tmp_path, damage):
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "bad.blend"))
     scenes.bake_op()
     before = scenes.user_hashes(c)
-    path = cache.path_for("Cloth")
+    path = cache.path_for(c.verlet.cache_id)
     blob = open(path, "rb").read()
     if damage == "truncated":
         blob = blob[:len(blob) - 100]
     elif damage == "foreign":
         blob = b"PK\x03\x04 not ours at all" * 10
     elif damage in ("other_cloth", "rigid_body"):     # another object's valid cache
-        blob = open(cache.path_for("Sheet" if damage == "other_cloth" else "Cube"), "rb").read()
+        other = bpy.data.objects["Sheet" if damage == "other_cloth" else "Cube"]
+        blob = open(cache.path_for(other.verlet.cache_id), "rb").read()
     else:
         n = struct.unpack("<I", blob[8:12])[0]
         header = json.loads(blob[12:12 + n])
@@ -242,7 +243,7 @@ def test_damaged_or_foreign_cache_file(extension, tmp_path, damage):
     status = c["verlet_status"]
     assert status.startswith(("Cache unusable", "Cache outdated")), status
     assert {"truncated": "truncated", "foreign": "not a Verlet Physics cache",
-            "other_cloth": "topology", "rigid_body": "'Cube'",
+            "other_cloth": "'Sheet'", "rigid_body": "'Cube'",
             "old_version": "format 99"}[damage] in status
     np.testing.assert_array_equal(scenes.display_key(c), shown)       # ignored, not shown
     for op in (bpy.ops.verlet.bake_to_shape_keys,
@@ -280,7 +281,7 @@ def test_failed_cache_write_keeps_the_previous_cache(extension, tmp_path, monkey
     c = _safe_cloth()
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "atomic.blend"))
     scenes.bake_op()
-    path = cache.path_for("Cloth")
+    path = cache.path_for(c.verlet.cache_id)
     old = open(path, "rb").read()
     c.verlet.mass = 3.0                                # a different bake would follow
 
@@ -290,7 +291,7 @@ def test_failed_cache_write_keeps_the_previous_cache(extension, tmp_path, monkey
     monkeypatch.setattr(cache.os, "replace", refuse)
     _refused("Cloth", "No space left")
     assert open(path, "rb").read() == old
-    assert sorted(os.listdir(os.path.dirname(path))) == ["Cloth.vpc"]
+    assert sorted(os.listdir(os.path.dirname(path))) == [os.path.basename(path)]
     bpy.context.scene.frame_set(4)                     # the old bake still plays
     np.testing.assert_array_equal(scenes.display_key(c), bake.load(c)[1][3])
 
@@ -304,7 +305,7 @@ def test_free_bake_removes_only_what_the_product_created(extension, tmp_path):
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "free.blend"))
     scenes.bake_op()
     bpy.context.scene.frame_set(6)
-    folder = os.path.dirname(cache.path_for("Cloth"))
+    folder = os.path.dirname(cache.path_for(c.verlet.cache_id))
     with open(os.path.join(folder, "notes.txt"), "w") as fh:     # the user's file in our folder
         fh.write("mine")
     (tmp_path / "verlet_cache" / "other.txt").write_text("mine too")
