@@ -315,6 +315,7 @@ def free(scene, objs=None):
             if key in obj:
                 del obj[key]
         _checked.pop(obj.name, None)
+    bridge.forget_weights()
     stop_live()
 
 
@@ -342,13 +343,13 @@ def _set_status(obj, text):
         obj["verlet_status"] = text
 
 
-def _mesh_signature(mesh):
-    """Cheap: what changes when a mesh's topology is edited (counts; the arrays are reallocated
-    by Edit Mode, bmesh and from_pydata)."""
-    loops, polys = mesh.loops, mesh.polygons
-    return (mesh.as_pointer(), len(mesh.vertices), len(mesh.edges), len(loops), len(polys),
-            loops[0].as_pointer() if len(loops) else 0,
-            polys[0].as_pointer() if len(polys) else 0)
+def _corners(mesh):
+    """(corner vertex (l,), polygon sizes (p,)) int32: the topology, in two bulk reads."""
+    corner = np.empty(len(mesh.loops), dtype=np.int32)
+    mesh.loops.foreach_get("vertex_index", corner)
+    total = np.empty(len(mesh.polygons), dtype=np.int32)
+    mesh.polygons.foreach_get("loop_total", total)
+    return corner, total
 
 
 def _fits(obj, header, source):
@@ -370,16 +371,22 @@ def _fits(obj, header, source):
                 f"('{header.get('object')}' when it was baked); bake again")
     if obj.type == "MESH" and layout == "positions":
         mesh = obj.data
-        key = (source, header["topology_hash"], header["vertex_count"], _mesh_signature(mesh))
+        # Changed: the faces used to be hashed on every shown frame (with a Python loop over
+        # the polygons of mixed meshes); now two bulk reads are compared with the last ones
+        # checked, and hashed only when they differ. (Pointers to the arrays are no signature:
+        # Blender copies them as it evaluates.)
+        corner, total = _corners(mesh)
+        key = (source, header["topology_hash"], header["vertex_count"], len(mesh.vertices))
         known = _checked.get(obj.name)
-        if known is not None and known[0] == key:
-            return known[1]
+        if known is not None and known[0] == key and np.array_equal(known[1], corner) \
+                and np.array_equal(known[2], total):
+            return known[3]
         why = None
         if len(mesh.vertices) != header["vertex_count"] or \
                 bridge.topology_hash(len(mesh.vertices), bridge.faces(mesh)) != header["topology_hash"]:
             why = ("Cache outdated: the mesh topology changed since the bake; press Bake to "
                    "bake again (or Free Bake)")
-        _checked[obj.name] = (key, why)
+        _checked[obj.name] = (key, corner, total, why)
         return why
     return None
 
@@ -412,7 +419,8 @@ def open_bake(obj, shash=None):
     status = str(obj.get("verlet_status", ""))
     partial = " (cancelled: frames kept)" if "(cancelled" in status else ""
     status = f"Baked {header['frame_start']}-{header['frame_end']}{partial}, {where}"
-    stale = shash is not None and header.get("settings_hash") != shash
+    # (0.1.0's caches hashed the settings another way: not comparable, not called outdated)
+    stale = shash is not None and "object_id" in header and header.get("settings_hash") != shash
     _set_status(obj, status + ("; outdated: " + STALE_SETTINGS if stale else ""))
     _set_outdated(obj, "settings" if stale else None)
     return header, reader
@@ -471,11 +479,13 @@ def on_load_post(*_args):
     cache.clear_memory()
     ids.forget()
     _checked.clear()
+    bridge.forget_weights()
 
 
 def on_undo_redo(*_args):
     stop_live()
     _checked.clear()
+    bridge.forget_weights()
 
 
 def on_save_pre(filepath=None, *_args):

@@ -114,6 +114,31 @@ def group_weights(obj, mesh, name):
     return w
 
 
+# {(object name, group name): (signature, (n,) float64 weights)}; see display_group_weights
+_weights = {}
+
+
+def display_group_weights(obj, name):
+    """group_weights for the display path (a user's shape key restricted to a vertex group, on
+    every shown frame): read once, then again only when they may have changed: another mesh
+    or vertex count, the group renamed or reindexed, or the object in a mode where weights are
+    painted or edited (then read every frame). forget_weights() drops them (undo, file load)."""
+    vg = obj.vertex_groups.get(name)
+    mesh = obj.data
+    sig = (mesh.as_pointer(), len(mesh.vertices), None if vg is None else vg.index)
+    key = (obj.name, name)
+    known = _weights.get(key)
+    if known is not None and known[0] == sig and obj.mode == "OBJECT":
+        return known[1]
+    w = group_weights(obj, mesh, name)
+    _weights[key] = (sig, w)
+    return w
+
+
+def forget_weights():
+    _weights.clear()
+
+
 def topology_hash(n_vertices, face_list):
     """A hash of the vertex count and the faces, to tell when a cache no longer fits the mesh."""
     h = hashlib.sha256(str(int(n_vertices)).encode())
@@ -285,7 +310,7 @@ def other_keys_offset(obj, ours):
         d = (_key_co(kb) - _key_co(kb.relative_key)) * kb.value
         if kb.vertex_group:
             try:
-                d *= group_weights(obj, obj.data, kb.vertex_group)[:, None]
+                d *= display_group_weights(obj, kb.vertex_group)[:, None]
             except BridgeError:         # a missing group: Blender then applies no weight
                 pass
         off = d if off is None else off + d
