@@ -235,7 +235,7 @@ def iterate(context, frame_start, frame_end, res, progress=None):
                 scene.frame_set(f)
                 try:
                     ss.step_to(context.evaluated_depsgraph_get())
-                except SolverError as exc:
+                except (SolverError, BridgeError) as exc:    # keep the frames before it
                     res.error = f"frame {f}: {exc}"
                     break
                 for body in ss.bodies:

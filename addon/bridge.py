@@ -42,8 +42,10 @@ def evaluated_mesh(obj, depsgraph):
     """The evaluated mesh of obj (modifiers applied) and the evaluated object; call
     ``obj_eval.to_mesh_clear()`` when done with it."""
     if obj.type != "MESH":
-        raise BridgeError(f"{obj.name}: is a {obj.type.lower()}, not a mesh; only meshes can be "
-                          "simulated")
+        kind = obj.type.lower().replace("_", " ")
+        article = "an" if kind[:1] in "aeiou" else "a"
+        raise BridgeError(f"{obj.name}: is {article} {kind} object, not a mesh; only meshes can "
+                          "be simulated (set its Verlet kind to None, or convert it to a mesh)")
     if obj.mode == "EDIT":
         raise BridgeError(f"{obj.name}: is in Edit Mode; leave Edit Mode to simulate it")
     obj_eval = obj.evaluated_get(depsgraph)
@@ -53,6 +55,8 @@ def evaluated_mesh(obj, depsgraph):
 def positions(mesh):
     """(n, 3) float64 vertex positions [m] in the mesh's own (object) space."""
     n = len(mesh.vertices)
+    if n == 0:          # an empty mesh has no position attribute at all
+        return np.zeros((0, 3))
     buf = np.empty(n * 3, dtype=np.float32)
     mesh.attributes["position"].data.foreach_get("vector", buf)
     return buf.reshape(n, 3).astype(np.float64)
