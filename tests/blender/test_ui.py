@@ -406,6 +406,25 @@ def test_baked_object_settings_are_disabled(ui):
     assert all(e.enabled for e in log if e.what == "prop")
 
 
+def test_outdated_bake_offers_bake_again(ui):
+    """A bake that no longer matches (settings or topology changed, file gone) can be baked
+    again from the panel, for its objects and its colliders; it used to need Free Bake first,
+    with Bake greyed out and no hint."""
+    obj = add_object("Cloth", "CLOTH")
+    floor = add_object("Floor", "COLLIDER", location=(0.0, 0.0, -1.0))
+    for o in (obj, floor):
+        o["verlet_baked"] = True
+    obj["verlet_status"] = "Cache outdated: the mesh topology changed since the bake"
+    obj["verlet_outdated"] = "unusable"
+    for o in (obj, floor):
+        log = draw("PHYSICS_PT_verlet_cache", o)
+        bake = [(e.enabled, e.text) for e in log if e.name == "verlet.bake"]
+        assert bake == [(True, "Bake Again")], o.name
+    del obj["verlet_outdated"]
+    log = draw("PHYSICS_PT_verlet_cache", obj)
+    assert [(e.enabled, e.text) for e in log if e.name == "verlet.bake"] == [(False, "Bake")]
+
+
 def test_cache_panel_shows_the_last_error(ui):
     obj = add_object("Cloth", "CLOTH")
     scene = bpy.context.scene
