@@ -213,7 +213,7 @@ def iterate(context, frame_start, frame_end, res, progress=None):
     scene = context.scene
     if frame_end < frame_start:
         raise BridgeError(f"{scene.name}: the frame range {frame_start}..{frame_end} is empty")
-    if compiled.pending():
+    if compiled.will_compile():
         compiled.status(compiled.MESSAGE)
         yield frame_start
     t0 = time.perf_counter()
