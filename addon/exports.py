@@ -31,10 +31,27 @@ PC2_MODIFIER = bridge.PC2_MODIFIER
 KEY_PREFIX = "Verlet "
 
 
-def write_pc2(obj, directory, header, frames):
-    """Write obj's baked positions as <directory>/<object>.pc2 and add (or update) our Mesh Cache
-    modifier so that frame N shows sample N - frame_start. Returns the file path."""
-    name = "".join(c if c.isalnum() or c in "_.-" else "_" for c in obj.name) + ".pc2"
+def pc2_names(objs):
+    """{object name: file name} for a PC2 export: the object's name with only the characters a
+    file system forbids escaped (cache.folder_name), so "Cloth A" and "Cloth_A" get files of
+    their own (they shared Cloth_A.pc2, and one object's Mesh Cache played the other's); names
+    equal but for case (one file on macOS and Windows) get the object's cache id appended."""
+    from .cache import folder_name
+    names, seen = {}, set()
+    for obj in sorted(objs, key=lambda o: o.name):
+        stem = folder_name(obj.name)
+        if stem.casefold() in seen:
+            stem = f"{stem}-{obj.verlet.cache_id}"
+        seen.add(stem.casefold())
+        names[obj.name] = stem + ".pc2"
+    return names
+
+
+def write_pc2(obj, directory, header, frames, name=None):
+    """Write obj's baked positions as <directory>/<name> (default <object>.pc2, see pc2_names)
+    and add (or update) our Mesh Cache modifier so that frame N shows sample N - frame_start.
+    Returns the file path."""
+    name = name or pc2_names([obj])[obj.name]
     path = os.path.join(directory, name)
     tmp = path + ".tmp"
     data = np.ascontiguousarray(frames, dtype="<f4")

@@ -184,15 +184,15 @@ class VERLET_OT_export_pc2(bpy.types.Operator):
             self.report({"ERROR"}, f"PC2 export: folder '{self.directory}' does not exist")
             return {"CANCELLED"}
         written = []
-        for obj in _baked(context.scene):
-            if obj.verlet.kind not in bake.DEFORMING:
-                continue
+        objs = [o for o in _baked(context.scene) if o.verlet.kind in bake.DEFORMING]
+        names = exports.pc2_names(objs)
+        for obj in objs:
             data = bake.load(obj)
             if data is None:
                 self.report({"ERROR"}, f"{obj.name}: {obj.get('verlet_status', 'no usable bake')}")
                 return {"CANCELLED"}
             try:
-                written.append(exports.write_pc2(obj, directory, *data))
+                written.append(exports.write_pc2(obj, directory, *data, name=names[obj.name]))
             except OSError as exc:
                 self.report({"ERROR"}, f"{obj.name}: cannot write PC2 in '{directory}': {exc}")
                 return {"CANCELLED"}

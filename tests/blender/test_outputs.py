@@ -293,3 +293,22 @@ def test_alembic_writes_the_simulated_objects_unless_asked_otherwise(extension, 
     with pytest.raises(RuntimeError, match="nothing is selected"):
         bpy.ops.verlet.export_alembic(filepath=str(tmp_path / "none.abc"), objects="SELECTED")
     assert not (tmp_path / "none.abc").exists()
+
+
+def test_pc2_files_of_objects_whose_names_a_file_name_cannot_tell_apart(extension, tmp_path):
+    """"Cloth A" and "Cloth_A" shared Cloth_A.pc2 (one object's Mesh Cache played the other's);
+    "cloth" and "Cloth" are one file where names ignore case."""
+    bake, _ = _addon()
+    scenes.set_range(1, 5)
+    objs = [scenes.cloth(name, n=4 + i, location=(3.0 * i, 0.0, 1.0))
+            for i, name in enumerate(("Cloth A", "Cloth_A", "cloth", "Cloth"))]
+    scenes.bake_op()
+    out = tmp_path / "pc2"
+    out.mkdir()
+    assert bpy.ops.verlet.export_pc2(directory=str(out)) == {"FINISHED"}
+    files = os.listdir(out)
+    assert len(files) == 4 and len({f.casefold() for f in files}) == 4, files
+    for o in objs:
+        path = bpy.path.abspath(o.modifiers["Verlet PC2"].filepath)
+        points = struct.unpack("<i", open(path, "rb").read()[16:20])[0]
+        assert points == len(o.data.vertices), (o.name, path)
