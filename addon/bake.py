@@ -6,8 +6,6 @@ Blender's own frame changes (frame_set during a bake, render, Alembic export) fr
 """
 
 import contextlib
-import hashlib
-import json
 import os
 import time
 
@@ -15,19 +13,17 @@ import bpy
 import numpy as np
 
 from ..solver import SolverError
-from . import bridge, cache, ids
+from . import bridge, cache, ids, validity
 from . import kernels as compiled
 from .bridge import BridgeError
 from .simscene import DEFORMING, SIMULATED, SceneSim
+
+settings_hash = validity.settings_hash     # the name scripts and tests know
 
 # module state: guard against re-entrant frame changes, and "read only" while Blender drives
 # frames for its own purposes (render, export); the live-playback run
 _guard = {"busy": False, "read_only": 0}
 _live = {"sim": None, "frames": {}, "start": None, "last": None, "scene": None}
-
-SCENE_SETTINGS = ("substeps", "iterations", "wind_direction", "wind_strength", "wind_turbulence",
-                  "wind_seed", "air_drag", "gravity_scale", "damping")
-
 
 @contextlib.contextmanager
 def guarded(read_only=False):
@@ -44,37 +40,6 @@ def guarded(read_only=False):
             _guard["read_only"] -= 1
         else:
             _guard["busy"] = prev
-
-
-NOT_SETTINGS = ("rna_type", "name", "preset", "cache_id")
-
-
-def settings_hash(scene):
-    """A hash of every setting that changes the result (scene, simulated objects, colliders).
-    Objects enter by cache id (colliders anonymously, sorted), not by name, so a rename leaves
-    a bake up to date; adding, removing or retyping a Verlet object changes it."""
-    data = {k: _plain(getattr(scene.verlet, k, None)) for k in SCENE_SETTINGS}
-    data["gravity"] = list(scene.gravity) if scene.use_gravity else [0, 0, 0]
-    data["fps"] = scene.render.fps / scene.render.fps_base
-    bodies, colliders = {}, []
-    for obj in scene.objects:
-        if getattr(obj, "verlet", None) is None or obj.verlet.kind == "NONE":
-            continue
-        s = {p.identifier: _plain(getattr(obj.verlet, p.identifier))
-             for p in obj.verlet.bl_rna.properties if p.identifier not in NOT_SETTINGS}
-        if obj.verlet.kind == "COLLIDER":
-            colliders.append(json.dumps(s, sort_keys=True, default=str))
-        else:
-            bodies[obj.verlet.cache_id or "name:" + obj.name] = s
-    data["bodies"], data["colliders"] = bodies, sorted(colliders)
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def _plain(v):
-    try:
-        return list(v) if not isinstance(v, str) else v
-    except TypeError:
-        return v
 
 
 def simulated_objects(scene):
@@ -253,7 +218,7 @@ def store(scene, res):
     ids.resolve()                          # a copy must not overwrite its original's file
     for name in res.frames:
         ids.cache_id(scene.objects[name])
-    shash = settings_hash(scene)
+    shash = validity.settings_hash(scene)
     paths = []
     for obj in scene.objects:              # colliders too: their settings lock with the bake
         if getattr(obj, "verlet", None) is not None and obj.verlet.kind == "COLLIDER":
@@ -267,7 +232,7 @@ def store(scene, res):
                   "topology_hash": res.hashes[name], "settings_hash": shash,
                   "frame_start": res.start, "frame_end": res.last,
                   "layout": "matrices" if rigid else "positions"}
-        before = _stored_path(obj)
+        before = validity.stored_path(obj)
         path = cache.write(cid, header, frames)
         paths.append(path)
         # a cache of 0.1.0 was named after the object: gone once the new one is written
@@ -280,15 +245,9 @@ def store(scene, res):
         where = "in memory (save the .blend to keep it)" if path is None else "on disk"
         partial = " (cancelled: frames kept)" if res.cancelled else ""
         obj["verlet_status"] = f"Baked {res.start}-{res.last}{partial}, {where}"
-        _set_outdated(obj, None)
-        _checked.pop(name, None)
+        validity.set_outdated(obj, None)
+        validity.forget(name)
     return paths
-
-
-def _stored_path(obj):
-    """Absolute path of the file the object's bake was stored in, or None (memory, none)."""
-    rel = obj.get("verlet_cache")
-    return bpy.path.abspath(str(rel)) if rel else None
 
 
 def free(scene, objs=None):
@@ -303,7 +262,7 @@ def free(scene, objs=None):
     for obj in objs or simulated_objects(scene):
         # by its id and the path it stored, never by its name: after a rename the name points
         # at no file (or at another object's)
-        cache.remove(obj.verlet.cache_id, _stored_path(obj))
+        cache.remove(obj.verlet.cache_id, validity.stored_path(obj))
         if obj.type == "MESH":
             bridge.remove_display(obj)
         if obj.verlet.kind == "RIGID" and "verlet_rest_basis" in obj:
@@ -311,119 +270,12 @@ def free(scene, objs=None):
         elif obj.verlet.kind == "RIGID" and "verlet_rest_matrix" in obj:
             obj.matrix_world = _matrix(obj["verlet_rest_matrix"])
         for key in ("verlet_baked", "verlet_cache", "verlet_status", "verlet_rest_matrix",
-                    "verlet_shown_matrix", "verlet_rest_basis", OUTDATED_KEY):
+                    "verlet_shown_matrix", "verlet_rest_basis", validity.OUTDATED_KEY):
             if key in obj:
                 del obj[key]
-        _checked.pop(obj.name, None)
+        validity.forget(obj.name)
     bridge.forget_weights()
     stop_live()
-
-
-# ------------------------------------------------------------------ reading a bake
-# Whether a cache fits its object is checked once, then again only when the mesh or the file
-# changes: {object name: (signature, message or None)}. Hashing the faces on every displayed
-# frame cost time proportional to the mesh for nothing.
-_checked = {}
-OUTDATED_KEY = "verlet_outdated"
-STALE_SETTINGS = "settings changed since the bake (Bake again to update it, or Free Bake)"
-
-
-def _set_outdated(obj, reason):
-    """Mark (or clear, with None) why obj's bake is not current: the Cache panel then offers
-    Bake again (state.bake_is_current). Written only on change."""
-    if reason:
-        if obj.get(OUTDATED_KEY) != reason:
-            obj[OUTDATED_KEY] = reason
-    elif OUTDATED_KEY in obj:
-        del obj[OUTDATED_KEY]
-
-
-def _set_status(obj, text):
-    if obj.get("verlet_status") != text:
-        obj["verlet_status"] = text
-
-
-def _corners(mesh):
-    """(corner vertex (l,), polygon sizes (p,)) int32: the topology, in two bulk reads."""
-    corner = np.empty(len(mesh.loops), dtype=np.int32)
-    mesh.loops.foreach_get("vertex_index", corner)
-    total = np.empty(len(mesh.polygons), dtype=np.int32)
-    mesh.polygons.foreach_get("loop_total", total)
-    return corner, total
-
-
-def _fits(obj, header, source):
-    """None when the cache may be shown on obj, else why not (a status line)."""
-    layout = "matrices" if obj.verlet.kind == "RIGID" else "positions"
-    # Added: a cache of another kind of body (e.g. a rigid body's matrices copied over a
-    # cloth's file) used to be shown and fail inside the frame handler.
-    if header.get("layout") != layout:
-        return (f"Cache unusable: {obj.name}: the cache holds {header.get('layout')} of the "
-                f"{header.get('kind')} body '{header.get('object')}', not this object's; "
-                "bake again")
-    owner = header.get("object_id")
-    if owner is None and header.get("object") != obj.name:
-        # a cache of 0.1.0 (named after its object): whose it is, only its header says
-        return (f"Cache unusable: {obj.name}: the cache file was written for "
-                f"'{header.get('object')}'; bake again")
-    if owner is not None and owner != obj.verlet.cache_id:
-        return (f"Cache unusable: {obj.name}: the cache file belongs to another object "
-                f"('{header.get('object')}' when it was baked); bake again")
-    if obj.type == "MESH" and layout == "positions":
-        mesh = obj.data
-        # Changed: the faces used to be hashed on every shown frame (with a Python loop over
-        # the polygons of mixed meshes); now two bulk reads are compared with the last ones
-        # checked, and hashed only when they differ. (Pointers to the arrays are no signature:
-        # Blender copies them as it evaluates.)
-        corner, total = _corners(mesh)
-        key = (source, header["topology_hash"], header["vertex_count"], len(mesh.vertices))
-        known = _checked.get(obj.name)
-        if known is not None and known[0] == key and np.array_equal(known[1], corner) \
-                and np.array_equal(known[2], total):
-            return known[3]
-        why = None
-        if len(mesh.vertices) != header["vertex_count"] or \
-                bridge.topology_hash(len(mesh.vertices), bridge.faces(mesh)) != header["topology_hash"]:
-            why = ("Cache outdated: the mesh topology changed since the bake; press Bake to "
-                   "bake again (or Free Bake)")
-        _checked[obj.name] = (key, corner, total, why)
-        return why
-    return None
-
-
-def open_bake(obj, shash=None):
-    """(header, FrameReader) of obj's bake, read lazily (one frame per seek), or None when it
-    cannot be shown; the object's status then says why. ``shash`` (the scene's settings_hash)
-    flags a bake made with other settings as outdated; it still plays, as Blender's point cache
-    does, until it is baked again or freed."""
-    try:
-        reader = cache.open_frames(obj.verlet.cache_id or None, _stored_path(obj))
-    except cache.CacheError as exc:
-        _set_status(obj, f"Cache unusable: {exc}")
-        _set_outdated(obj, "unusable")
-        return None
-    if reader is None:
-        # Added: a bake whose cache is gone (deleted, left behind when the .blend moved, or a
-        # Free Bake undone) says so instead of silently showing nothing.
-        where = _stored_path(obj) or "memory"
-        _set_status(obj, f"Cache missing: {obj.name}: no cache in {where}; bake again")
-        _set_outdated(obj, "missing")
-        return None
-    header = reader.header
-    why = _fits(obj, header, reader.path or id(reader.header))
-    if why is not None:
-        _set_status(obj, why)
-        _set_outdated(obj, "unusable")
-        return None
-    where = "on disk" if reader.path else "in memory (save the .blend to keep it)"
-    status = str(obj.get("verlet_status", ""))
-    partial = " (cancelled: frames kept)" if "(cancelled" in status else ""
-    status = f"Baked {header['frame_start']}-{header['frame_end']}{partial}, {where}"
-    # (0.1.0's caches hashed the settings another way: not comparable, not called outdated)
-    stale = shash is not None and "object_id" in header and header.get("settings_hash") != shash
-    _set_status(obj, status + ("; outdated: " + STALE_SETTINGS if stale else ""))
-    _set_outdated(obj, "settings" if stale else None)
-    return header, reader
 
 
 def load(obj):
@@ -431,13 +283,14 @@ def load(obj):
     None; an unusable cache (outdated topology, damaged file) gives None and a status saying
     why. For exports and tests; playback reads frames one at a time (open_bake)."""
     ids.resolve()
-    data = open_bake(obj, settings_hash(obj.users_scene[0]) if obj.users_scene else None)
+    shash = validity.settings_hash(obj.users_scene[0]) if obj.users_scene else None
+    data = validity.open_bake(obj, shash)
     if data is None:
         return None
     try:
         return data[0], data[1].all()
     except cache.CacheError as exc:
-        _set_status(obj, f"Cache unusable: {exc}")
+        validity.set_status(obj, f"Cache unusable: {exc}")
         return None
 
 
@@ -478,13 +331,13 @@ def on_load_post(*_args):
     stop_live()
     cache.clear_memory()
     ids.forget()
-    _checked.clear()
+    validity.forget()
     bridge.forget_weights()
 
 
 def on_undo_redo(*_args):
     stop_live()
-    _checked.clear()
+    validity.forget()
     bridge.forget_weights()
 
 
@@ -525,8 +378,8 @@ def on_frame_change(scene, depsgraph=None):
         if any(o.get("verlet_baked") for o in simulated_objects(scene)):
             ids.resolve()              # a copy (Shift+D) must not play its original's bake
         objs = [o for o in simulated_objects(scene) if o.get("verlet_baked")]
-        shash = settings_hash(scene) if objs else None
-        baked = {o.name: open_bake(o, shash) for o in objs}
+        shash = validity.settings_hash(scene) if objs else None
+        baked = {o.name: validity.open_bake(o, shash) for o in objs}
         for name, data in baked.items():
             if data is not None:
                 show(scene.objects[name], sample(data[0], data[1], frame))
