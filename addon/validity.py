@@ -24,22 +24,21 @@ NOT_SETTINGS = ("rna_type", "name", "preset", "cache_id")
 
 def settings_hash(scene):
     """A hash of every setting that changes the result (scene, simulated objects, colliders).
-    Objects enter by cache id (colliders anonymously, sorted), not by name, so a rename leaves
-    a bake up to date; adding, removing or retyping a Verlet object changes it."""
+    Objects enter anonymously, as a sorted list of their settings per kind, not by name (a
+    rename leaves a bake up to date) nor by cache id (random: the same scene baked in two files
+    must give the same cache header); adding, removing or retyping a Verlet object changes it.
+    (Two bodies trading their settings exactly would not.)"""
     data = {k: _plain(getattr(scene.verlet, k, None)) for k in SCENE_SETTINGS}
     data["gravity"] = list(scene.gravity) if scene.use_gravity else [0, 0, 0]
     data["fps"] = scene.render.fps / scene.render.fps_base
-    bodies, colliders = {}, []
+    objects = []
     for obj in scene.objects:
         if getattr(obj, "verlet", None) is None or obj.verlet.kind == "NONE":
             continue
         s = {p.identifier: _plain(getattr(obj.verlet, p.identifier))
              for p in obj.verlet.bl_rna.properties if p.identifier not in NOT_SETTINGS}
-        if obj.verlet.kind == "COLLIDER":
-            colliders.append(json.dumps(s, sort_keys=True, default=str))
-        else:
-            bodies[obj.verlet.cache_id or "name:" + obj.name] = s
-    data["bodies"], data["colliders"] = bodies, sorted(colliders)
+        objects.append(json.dumps(s, sort_keys=True, default=str))
+    data["objects"] = sorted(objects)
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
