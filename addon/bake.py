@@ -6,27 +6,24 @@ Blender's own frame changes (frame_set during a bake, render, Alembic export) fr
 """
 
 import contextlib
-import hashlib
-import json
+import os
 import time
 
 import bpy
 import numpy as np
 
 from ..solver import SolverError
-from . import bridge, cache
+from . import bridge, cache, ids, validity
 from . import kernels as compiled
 from .bridge import BridgeError
 from .simscene import DEFORMING, SIMULATED, SceneSim
+
+settings_hash = validity.settings_hash     # the name scripts and tests know
 
 # module state: guard against re-entrant frame changes, and "read only" while Blender drives
 # frames for its own purposes (render, export); the live-playback run
 _guard = {"busy": False, "read_only": 0}
 _live = {"sim": None, "frames": {}, "start": None, "last": None, "scene": None}
-
-SCENE_SETTINGS = ("substeps", "iterations", "wind_direction", "wind_strength", "wind_turbulence",
-                  "wind_seed", "air_drag", "gravity_scale", "damping")
-
 
 @contextlib.contextmanager
 def guarded(read_only=False):
@@ -43,25 +40,6 @@ def guarded(read_only=False):
             _guard["read_only"] -= 1
         else:
             _guard["busy"] = prev
-
-
-def settings_hash(scene):
-    """A hash of every setting that changes the result (scene and simulated objects)."""
-    data = {k: _plain(getattr(scene.verlet, k, None)) for k in SCENE_SETTINGS}
-    data["gravity"] = list(scene.gravity) if scene.use_gravity else [0, 0, 0]
-    data["fps"] = scene.render.fps / scene.render.fps_base
-    for obj in sorted((o for o in scene.objects if getattr(o, "verlet", None) is not None
-                       and o.verlet.kind != "NONE"), key=lambda o: o.name):
-        data[obj.name] = {p.identifier: _plain(getattr(obj.verlet, p.identifier))
-                          for p in obj.verlet.bl_rna.properties if p.identifier not in ("rna_type", "name", "preset")}
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def _plain(v):
-    try:
-        return list(v) if not isinstance(v, str) else v
-    except TypeError:
-        return v
 
 
 def simulated_objects(scene):
@@ -126,6 +104,36 @@ def _matrix(flat):
     return Matrix(m.tolist())
 
 
+def stored(ss, body):
+    """A body's current state as it is kept until written: deforming positions as float32 (the
+    cache's precision: 12 bytes per vertex per frame in memory, not 24), rigid matrices as
+    float64 (their rest matrix is taken from the first)."""
+    state = ss.result(body)
+    return state if body.kind == "RIGID" else state.astype(np.float32)
+
+
+class ProgressPrinter:
+    """progress(frame) for a bake on the command line: one line every ``every`` frames and at
+    the last, with the time per frame since the previous line (a farm log shows the bake
+    moving and how fast)."""
+
+    def __init__(self, frame_start, frame_end, every=10, out=print):
+        self.start, self.end, self.every, self.out = frame_start, frame_end, max(1, every), out
+        self.t0 = self.t = time.perf_counter()
+        self.last = frame_start
+
+    def __call__(self, frame):
+        if (frame - self.start) % self.every and frame != self.end:
+            return
+        now = time.perf_counter()
+        ms = 1000.0 * (now - self.t) / max(1, frame - self.last)
+        total = self.end - self.start
+        self.out(f"verlet: frame {frame} ({frame - self.start}/{total}, "
+                 f"{100.0 * (frame - self.start) / max(1, total):.0f}%): {ms:.1f} ms/frame, "
+                 f"{now - self.t0:.1f} s elapsed", flush=True)
+        self.t, self.last = now, frame
+
+
 class BakeResult:
     def __init__(self):
         self.frames = {}          # {object name: list of (n, 3) or (4, 4) arrays}
@@ -171,7 +179,7 @@ def iterate(context, frame_start, frame_end, res, progress=None):
     scene = context.scene
     if frame_end < frame_start:
         raise BridgeError(f"{scene.name}: the frame range {frame_start}..{frame_end} is empty")
-    if compiled.pending():
+    if compiled.will_compile():
         compiled.status(compiled.MESSAGE)
         yield frame_start
     t0 = time.perf_counter()
@@ -185,7 +193,7 @@ def iterate(context, frame_start, frame_end, res, progress=None):
             res.warnings = list(ss.warnings)
             res.start = res.last = frame_start
             for body in ss.bodies:
-                res.frames[body.name] = [ss.result(body)]
+                res.frames[body.name] = [stored(ss, body)]
                 res.kinds[body.name] = body.kind
                 res.hashes[body.name] = body.topology_hash
                 res.counts[body.name] = len(body.ids)
@@ -194,11 +202,11 @@ def iterate(context, frame_start, frame_end, res, progress=None):
                 scene.frame_set(f)
                 try:
                     ss.step_to(context.evaluated_depsgraph_get())
-                except SolverError as exc:
+                except (SolverError, BridgeError) as exc:    # keep the frames before it
                     res.error = f"frame {f}: {exc}"
                     break
                 for body in ss.bodies:
-                    res.frames[body.name].append(ss.result(body))
+                    res.frames[body.name].append(stored(ss, body))
                 res.last = f
                 if progress is not None:
                     progress(f)
@@ -209,7 +217,10 @@ def iterate(context, frame_start, frame_end, res, progress=None):
 
 def store(scene, res):
     """Write every object's frames to its cache and mark the objects baked. Returns the paths."""
-    shash = settings_hash(scene)
+    ids.resolve()                          # a copy must not overwrite its original's file
+    for name in res.frames:
+        ids.cache_id(scene.objects[name])
+    shash = validity.settings_hash(scene)
     paths = []
     for obj in scene.objects:              # colliders too: their settings lock with the bake
         if getattr(obj, "verlet", None) is not None and obj.verlet.kind == "COLLIDER":
@@ -217,34 +228,44 @@ def store(scene, res):
             obj["verlet_status"] = "Collider of a baked simulation"
     for name, frames in res.frames.items():
         obj = scene.objects[name]
+        cid = obj.verlet.cache_id
         rigid = res.kinds[name] == "RIGID"
-        header = {"kind": res.kinds[name], "vertex_count": res.counts[name],
+        header = {"object": name, "kind": res.kinds[name], "vertex_count": res.counts[name],
                   "topology_hash": res.hashes[name], "settings_hash": shash,
                   "frame_start": res.start, "frame_end": res.last,
                   "layout": "matrices" if rigid else "positions"}
-        path = cache.write(name, header, np.stack(frames))
+        before = validity.stored_path(obj)
+        path = cache.write(cid, header, frames)
         paths.append(path)
+        # a cache of 0.1.0 was named after the object: gone once the new one is written
+        if before and path and os.path.abspath(before) != os.path.abspath(path):
+            cache.remove(None, before)
         obj["verlet_baked"] = True
-        obj["verlet_cache"] = cache.relative_path(name) if path else ""
+        obj["verlet_cache"] = cache.relative_path(cid) if path else ""
         if rigid:                       # changed: always the rest this bake started from
             obj["verlet_rest_matrix"] = np.array(frames[0], dtype=np.float64).ravel().tolist()
         where = "in memory (save the .blend to keep it)" if path is None else "on disk"
         partial = " (cancelled: frames kept)" if res.cancelled else ""
         notes = "".join(f"; warning: {msg}" for owner, msg in res.warnings if owner == name)
         obj["verlet_status"] = f"Baked {res.start}-{res.last}{partial}, {where}{notes}"
+        validity.set_outdated(obj, None)
+        validity.forget(name)
     return paths
 
 
 def free(scene, objs=None):
     """Remove our caches, display data (key, or attribute, modifier and node group) and marks
     (only what the product created)."""
+    ids.resolve()                          # Free Bake on a copy must not delete the original's
     for obj in scene.objects:
         if getattr(obj, "verlet", None) is not None and obj.verlet.kind == "COLLIDER":
             for key in ("verlet_baked", "verlet_status"):
                 if key in obj:
                     del obj[key]
     for obj in objs or simulated_objects(scene):
-        cache.remove(obj.name)
+        # by its id and the path it stored, never by its name: after a rename the name points
+        # at no file (or at another object's)
+        cache.remove(obj.verlet.cache_id, validity.stored_path(obj))
         if obj.type == "MESH":
             bridge.remove_display(obj)
         if obj.verlet.kind == "RIGID" and "verlet_rest_basis" in obj:
@@ -252,43 +273,28 @@ def free(scene, objs=None):
         elif obj.verlet.kind == "RIGID" and "verlet_rest_matrix" in obj:
             obj.matrix_world = _matrix(obj["verlet_rest_matrix"])
         for key in ("verlet_baked", "verlet_cache", "verlet_status", "verlet_rest_matrix",
-                    "verlet_shown_matrix", "verlet_rest_basis"):
+                    "verlet_shown_matrix", "verlet_rest_basis", validity.OUTDATED_KEY):
             if key in obj:
                 del obj[key]
+        validity.forget(obj.name)
+    bridge.forget_weights()
     stop_live()
 
 
 def load(obj):
-    """(header, frames) of an object's bake, or None; an unusable cache (outdated topology,
-    damaged file) gives None and a status saying why."""
-    try:
-        data = cache.read(obj.name, bpy.path.abspath(obj["verlet_cache"])
-                          if obj.get("verlet_cache") else None)
-    except cache.CacheError as exc:
-        obj["verlet_status"] = f"Cache unusable: {exc}"
-        return None
+    """(header, frames) of an object's bake with every frame read ((frames, ...) float32), or
+    None; an unusable cache (outdated topology, damaged file) gives None and a status saying
+    why. For exports and tests; playback reads frames one at a time (open_bake)."""
+    ids.resolve()
+    shash = validity.settings_hash(obj.users_scene[0]) if obj.users_scene else None
+    data = validity.open_bake(obj, shash)
     if data is None:
-        # Added: a bake whose cache is gone (deleted, left behind when the .blend moved, or a
-        # Free Bake undone) says so instead of silently showing nothing.
-        where = bpy.path.abspath(obj["verlet_cache"]) if obj.get("verlet_cache") else "memory"
-        obj["verlet_status"] = f"Cache missing: {obj.name}: no cache in {where}; bake again"
         return None
-    header, frames = data
-    # Added: a cache of another kind of body (e.g. a rigid body's matrices copied over a
-    # cloth's file) used to be shown and fail inside the frame handler.
-    layout = "matrices" if obj.verlet.kind == "RIGID" else "positions"
-    if header.get("layout") != layout:
-        obj["verlet_status"] = (f"Cache unusable: {obj.name}: the cache holds "
-                                f"{header.get('layout')} of the {header.get('kind')} body "
-                                f"'{header.get('object')}', not this object's; bake again")
+    try:
+        return data[0], data[1].all()
+    except cache.CacheError as exc:
+        validity.set_status(obj, f"Cache unusable: {exc}")
         return None
-    if obj.type == "MESH" and header["layout"] == "positions":
-        mesh = obj.data
-        if len(mesh.vertices) != header["vertex_count"] or \
-                bridge.topology_hash(len(mesh.vertices), bridge.faces(mesh)) != header["topology_hash"]:
-            obj["verlet_status"] = "Cache outdated: the mesh topology changed; bake again"
-            return None
-    return header, frames
 
 
 def sample(header, frames, frame):
@@ -327,29 +333,35 @@ def show(obj, state):
 def on_load_post(*_args):
     stop_live()
     cache.clear_memory()
+    ids.forget()
+    validity.forget()
+    bridge.forget_weights()
 
 
 def on_undo_redo(*_args):
     stop_live()
+    validity.forget()
+    bridge.forget_weights()
 
 
 def on_save_pre(filepath=None, *_args):
     if not isinstance(filepath, str) or not filepath:
         return
+    ids.resolve()
     for scene in bpy.data.scenes:
         for obj in simulated_objects(scene):
-            if not obj.get("verlet_baked") or obj.get("verlet_cache") \
-                    or not cache.in_memory(obj.name):
+            cid = obj.verlet.cache_id
+            if not obj.get("verlet_baked") or obj.get("verlet_cache") or not cache.in_memory(cid):
                 continue
-            header, frames = cache._memory[obj.name]
+            header, frames = cache._memory[cid]
             try:
-                cache.write(obj.name, header, frames, blend_path=filepath)
+                cache.write(cid, header, frames, blend_path=filepath)
             except cache.CacheError as exc:
                 obj["verlet_status"] = f"Bake kept in memory only: {exc}"
                 _report(str(exc))
                 continue
-            cache._memory.pop(obj.name, None)
-            obj["verlet_cache"] = cache.relative_path(obj.name, blend_path=filepath)
+            cache._memory.pop(cid, None)
+            obj["verlet_cache"] = cache.relative_path(cid, blend_path=filepath)
             obj["verlet_status"] = str(obj.get("verlet_status", "")).replace(
                 "in memory (save the .blend to keep it)", "on disk")
 
@@ -366,7 +378,11 @@ def on_frame_change(scene, depsgraph=None):
     _guard["busy"] = True
     try:
         frame = scene.frame_current_final
-        baked = {o.name: load(o) for o in simulated_objects(scene) if o.get("verlet_baked")}
+        if any(o.get("verlet_baked") for o in simulated_objects(scene)):
+            ids.resolve()              # a copy (Shift+D) must not play its original's bake
+        objs = [o for o in simulated_objects(scene) if o.get("verlet_baked")]
+        shash = validity.settings_hash(scene) if objs else None
+        baked = {o.name: validity.open_bake(o, shash) for o in objs}
         for name, data in baked.items():
             if data is not None:
                 show(scene.objects[name], sample(data[0], data[1], frame))
@@ -424,7 +440,7 @@ def _live_playback(scene, frame, step=True):
         with display_muted(scene):
             ss = SceneSim(scene, bpy.context.evaluated_depsgraph_get())
         _live.update(sim=ss, start=start, last=start, scene=scene.name,
-                     frames={start: {b.name: ss.result(b) for b in ss.bodies}})
+                     frames={start: {b.name: stored(ss, b) for b in ss.bodies}})
         for _, msg in ss.warnings:
             _report(msg)
         # Added: show the start state (the user's mesh), as Blender Cloth does at its start
@@ -442,7 +458,7 @@ def _live_playback(scene, frame, step=True):
     if step and frame == _live["last"] + 1 and frame <= s.frame_end:
         ss = _live["sim"]
         ss.step_to(bpy.context.evaluated_depsgraph_get())
-        _live["frames"][frame] = {b.name: ss.result(b) for b in ss.bodies}
+        _live["frames"][frame] = {b.name: stored(ss, b) for b in ss.bodies}
         _live["last"] = frame
         stepped = True
     held = _live["frames"].get(min(max(frame, _live["start"]), _live["last"]))

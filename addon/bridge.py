@@ -42,8 +42,10 @@ def evaluated_mesh(obj, depsgraph):
     """The evaluated mesh of obj (modifiers applied) and the evaluated object; call
     ``obj_eval.to_mesh_clear()`` when done with it."""
     if obj.type != "MESH":
-        raise BridgeError(f"{obj.name}: is a {obj.type.lower()}, not a mesh; only meshes can be "
-                          "simulated")
+        kind = obj.type.lower().replace("_", " ")
+        article = "an" if kind[:1] in "aeiou" else "a"
+        raise BridgeError(f"{obj.name}: is {article} {kind} object, not a mesh; only meshes can "
+                          "be simulated (set its Verlet kind to None, or convert it to a mesh)")
     if obj.mode == "EDIT":
         raise BridgeError(f"{obj.name}: is in Edit Mode; leave Edit Mode to simulate it")
     obj_eval = obj.evaluated_get(depsgraph)
@@ -53,6 +55,8 @@ def evaluated_mesh(obj, depsgraph):
 def positions(mesh):
     """(n, 3) float64 vertex positions [m] in the mesh's own (object) space."""
     n = len(mesh.vertices)
+    if n == 0:          # an empty mesh has no position attribute at all
+        return np.zeros((0, 3))
     buf = np.empty(n * 3, dtype=np.float32)
     mesh.attributes["position"].data.foreach_get("vector", buf)
     return buf.reshape(n, 3).astype(np.float64)
@@ -112,6 +116,31 @@ def group_weights(obj, mesh, name):
             if g.group == gi:
                 w[v.index] = g.weight
     return w
+
+
+# {(object name, group name): (signature, (n,) float64 weights)}; see display_group_weights
+_weights = {}
+
+
+def display_group_weights(obj, name):
+    """group_weights for the display path (a user's shape key restricted to a vertex group, on
+    every shown frame): read once, then again only when they may have changed: another mesh
+    or vertex count, the group renamed or reindexed, or the object in a mode where weights are
+    painted or edited (then read every frame). forget_weights() drops them (undo, file load)."""
+    vg = obj.vertex_groups.get(name)
+    mesh = obj.data
+    sig = (mesh.as_pointer(), len(mesh.vertices), None if vg is None else vg.index)
+    key = (obj.name, name)
+    known = _weights.get(key)
+    if known is not None and known[0] == sig and obj.mode == "OBJECT":
+        return known[1]
+    w = group_weights(obj, mesh, name)
+    _weights[key] = (sig, w)
+    return w
+
+
+def forget_weights():
+    _weights.clear()
 
 
 def topology_hash(n_vertices, face_list):
@@ -285,7 +314,7 @@ def other_keys_offset(obj, ours):
         d = (_key_co(kb) - _key_co(kb.relative_key)) * kb.value
         if kb.vertex_group:
             try:
-                d *= group_weights(obj, obj.data, kb.vertex_group)[:, None]
+                d *= display_group_weights(obj, kb.vertex_group)[:, None]
             except BridgeError:         # a missing group: Blender then applies no weight
                 pass
         off = d if off is None else off + d

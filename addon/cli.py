@@ -1,8 +1,15 @@
 """Headless command: ``blender -b scene.blend -c verlet bake [--frames A:B] [--alembic OUT.abc]
-[--pc2 DIR] [--no-save]``. Exit code 0 on success, 1 with a message on failure.
+[--alembic-objects simulated|selected|scene] [--pc2 DIR] [--save-as PATH.blend] [--no-save]
+[--progress-every N]``. Exit code 0 on success, 1 with a message on failure.
 
 After a successful bake the .blend is saved (unless --no-save), so that opening it finds the
-bake (the objects record where their cache files are) and the PC2 Mesh Cache modifiers.
+bake (the objects record where their cache files are) and the PC2 Mesh Cache modifiers. A file
+that was never saved has nowhere for its cache to go: the command refuses it unless --save-as
+names the .blend to write (its cache goes beside it). --frames bakes that range without changing
+the scene's settings. A progress line is printed every N frames (10 by default) with the time
+per frame. The export targets are checked before baking; if an export still fails after a
+successful bake, the .blend is saved with the new bake anyway (the cache files were rewritten,
+so the .blend must describe them) and the exit code is 1.
 
 ``main(argv)`` is the function behind it; tests (and pipelines without a blender binary, using
 the bpy module) call it with an argument list.
@@ -13,6 +20,8 @@ import os
 import sys
 
 import bpy
+
+ALEMBIC_OBJECTS = ("simulated", "selected", "scene")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -25,14 +34,41 @@ def _parser():
                 description="Verlet Physics: bake the scene's simulation headless")
     sub = p.add_subparsers(dest="command")
     b = sub.add_parser("bake", help="bake every Verlet body of the scene")
-    b.add_argument("--frames", help="frame range A:B (default: the scene's Verlet range)")
+    b.add_argument("--frames", help="frame range A:B for this bake (default: the scene's Verlet "
+                                    "range); the scene's settings are not changed")
     b.add_argument("--alembic", metavar="OUT.abc", help="also export Alembic to this file")
+    b.add_argument("--alembic-objects", choices=ALEMBIC_OBJECTS, default="simulated",
+                   help="objects written to the Alembic file: the simulated ones (default), "
+                        "the selected ones, or the whole scene")
     b.add_argument("--pc2", metavar="DIR", help="also export PC2 files to this folder")
     b.add_argument("--scene", help="scene name (default: the active scene)")
+    b.add_argument("--save-as", metavar="PATH.blend",
+                   help="save the .blend to this path before baking (the cache goes beside it); "
+                        "needed for a file that was never saved")
     b.add_argument("--no-save", action="store_true",
                    help="do not save the .blend after baking (the cache files are still "
                         "written, but the .blend will not know about them)")
+    b.add_argument("--progress-every", metavar="N", type=int, default=10,
+                   help="print a progress line every N frames (default 10; 0 = none)")
     return p
+
+
+def _fail(message):
+    print(f"verlet: {message}", file=sys.stderr)
+    return 1
+
+
+def _check_alembic_target(path):
+    """Why the Alembic file cannot be written there (before anything is baked), or None."""
+    folder = os.path.dirname(os.path.abspath(path))
+    probe = folder
+    while not os.path.exists(probe):           # the first existing ancestor must be a folder
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        return f"--alembic: '{probe}' is a file, so the folder '{folder}' cannot be created"
+    if not os.access(probe, os.W_OK):
+        return f"--alembic: the folder '{probe}' is not writable"
+    return None
 
 
 def main(argv):
@@ -40,62 +76,86 @@ def main(argv):
     try:
         args = _parser().parse_args(list(argv))
     except ValueError as exc:
-        print(f"verlet: {exc}", file=sys.stderr)
-        return 1
+        return _fail(exc)
     except SystemExit as exc:           # added: --help exits through argparse; return instead
         return 0 if exc.code in (None, 0) else 1
     if args.command != "bake":
-        print("verlet: expected a command: bake", file=sys.stderr)
-        return 1
+        return _fail("expected a command: bake")
     scene = bpy.data.scenes.get(args.scene) if args.scene else bpy.context.scene
     if scene is None:
-        print(f"verlet: no scene named '{args.scene}'", file=sys.stderr)
-        return 1
+        return _fail(f"no scene named '{args.scene}'")
+    frames = None
     if args.frames:
         try:
-            a, b = (int(v) for v in args.frames.split(":"))
+            frames = tuple(int(v) for v in args.frames.split(":"))
+            if len(frames) != 2:
+                raise ValueError
         except ValueError:
-            print(f"verlet: --frames expects A:B with whole numbers, got '{args.frames}'",
-                  file=sys.stderr)
-            return 1
-        scene.verlet.frame_start = a
-        scene.verlet.frame_end = b
+            return _fail(f"--frames expects A:B with whole numbers, got '{args.frames}'")
     if args.pc2 and not os.path.isdir(args.pc2):
-        print(f"verlet: --pc2 folder '{args.pc2}' does not exist", file=sys.stderr)
-        return 1
+        return _fail(f"--pc2 folder '{args.pc2}' does not exist")
+    if args.alembic:
+        why = _check_alembic_target(args.alembic)
+        if why:
+            return _fail(why)
+    if args.progress_every < 0:
+        return _fail("--progress-every expects a number >= 0")
+    if args.save_as:
+        path = os.path.abspath(args.save_as)
+        if not path.endswith(".blend") or not os.path.isdir(os.path.dirname(path)):
+            return _fail(f"--save-as expects a .blend path in an existing folder, got "
+                         f"'{args.save_as}'")
+        try:
+            bpy.ops.wm.save_as_mainfile(filepath=path)
+        except RuntimeError as exc:
+            return _fail(f"cannot save '{path}': {str(exc).strip()}")
+    elif not bpy.data.filepath:
+        # Changed: an unsaved file used to bake into memory and exit 0, and the bake was lost
+        # with the process
+        return _fail("the scene is not saved to a file, so its bake would be lost when Blender "
+                     "exits; open a saved .blend, or pass --save-as PATH.blend")
+    bake_args = {"progress_every": args.progress_every}
+    if frames:
+        bake_args.update(use_frame_range=True, frame_start=frames[0], frame_end=frames[1])
     with bpy.context.temp_override(scene=scene):
-        steps = [("bake", lambda: bpy.ops.verlet.bake("EXEC_DEFAULT"))]
-        if args.pc2:
-            steps.append(("PC2 export", lambda: bpy.ops.verlet.export_pc2(
-                "EXEC_DEFAULT", directory=os.path.abspath(args.pc2))))
-        if args.alembic:
-            steps.append(("Alembic export", lambda: bpy.ops.verlet.export_alembic(
-                "EXEC_DEFAULT", filepath=os.path.abspath(args.alembic))))
-        for what, run in steps:
-            try:
-                result = run()
-            except RuntimeError as exc:        # operator errors reported with ERROR raise here
-                print(f"verlet: {what} failed: {str(exc).strip()}", file=sys.stderr)
-                return 1
-            if "FINISHED" not in result:
-                print(f"verlet: {what} failed", file=sys.stderr)
-                return 1
-            print(f"verlet: {what} done")
+        code, baked = _run(args, bake_args)
     error = scene.get("verlet_error", "")
-    if error:
-        print(f"verlet: {error}", file=sys.stderr)
-        return 1
+    if code == 0 and error:
+        code = _fail(error)
     # Added: a headless bake used to leave the .blend unsaved, so the file did not know about
-    # its bake (nor the PC2 modifiers) when opened again.
-    if not args.no_save and bpy.data.filepath:
+    # its bake (nor the PC2 modifiers) when opened again. Saved also when an export failed after
+    # the bake: the cache files are the new bake's already.
+    if baked and not args.no_save:
         try:
             bpy.ops.wm.save_mainfile()
         except RuntimeError as exc:
-            print(f"verlet: the bake is written but '{bpy.data.filepath}' could not be saved: "
-                  f"{str(exc).strip()}", file=sys.stderr)
-            return 1
-        print(f"verlet: saved {bpy.data.filepath}")
-    return 0
+            return _fail(f"the bake is written but '{bpy.data.filepath}' could not be saved: "
+                         f"{str(exc).strip()}")
+        print(f"verlet: saved {bpy.data.filepath}" + (" (with the new bake)" if code else ""))
+    return code
+
+
+def _run(args, bake_args):
+    """Bake, then the exports. Returns (exit code, whether the bake succeeded)."""
+    steps = [("bake", lambda: bpy.ops.verlet.bake("EXEC_DEFAULT", **bake_args))]
+    if args.pc2:
+        steps.append(("PC2 export", lambda: bpy.ops.verlet.export_pc2(
+            "EXEC_DEFAULT", directory=os.path.abspath(args.pc2))))
+    if args.alembic:
+        steps.append(("Alembic export", lambda: bpy.ops.verlet.export_alembic(
+            "EXEC_DEFAULT", filepath=os.path.abspath(args.alembic),
+            objects=args.alembic_objects.upper())))
+    baked = False
+    for what, run in steps:
+        try:
+            result = run()
+        except RuntimeError as exc:        # operator errors reported with ERROR raise here
+            return _fail(f"{what} failed: {str(exc).strip()}"), baked
+        if "FINISHED" not in result:
+            return _fail(f"{what} failed"), baked
+        print(f"verlet: {what} done")
+        baked = True
+    return 0, baked
 
 
 def register():

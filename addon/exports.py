@@ -18,6 +18,7 @@ modified) positions would be deformed again, and no general inverse of a modifie
 so Bake to Shape Keys refuses such objects (shape_keys_refusal) rather than write wrong keys.
 """
 
+import contextlib
 import os
 import struct
 
@@ -30,10 +31,27 @@ PC2_MODIFIER = bridge.PC2_MODIFIER
 KEY_PREFIX = "Verlet "
 
 
-def write_pc2(obj, directory, header, frames):
-    """Write obj's baked positions as <directory>/<object>.pc2 and add (or update) our Mesh Cache
-    modifier so that frame N shows sample N - frame_start. Returns the file path."""
-    name = "".join(c if c.isalnum() or c in "_.-" else "_" for c in obj.name) + ".pc2"
+def pc2_names(objs):
+    """{object name: file name} for a PC2 export: the object's name with only the characters a
+    file system forbids escaped (cache.folder_name), so "Cloth A" and "Cloth_A" get files of
+    their own (they shared Cloth_A.pc2, and one object's Mesh Cache played the other's); names
+    equal but for case (one file on macOS and Windows) get the object's cache id appended."""
+    from .cache import folder_name
+    names, seen = {}, set()
+    for obj in sorted(objs, key=lambda o: o.name):
+        stem = folder_name(obj.name)
+        if stem.casefold() in seen:
+            stem = f"{stem}-{obj.verlet.cache_id}"
+        seen.add(stem.casefold())
+        names[obj.name] = stem + ".pc2"
+    return names
+
+
+def write_pc2(obj, directory, header, frames, name=None):
+    """Write obj's baked positions as <directory>/<name> (default <object>.pc2, see pc2_names)
+    and add (or update) our Mesh Cache modifier so that frame N shows sample N - frame_start.
+    Returns the file path."""
+    name = name or pc2_names([obj])[obj.name]
     path = os.path.join(directory, name)
     tmp = path + ".tmp"
     data = np.ascontiguousarray(frames, dtype="<f4")
@@ -90,14 +108,54 @@ def to_shape_keys(obj, header, frames):
             kb.keyframe_insert("value", frame=frame)
 
 
-def write_alembic(context, filepath):
+ALEMBIC_SCOPES = (
+    ("SIMULATED", "Simulated Objects", "The baked Verlet bodies only (cloth, plants, soft and "
+     "rigid bodies): what the bake made, without colliders, cameras or the rest of the scene"),
+    ("SELECTED", "Selected Objects", "The objects selected in the viewport, baked or not"),
+    ("SCENE", "Whole Scene", "Every object of the scene, as File > Export > Alembic does"),
+)
+
+
+@contextlib.contextmanager
+def _selection(context, objs):
+    """Select exactly ``objs`` (restoring the user's selection and active object after), for
+    Blender's exporter, whose only per-object choice is "selected only"."""
+    layer = context.view_layer
+    before = [o for o in layer.objects if o.select_get()]
+    active = layer.objects.active
+    hidden = [o.name for o in objs if o.name not in layer.objects]
+    if hidden:
+        raise RuntimeError(f"{', '.join(hidden)}: not in the view layer '{layer.name}', so "
+                           "Blender's exporter cannot include it; enable its collection")
+    try:
+        for o in before:
+            o.select_set(False)
+        for o in objs:
+            o.select_set(True)
+        yield
+    finally:
+        for o in layer.objects:
+            o.select_set(False)
+        for o in before:
+            o.select_set(True)
+        layer.objects.active = active
+
+
+def write_alembic(context, filepath, scope="SIMULATED"):
     """Blender's Alembic exporter over the baked range, our handler in read-only mode so that
-    every (sub)frame shows the cache; written to a temporary name and renamed."""
+    every (sub)frame shows the cache; written to a temporary name and renamed. ``scope``: one
+    of ALEMBIC_SCOPES (default the simulated objects only)."""
     scene = context.scene
     objs = [o for o in bake.simulated_objects(scene) if o.get("verlet_baked")]
     headers = [d[0] for d in (bake.load(o) for o in objs) if d is not None]
     if not headers:
         raise RuntimeError("no usable bake")
+    if scope == "SELECTED" and not any(o.select_get() for o in context.view_layer.objects):
+        raise RuntimeError("nothing is selected; select the objects to export, or export the "
+                           "simulated objects")
+    if scope not in {s[0] for s in ALEMBIC_SCOPES}:
+        raise RuntimeError(f"unknown scope {scope!r}: expected one of "
+                           f"{', '.join(s[0] for s in ALEMBIC_SCOPES)}")
     start = min(h["frame_start"] for h in headers)
     end = max(h["frame_end"] for h in headers)
     os.makedirs(os.path.dirname(os.path.abspath(filepath)) or ".", exist_ok=True)
@@ -112,10 +170,12 @@ def write_alembic(context, filepath):
             con = o.constraints.new("LIMIT_LOCATION")
             con.name = "Verlet Alembic (temporary)"
             temporary.append((o, con))
+    chosen = contextlib.nullcontext() if scope != "SIMULATED" else _selection(context, objs)
     try:
-        with bake.guarded(read_only=True):
+        with chosen, bake.guarded(read_only=True):
             result = bpy.ops.wm.alembic_export(filepath=tmp, start=start, end=end,
-                                               selected=False, as_background_job=False,
+                                               selected=scope != "SCENE",
+                                               as_background_job=False,
                                                evaluation_mode="VIEWPORT")
     finally:
         for o, con in temporary:

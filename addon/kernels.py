@@ -26,20 +26,22 @@ import bpy
 from ..solver import backend
 
 MESSAGE = "compiling solver kernels (once per install)..."
-_worker = {"thread": None, "shown": False}
+_worker = {"thread": None, "shown": False, "printed": None}
 
 
 def status(text):
     """Show (or clear, with None) a message in Blender's status bar when there is a UI, and print
-    it (the console is where a background Blender's user looks)."""
+    it (the console is where a background Blender's user looks) once: the same message is not
+    printed again until another replaces it (the status timer shows it every half second)."""
     workspace = getattr(bpy.context, "workspace", None)
     if workspace is not None:
         try:
             workspace.status_text_set(f"Verlet Physics: {text}" if text else None)
         except (AttributeError, RuntimeError):
             pass
-    if text:
+    if text and text != _worker["printed"]:
         print(f"Verlet Physics: {text}")
+    _worker["printed"] = text or _worker["printed"]
 
 
 MANIFEST = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -114,16 +116,34 @@ def pending():
     return wanted() and not backend.warm_up_done()
 
 
+def will_compile():
+    """Whether the warm-up still to run will compile, not merely load the kernels that an
+    earlier session compiled into the on-disk cache (Numba's index files are there). (Added:
+    the compile message used to be printed by every process, twice, even with a warm cache.)"""
+    if not pending():
+        return False
+    numba = sys.modules.get("numba")
+    folder = getattr(getattr(numba, "config", None), "CACHE_DIR", None)
+    if not folder or not os.path.isdir(folder):
+        return True
+    # Numba files each kernel under a subfolder named after its source's folder
+    return not any(n.endswith(".nbi") for _, _, names in os.walk(folder) for n in names)
+
+
 def ensure_ready():
     """Before a simulation is built: finish the warm-up in the foreground if it has not run
-    (waiting for the worker thread if it is under way), with the status message meanwhile."""
+    (waiting for the worker thread if it is under way), with the status message meanwhile when
+    it compiles."""
     if not pending():
         return
-    status(MESSAGE)
+    compiling = will_compile() or (_worker["thread"] is not None and _worker["thread"].is_alive())
+    if compiling:
+        status(MESSAGE)
     try:
         backend.warm_up()
     finally:
-        status(None)
+        if compiling:
+            status(None)
 
 
 def start_background():

@@ -8,7 +8,7 @@ import os
 
 import bpy
 import numpy as np
-from bpy.props import StringProperty
+from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 
 from . import bake, bridge, exports
 from .bridge import BridgeError
@@ -29,13 +29,30 @@ class VERLET_OT_bake(bpy.types.Operator):
     bl_label = "Bake"
     bl_options = {"REGISTER"}
 
+    # Added for the command line: a range for this bake only (a farm override must not change
+    # the artist's scene settings), and progress lines every N frames (0 = none)
+    use_frame_range: BoolProperty(name="Override Range", default=False,
+                                  options={"HIDDEN", "SKIP_SAVE"},
+                                  description="Bake frame_start..frame_end instead of the "
+                                              "scene's Verlet range, leaving the scene as it is")
+    frame_start: IntProperty(name="Start", options={"HIDDEN", "SKIP_SAVE"})
+    frame_end: IntProperty(name="End", options={"HIDDEN", "SKIP_SAVE"})
+    progress_every: IntProperty(name="Progress Every", default=0, min=0,
+                                options={"HIDDEN", "SKIP_SAVE"},
+                                description="Print a progress line every N frames (0 = never)")
+
     _timer = None
+
+    def _bake_range(self, scene):
+        return (self.frame_start, self.frame_end) if self.use_frame_range else _range(scene)
 
     def execute(self, context):
         scene = context.scene
-        start, end = _range(scene)
+        start, end = self._bake_range(scene)
+        progress = bake.ProgressPrinter(start, end, self.progress_every) \
+            if self.progress_every else None
         try:
-            res = bake.run(context, start, end)
+            res = bake.run(context, start, end, progress=progress)
         except BridgeError as exc:
             self.report({"ERROR"}, str(exc))
             scene["verlet_error"] = str(exc)
@@ -76,7 +93,7 @@ class VERLET_OT_bake(bpy.types.Operator):
     # Changed: the modal bake used to call bake.run() for the whole range in its first timer
     # event, so Esc could not interrupt it; it now resumes bake.iterate() once per tick.
     def _begin(self, context):
-        start, end = _range(context.scene)
+        start, end = _range(context.scene)       # the UI bakes the scene's range
         wm = context.window_manager
         wm.progress_begin(start, end)
         self._res = bake.BakeResult()
@@ -172,15 +189,15 @@ class VERLET_OT_export_pc2(bpy.types.Operator):
             self.report({"ERROR"}, f"PC2 export: folder '{self.directory}' does not exist")
             return {"CANCELLED"}
         written = []
-        for obj in _baked(context.scene):
-            if obj.verlet.kind not in bake.DEFORMING:
-                continue
+        objs = [o for o in _baked(context.scene) if o.verlet.kind in bake.DEFORMING]
+        names = exports.pc2_names(objs)
+        for obj in objs:
             data = bake.load(obj)
             if data is None:
                 self.report({"ERROR"}, f"{obj.name}: {obj.get('verlet_status', 'no usable bake')}")
                 return {"CANCELLED"}
             try:
-                written.append(exports.write_pc2(obj, directory, *data))
+                written.append(exports.write_pc2(obj, directory, *data, name=names[obj.name]))
             except OSError as exc:
                 self.report({"ERROR"}, f"{obj.name}: cannot write PC2 in '{directory}': {exc}")
                 return {"CANCELLED"}
@@ -202,6 +219,10 @@ class VERLET_OT_export_alembic(bpy.types.Operator):
     bl_options = {"REGISTER"}
 
     filepath: StringProperty(name="File Path", subtype="FILE_PATH")
+    # Added: which objects go into the file; the simulated ones by default (Blender's exporter
+    # used to be run over the whole scene: cameras, lights, colliders and all)
+    objects: EnumProperty(name="Objects", items=exports.ALEMBIC_SCOPES, default="SIMULATED",
+                          description="Which objects to write")
 
     def execute(self, context):
         if not self.filepath:
@@ -211,7 +232,7 @@ class VERLET_OT_export_alembic(bpy.types.Operator):
             self.report({"ERROR"}, "Nothing is baked: bake first")
             return {"CANCELLED"}
         try:
-            exports.write_alembic(context, bpy.path.abspath(self.filepath))
+            exports.write_alembic(context, bpy.path.abspath(self.filepath), scope=self.objects)
         except (OSError, RuntimeError) as exc:
             self.report({"ERROR"}, f"Alembic export to '{self.filepath}' failed: {exc}")
             return {"CANCELLED"}

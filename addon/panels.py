@@ -191,8 +191,12 @@ class PHYSICS_PT_verlet_cache(VerletPanel, bpy.types.Panel):
         layout.use_property_split = False
         row = layout.row(align=True)
         sub = row.row(align=True)
-        sub.enabled = not baked
-        sub.operator("verlet.bake", text="Bake", icon="PHYSICS")
+        # Changed: an outdated bake (settings or topology changed, file gone) can be baked
+        # again directly; Bake used to stay disabled until Free Bake, with no hint
+        stale = state.bake_is_outdated(scene)
+        sub.enabled = not baked or stale
+        sub.operator("verlet.bake", text="Bake Again" if baked and stale else "Bake",
+                     icon="PHYSICS")
         row.operator("verlet.free_bake", text="Free Bake", icon="TRASH")
         col = layout.column(align=True)
         col.operator("verlet.bake_to_shape_keys", text="Bake to Shape Keys", icon="SHAPEKEY_DATA")

@@ -166,9 +166,19 @@ class VerletObjectSettings(bpy.types.PropertyGroup):
                     "same at any substep count")
     preset: StringProperty(
         name="Preset", description="The last preset applied (informational)")
+    # Added: what the object's cache file is named after (ids.py), issued at its first bake and
+    # kept across renames; not a setting (left out of the settings hash and the presets)
+    cache_id: StringProperty(
+        name="Cache ID", options={"HIDDEN"},
+        description="Identifies this object's bake cache file; issued by the first bake")
 
 
 # ---------------------------------------------------------------------- scene settings
+# upper bounds of the step counts: 1000 x 100 sweeps per frame is minutes per frame already
+MAX_SUBSTEPS = 1000
+MAX_ITERATIONS = 100
+
+
 def _range_getter(key, scene_attr, default):
     def get(self):
         if self.use_scene_range:
@@ -189,9 +199,12 @@ def _range_setter(key):
 
 
 class VerletSceneSettings(bpy.types.PropertyGroup):
-    substeps: IntProperty(name="Substeps", default=DEFAULT_SUBSTEPS, min=1, soft_max=200,
+    # Changed: bounded above (2**31 substeps used to be accepted, and would hang the bake)
+    substeps: IntProperty(name="Substeps", default=DEFAULT_SUBSTEPS, min=1, max=MAX_SUBSTEPS,
+                          soft_max=200,
                           description="Solver substeps per frame (more = stiffer, costlier)")
-    iterations: IntProperty(name="Iterations", default=DEFAULT_ITERATIONS, min=1, soft_max=20,
+    iterations: IntProperty(name="Iterations", default=DEFAULT_ITERATIONS, min=1,
+                            max=MAX_ITERATIONS, soft_max=20,
                             description="Constraint iterations per substep")
     use_scene_range: BoolProperty(name="Follow Scene Range", default=True,
                                   description="Simulate the scene's frame range")

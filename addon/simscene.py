@@ -114,6 +114,9 @@ class SceneSim:
         bad = invalid_settings(scene.verlet)
         if bad:
             raise BridgeError(f"{scene.name}: scene setting {', '.join(bad)} is not a finite number")
+        if not np.all(np.isfinite(np.array(scene.gravity, dtype=np.float64))):
+            raise BridgeError(f"{scene.name}: the scene's gravity is {tuple(scene.gravity)}, not "
+                              "finite; set it in Scene Properties > Gravity")
         b = Builder()
         objs = [o for o in scene.objects if getattr(o, "verlet", None) is not None
                 and o.verlet.kind != "NONE"]
@@ -158,22 +161,29 @@ class SceneSim:
     def _add(self, b, obj, obj_eval, mesh):
         kind = obj.verlet.kind
         x_local = bridge.positions(mesh)
+        # Added: an empty mesh used to fail with KeyError: 'position' (a collider) or deep in
+        # the builder; checked first, for every kind
+        if len(x_local) == 0:
+            raise BridgeError(f"{obj.name}: the mesh has no vertices; give it geometry or set "
+                              "its Verlet kind to None")
         if not np.all(np.isfinite(x_local)):
             raise BridgeError(f"{obj.name}: the mesh has NaN or infinite coordinates")
         mw = obj_eval.matrix_world
+        check_scale(obj, mw)
         if kind == "COLLIDER":
             shape, offset, size = infer_collider(obj, x_local)
             m = np.array(mw, dtype=np.float64) @ offset
-            k = b.add_collider(shape, matrix=m, friction=_settings(obj, "friction", 0.5),
-                               restitution=min(_settings(obj, "restitution", 0.0), 1.0),
-                               thickness=_settings(obj, "thickness", 0.0), **size)
+            try:
+                k = b.add_collider(shape, matrix=m, friction=_settings(obj, "friction", 0.5),
+                                   restitution=min(_settings(obj, "restitution", 0.0), 1.0),
+                                   thickness=_settings(obj, "thickness", 0.0), **size)
+            except ValueError as exc:
+                raise BridgeError(f"{obj.name}: {exc}") from None
             self.colliders.append((obj.name, k, offset))
             return
         x = bridge.to_world(mw, x_local)
         faces = bridge.faces(mesh)
         n = len(x)
-        if n == 0:
-            raise BridgeError(f"{obj.name}: the mesh has no vertices")
         # Added: the result is shown through a shape key (or a point attribute) of the mesh
         # itself, one position per vertex, so a modifier that adds or removes vertices cannot be
         # simulated through (it used to bake, then fail to display and call its own cache
@@ -188,6 +198,8 @@ class SceneSim:
         radius = _settings(obj, "thickness", 0.0)
         try:
             ids = self._add_kind(b, obj, mesh, kind, x, faces, mass, radius)
+        except BridgeError:
+            raise                       # names the object already ("Wire: Wire: ..." was twice)
         except ValueError as exc:
             raise BridgeError(f"{obj.name}: {exc}") from None
         pin_local = None
@@ -201,6 +213,8 @@ class SceneSim:
 
     def _add_kind(self, b, obj, mesh, kind, x, faces, mass, radius):
         n = len(x)
+        if kind in ("CLOTH", "PLANT") and len(faces):
+            _refuse_loose_vertices(obj, faces, n)
         if kind == "CLOTH":
             if len(faces) == 0:
                 raise BridgeError(f"{obj.name}: a cloth needs faces; this mesh has none")
@@ -265,6 +279,7 @@ class SceneSim:
         take their evaluated placement at that frame, reached at the end of the step."""
         for name, k, offset in self.colliders:
             obj = self.scene.objects[name].evaluated_get(depsgraph)
+            check_scale(obj, obj.matrix_world)      # an animated scale may reach zero
             self.sim.set_collider_matrix(k, np.array(obj.matrix_world, dtype=np.float64) @ offset)
         pinned = [b for b in self.bodies if b.pin_local is not None]
         # Pins follow the user's modifier stack (an Armature): read it with our display modifier
@@ -291,6 +306,7 @@ class SceneSim:
         for body in self.bodies:
             if body.kind != "RIGID":
                 obj = self.scene.objects[body.name].evaluated_get(depsgraph)
+                check_scale(obj, obj.matrix_world)      # results go to its object space
                 body.matrix = np.array(obj.matrix_world, dtype=np.float64)
 
     def result(self, body):
@@ -300,6 +316,38 @@ class SceneSim:
         if body.kind == "RIGID":
             return rigid_transform(body.rest_world, x) @ body.rest_matrix
         return bridge.to_local(getattr(body, "matrix", body.rest_matrix), x)
+
+
+AXES = "XYZ"
+
+
+def check_scale(obj, matrix_world):
+    """Refuse, naming the object and the axis, a world matrix that flattens it: a zero scale
+    (or parallel axes) leaves no inverse, for a collider's distance or a body's object space.
+    (Was: the solver's "matrix: a scale is zero", naming no object, or numpy's LinAlgError.)"""
+    a = np.array(matrix_world, dtype=np.float64)[:3, :3]
+    scale = np.linalg.norm(a, axis=0)
+    flat = [AXES[i] for i in range(3) if not scale[i] > 1e-9]
+    if flat:
+        raise BridgeError(f"{obj.name}: its scale is zero on the {', '.join(flat)} axis "
+                          f"(scale {tuple(round(float(v), 6) for v in scale)}); give every axis "
+                          "a non-zero scale (Object Properties > Transform, or its parent's)")
+    if abs(np.linalg.det(a / scale)) < 1e-6:
+        raise BridgeError(f"{obj.name}: its transform flattens it (two axes parallel, e.g. "
+                          "through a sheared parent); fix the transform")
+
+
+def _refuse_loose_vertices(obj, faces, n):
+    """A cloth's mass lives on its faces: a vertex in no face would have none."""
+    used = np.zeros(n, dtype=bool)
+    used[np.concatenate([np.ravel(f) for f in faces]) if not isinstance(faces, np.ndarray)
+         else faces.ravel()] = True
+    if not used.all():
+        loose = np.flatnonzero(~used)
+        raise BridgeError(f"{obj.name}: {len(loose)} vertex(es) belong to no face (vertex "
+                          f"{int(loose[0])} first); a cloth's mass is spread over its faces, so "
+                          "delete them (Mesh > Clean Up > Delete Loose) or make them part of "
+                          "a face")
 
 
 def _tapered(obj, taper, pairs):

@@ -156,13 +156,13 @@ def test_cancel_keeps_exactly_the_computed_frames(extension, tmp_path):
     assert res.cancelled and (res.start, res.last) == (1, 1 + k)
     assert bpy.context.scene.frame_current == 1              # back where it started
     bake.store(bpy.context.scene, res)
-    path = cache.path_for(c.name)
-    header, part = cache.read(c.name, path)
+    path = cache.path_for(c.verlet.cache_id)
+    header, part = cache.read(c.verlet.cache_id, path)
     assert part.shape[0] == k + 1 and (header["frame_start"], header["frame_end"]) == (1, 1 + k)
     assert "cancelled" in c["verlet_status"]
     part = part.copy()
     scenes.bake_op()                            # the full bake begins with the same frames
-    _, full = cache.read(c.name, path)
+    _, full = cache.read(c.verlet.cache_id, path)
     assert full.shape[0] == 20
     np.testing.assert_array_equal(part, full[:k + 1])
     assert "cancelled" not in c["verlet_status"]
@@ -230,7 +230,7 @@ def test_bake_twice_gives_identical_cache_files(extension, tmp_path):
     c, box = scenes.mixed_scene(n=8, frames=(1, 12))
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "twice.blend"))
     scenes.bake_op()
-    paths = [cache.path_for(o.name) for o in (c, box)]
+    paths = [cache.path_for(o.verlet.cache_id) for o in (c, box)]
     first = [open(p, "rb").read() for p in paths]
     bpy.context.scene.frame_set(7)             # playing in between changes nothing
     scenes.bake_op()

@@ -47,7 +47,7 @@ def test_bake_with_frames_pc2_and_alembic(extension, tmp_path, capsys):
     out = capsys.readouterr()
     assert code == 0, out.err
     assert "bake done" in out.out and "Alembic export done" in out.out
-    header, fr = cache.read("Cloth", cache.path_for("Cloth"))
+    header, fr = cache.read(c.verlet.cache_id)
     assert (header["frame_start"], header["frame_end"]) == (2, 9) and fr.shape == (8, 64, 3)
     assert np.isfinite(fr).all()
     assert os.path.getsize(tmp_path / "pc2" / "Cloth.pc2") == 32 + 8 * 64 * 3 * 4
@@ -67,9 +67,9 @@ def test_bake_default_range_matches_the_operator(extension, tmp_path):
     c, _ = _saved_scene(tmp_path, frames=(1, 8))
     assert cli.main(["bake", "--no-save"]) == 0
     assert not os.path.exists(tmp_path / "cli.blend1")        # --no-save: not written
-    first = open(cache.path_for("Cloth"), "rb").read()
+    first = open(cache.path_for(c.verlet.cache_id), "rb").read()
     scenes.bake_op()
-    assert open(cache.path_for("Cloth"), "rb").read() == first
+    assert open(cache.path_for(c.verlet.cache_id), "rb").read() == first
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -99,12 +99,85 @@ def test_bad_scene_exits_1_naming_the_object(extension, tmp_path, capsys):
     assert "Cloth" in err and "'Nope'" in err
 
 
-def test_unwritable_alembic_target_exits_1(extension, tmp_path, capsys):
+def test_unwritable_alembic_target_exits_1_before_baking(extension, tmp_path, capsys):
     _, _, cli = _addon()
-    _saved_scene(tmp_path)
+    c, _ = _saved_scene(tmp_path)
     (tmp_path / "blocker").write_text("a file where a folder must go")
     assert cli.main(["bake", "--alembic", str(tmp_path / "blocker" / "x.abc")]) == 1
-    assert "Alembic export failed" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("verlet: --alembic") and "blocker" in err and "is a file" in err
+    assert not (tmp_path / "verlet_cache").exists() and not c.get("verlet_baked")
+
+
+def test_export_failing_after_the_bake_leaves_blend_and_cache_consistent(extension, tmp_path,
+                                                                          capsys, monkeypatch):
+    """The bake rewrote the cache files; the .blend is saved with it (exit 1 for the export),
+    so reopening plays exactly the files on disk."""
+    bake, cache, cli = _addon()
+    from verlet_physics.addon import exports
+    _saved_scene(tmp_path, frames=(1, 6))
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(exports, "write_alembic", broken)
+    assert cli.main(["bake", "--frames", "2:5", "--alembic", str(tmp_path / "x.abc")]) == 1
+    out = capsys.readouterr()
+    assert "Alembic export failed" in out.err and "No space left" in out.err
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "cli.blend"))
+    c = bpy.data.objects["Cloth"]
+    assert c.get("verlet_baked") and c.verlet.cache_id      # the .blend knows its bake
+    header, fr = cache.read(c.verlet.cache_id)
+    assert (header["frame_start"], header["frame_end"]) == (2, 5)
+    bpy.context.scene.frame_set(4)
+    assert c["verlet_status"] == "Baked 2-5, on disk"
+    np.testing.assert_array_equal(scenes.display_key(c), fr[2])
+    assert "with the new bake" in out.out
+
+
+def test_unsaved_file_is_refused_or_saved_where_asked(extension, tmp_path, capsys):
+    bake, cache, cli = _addon()
+    scenes.mixed_scene(n=6, frames=(1, 4))
+    assert bpy.data.filepath == ""
+    assert cli.main(["bake"]) == 1                     # the bake would be lost with the process
+    err = capsys.readouterr().err
+    assert "not saved" in err and "--save-as" in err
+    assert not bpy.data.objects["Cloth"].get("verlet_baked") and not cache._memory
+    target = tmp_path / "farm" / "shot.blend"
+    assert cli.main(["bake", "--save-as", str(target)]) == 1      # no such folder
+    target.parent.mkdir()
+    assert cli.main(["bake", "--save-as", str(target)]) == 0
+    bpy.ops.wm.open_mainfile(filepath=str(target))
+    c = bpy.data.objects["Cloth"]
+    assert c.get("verlet_baked") and (target.parent / "verlet_cache" / "shot"
+                                      / f"{c.verlet.cache_id}.vpc").is_file()
+
+
+def test_frames_override_is_not_saved_into_the_scene(extension, tmp_path):
+    bake, cache, cli = _addon()
+    c, _ = _saved_scene(tmp_path, frames=(1, 10))
+    sv = bpy.context.scene.verlet
+    assert cli.main(["bake", "--frames", "3:6"]) == 0
+    assert (sv.use_scene_range, sv.frame_start, sv.frame_end) == (True, 1, 10)
+    assert "frame_start" not in sv.keys() and "frame_end" not in sv.keys()
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "cli.blend"))
+    sv = bpy.context.scene.verlet
+    assert (sv.use_scene_range, sv.frame_start, sv.frame_end) == (True, 1, 10)
+    header, _ = cache.read(bpy.data.objects["Cloth"].verlet.cache_id)
+    assert (header["frame_start"], header["frame_end"]) == (3, 6)
+
+
+def test_progress_lines_with_ms_per_frame(extension, tmp_path, capsys):
+    import re
+    _, _, cli = _addon()
+    _saved_scene(tmp_path, frames=(1, 12))
+    assert cli.main(["bake", "--progress-every", "5"]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("verlet: frame")]
+    assert [int(ln.split()[2]) for ln in lines] == [6, 11, 12]
+    assert all(re.search(r"\d+\.\d ms/frame", ln) for ln in lines), lines
+    assert "(5/11, 45%)" in lines[0]
+    assert cli.main(["bake", "--progress-every", "0"]) == 0
+    assert "verlet: frame" not in capsys.readouterr().out
 
 
 def test_exit_status_of_a_real_process(extension, tmp_path):
@@ -129,14 +202,16 @@ def test_exit_status_of_a_real_process(extension, tmp_path):
 
     ok = run("bake", "--frames", "1:4")
     assert ok.returncode == 0, ok.stderr[-2000:]
-    assert os.path.isfile(tmp_path / "verlet_cache" / "cli" / "Cloth.vpc")
+    assert len(list((tmp_path / "verlet_cache" / "cli").glob("*.vpc"))) == 2
     bad = run("bake", "--frames", "x")
     assert bad.returncode == 1 and "--frames expects A:B" in bad.stderr
     assert run("bake", "--help").returncode == 0
     del c
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "cli.blend"))   # the saved result
     c = bpy.data.objects["Cloth"]
-    assert c.get("verlet_baked") and c["verlet_cache"] == "//verlet_cache/cli/Cloth.vpc"
+    cid = c.verlet.cache_id
+    assert c.get("verlet_baked") and c["verlet_cache"] == f"//verlet_cache/cli/{cid}.vpc"
+    assert (tmp_path / "verlet_cache" / "cli" / f"{cid}.vpc").is_file()
     from verlet_physics.addon import bake
     header, fr = bake.load(c)
     assert (header["frame_start"], header["frame_end"]) == (1, 4)

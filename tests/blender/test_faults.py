@@ -52,14 +52,17 @@ def _safe_cloth(n=8, frames=(1, 8)):
     return c
 
 
-@pytest.mark.parametrize("kind", ["EMPTY", "CURVE"])
-def test_non_mesh_object_as_cloth(extension, kind):
+@pytest.mark.parametrize("kind, what", [("EMPTY", "an empty object"), ("CURVE", "a curve object"),
+                                        ("ARMATURE", "an armature object")])
+def test_non_mesh_object_as_cloth(extension, kind, what):
     c = _safe_cloth()
     before = scenes.user_hashes(c)
-    data = None if kind == "EMPTY" else bpy.data.curves.new("Wire", "CURVE")
+    data = {"EMPTY": lambda: None, "CURVE": lambda: bpy.data.curves.new("Wire", "CURVE"),
+            "ARMATURE": lambda: bpy.data.armatures.new("Wire")}[kind]()
     obj = scenes.link(bpy.data.objects.new("Wire", data))
     obj.verlet.kind = "CLOTH"
-    _refused("Wire", "not a mesh")
+    msg = _refused("Wire", "not a mesh", what)
+    assert msg.count("Wire") == 1, msg
     _live_refused("Wire", "not a mesh")
     assert not c.get("verlet_baked") and scenes.user_hashes(c) == before
 
@@ -84,7 +87,8 @@ def test_cloth_mesh_without_faces(extension):
     obj = scenes.link(bpy.data.objects.new("Strands", me))
     obj.verlet.kind = "CLOTH"
     before = scenes.user_hashes(obj)
-    _refused("Strands", "faces")
+    msg = _refused("Strands", "faces")
+    assert msg.count("Strands") == 1, msg               # was "Strands: Strands: ..."
     _live_refused("Strands", "faces")
     assert scenes.user_hashes(obj) == before
 
@@ -133,6 +137,60 @@ def test_open_soft_body_bakes_saying_its_volume_is_not_kept(extension, capsys):
     assert result == {"FINISHED"} and [k for k, _ in reports] == [{"INFO"}], reports
     assert "warning" not in sheet["verlet_status"]
 
+
+@pytest.mark.parametrize("kind", ["CLOTH", "COLLIDER", "RIGID"])
+def test_mesh_without_vertices(extension, kind):
+    c = _safe_cloth()
+    before = scenes.user_hashes(c)
+    obj = scenes.link(bpy.data.objects.new("Hollow", bpy.data.meshes.new("Hollow")))
+    obj.verlet.kind = kind
+    msg = _refused("Hollow", "no vertices")
+    assert "KeyError" not in msg and msg.count("Hollow") == 1
+    _live_refused("Hollow", "no vertices")
+    assert not c.get("verlet_baked") and scenes.user_hashes(c) == before
+
+
+def test_cloth_with_a_loose_vertex_says_what_to_do(extension):
+    scenes.set_range(1, 8)
+    me = scenes.grid_mesh("Loose", 4)
+    me.vertices.add(1)                                  # a vertex in no face
+    me.vertices[-1].co = (3.0, 0.0, 0.0)
+    obj = scenes.link(bpy.data.objects.new("Loose", me))
+    obj.verlet.kind = "CLOTH"
+    msg = _refused("Loose", "vertex 16", "no face", "Delete Loose")
+    assert "mass=" not in msg
+
+
+@pytest.mark.parametrize("who", ["Ball", "Cloth"])
+def test_zero_scale_axis_refused_by_name(extension, who):
+    c = _safe_cloth()
+    before = scenes.user_hashes(c)
+    bpy.data.objects[who].scale = (1.0, 0.0, 1.0)
+    msg = _refused(who, "scale is zero", "Y axis")
+    assert "matrix:" not in msg
+    _live_refused(who, "Y axis")
+    assert scenes.user_hashes(c) == before
+
+
+def test_collider_scaled_to_zero_mid_bake_keeps_the_frames_before(extension):
+    bake, _, _ = _addon()
+    c = _safe_cloth(frames=(1, 10))
+    ball = bpy.data.objects["Ball"]
+    ball.keyframe_insert("scale", frame=1)
+    ball.scale = (0.0, 0.0, 0.0)
+    ball.keyframe_insert("scale", frame=6)
+    with pytest.raises(RuntimeError, match="frame 6.*Ball.*scale is zero"):
+        scenes.bake_op()
+    header, fr = bake.load(c)
+    assert (header["frame_start"], header["frame_end"]) == (1, 5) and np.isfinite(fr).all()
+
+
+def test_nan_scene_gravity(extension):
+    c = _safe_cloth()
+    bpy.context.scene.gravity = (0.0, 0.0, math.nan)
+    _refused("Scene", "gravity", "not finite")
+    _live_refused("gravity")
+    assert scenes.display_key(c) is None
 
 def test_modifier_changing_vertex_count(extension):
     c = _safe_cloth()
@@ -270,14 +328,15 @@ def test_damaged_or_foreign_cache_file(extension, tmp_path, damage):
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "bad.blend"))
     scenes.bake_op()
     before = scenes.user_hashes(c)
-    path = cache.path_for("Cloth")
+    path = cache.path_for(c.verlet.cache_id)
     blob = open(path, "rb").read()
     if damage == "truncated":
         blob = blob[:len(blob) - 100]
     elif damage == "foreign":
         blob = b"PK\x03\x04 not ours at all" * 10
     elif damage in ("other_cloth", "rigid_body"):     # another object's valid cache
-        blob = open(cache.path_for("Sheet" if damage == "other_cloth" else "Cube"), "rb").read()
+        other = bpy.data.objects["Sheet" if damage == "other_cloth" else "Cube"]
+        blob = open(cache.path_for(other.verlet.cache_id), "rb").read()
     else:
         n = struct.unpack("<I", blob[8:12])[0]
         header = json.loads(blob[12:12 + n])
@@ -290,7 +349,7 @@ def test_damaged_or_foreign_cache_file(extension, tmp_path, damage):
     status = c["verlet_status"]
     assert status.startswith(("Cache unusable", "Cache outdated")), status
     assert {"truncated": "truncated", "foreign": "not a Verlet Physics cache",
-            "other_cloth": "topology", "rigid_body": "'Cube'",
+            "other_cloth": "'Sheet'", "rigid_body": "'Cube'",
             "old_version": "format 99"}[damage] in status
     np.testing.assert_array_equal(scenes.display_key(c), shown)       # ignored, not shown
     for op in (bpy.ops.verlet.bake_to_shape_keys,
@@ -328,7 +387,7 @@ def test_failed_cache_write_keeps_the_previous_cache(extension, tmp_path, monkey
     c = _safe_cloth()
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "atomic.blend"))
     scenes.bake_op()
-    path = cache.path_for("Cloth")
+    path = cache.path_for(c.verlet.cache_id)
     old = open(path, "rb").read()
     c.verlet.mass = 3.0                                # a different bake would follow
 
@@ -338,7 +397,7 @@ def test_failed_cache_write_keeps_the_previous_cache(extension, tmp_path, monkey
     monkeypatch.setattr(cache.os, "replace", refuse)
     _refused("Cloth", "No space left")
     assert open(path, "rb").read() == old
-    assert sorted(os.listdir(os.path.dirname(path))) == ["Cloth.vpc"]
+    assert sorted(os.listdir(os.path.dirname(path))) == [os.path.basename(path)]
     bpy.context.scene.frame_set(4)                     # the old bake still plays
     np.testing.assert_array_equal(scenes.display_key(c), bake.load(c)[1][3])
 
@@ -352,7 +411,7 @@ def test_free_bake_removes_only_what_the_product_created(extension, tmp_path):
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "free.blend"))
     scenes.bake_op()
     bpy.context.scene.frame_set(6)
-    folder = os.path.dirname(cache.path_for("Cloth"))
+    folder = os.path.dirname(cache.path_for(c.verlet.cache_id))
     with open(os.path.join(folder, "notes.txt"), "w") as fh:     # the user's file in our folder
         fh.write("mine")
     (tmp_path / "verlet_cache" / "other.txt").write_text("mine too")

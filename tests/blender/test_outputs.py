@@ -256,3 +256,61 @@ def test_exports_refuse_without_a_bake_or_a_folder(extension, tmp_path):
     with pytest.raises(RuntimeError, match="no file path"):
         bpy.ops.verlet.export_alembic(filepath="")
     assert not os.listdir(tmp_path)
+
+
+def _alembic_objects(path):
+    """Names of the objects an .abc holds, through Blender's importer (removed again)."""
+    names = set(bpy.data.objects.keys())
+    assert bpy.ops.wm.alembic_import(filepath=str(path), as_background_job=False) == {"FINISHED"}
+    new = set(bpy.data.objects.keys()) - names
+    got = {n.split(".")[0] for n in new}
+    for n in new:
+        bpy.data.objects.remove(bpy.data.objects[n])
+    return got
+
+
+def test_alembic_writes_the_simulated_objects_unless_asked_otherwise(extension, tmp_path):
+    """Default: the baked bodies only (not colliders, cameras, lights); SELECTED: the user's
+    selection, which every export leaves as it was; SCENE: everything."""
+    c, box = scenes.mixed_scene(n=6, frames=(1, 6))
+    cam = scenes.link(bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera")))
+    scenes.bake_op()
+    layer = bpy.context.view_layer
+    ball = bpy.data.objects["Ball"]
+    out = {}
+    for scope in ("SIMULATED", "SELECTED", "SCENE"):
+        for o in layer.objects:             # (the importer below selects what it imports)
+            o.select_set(o is ball)
+        layer.objects.active = cam
+        path = tmp_path / f"{scope}.abc"
+        kwargs = {} if scope == "SIMULATED" else {"objects": scope}
+        assert bpy.ops.verlet.export_alembic(filepath=str(path), **kwargs) == {"FINISHED"}
+        assert [o.name for o in layer.objects if o.select_get()] == ["Ball"]
+        assert layer.objects.active == cam
+        out[scope] = _alembic_objects(path)
+    assert out["SIMULATED"] == {"Cloth", "Cube"}
+    assert out["SELECTED"] == {"Ball"}
+    assert out["SCENE"] >= {"Cloth", "Cube", "Ball", "Ground", "Camera"}
+    ball.select_set(False)
+    with pytest.raises(RuntimeError, match="nothing is selected"):
+        bpy.ops.verlet.export_alembic(filepath=str(tmp_path / "none.abc"), objects="SELECTED")
+    assert not (tmp_path / "none.abc").exists()
+
+
+def test_pc2_files_of_objects_whose_names_a_file_name_cannot_tell_apart(extension, tmp_path):
+    """"Cloth A" and "Cloth_A" shared Cloth_A.pc2 (one object's Mesh Cache played the other's);
+    "cloth" and "Cloth" are one file where names ignore case."""
+    bake, _ = _addon()
+    scenes.set_range(1, 5)
+    objs = [scenes.cloth(name, n=4 + i, location=(3.0 * i, 0.0, 1.0))
+            for i, name in enumerate(("Cloth A", "Cloth_A", "cloth", "Cloth"))]
+    scenes.bake_op()
+    out = tmp_path / "pc2"
+    out.mkdir()
+    assert bpy.ops.verlet.export_pc2(directory=str(out)) == {"FINISHED"}
+    files = os.listdir(out)
+    assert len(files) == 4 and len({f.casefold() for f in files}) == 4, files
+    for o in objs:
+        path = bpy.path.abspath(o.modifiers["Verlet PC2"].filepath)
+        points = struct.unpack("<i", open(path, "rb").read()[16:20])[0]
+        assert points == len(o.data.vertices), (o.name, path)

@@ -39,8 +39,9 @@ def test_save_reopen_moved_blend_handler_survives_cache_by_relative_path(extensi
     src.mkdir()
     bpy.ops.wm.save_as_mainfile(filepath=str(src / "shot.blend"))
     scenes.bake_op()
-    assert c["verlet_cache"] == "//verlet_cache/shot/Cloth.vpc"
-    assert os.path.isfile(src / "verlet_cache" / "shot" / "Cloth.vpc")
+    cid = c.verlet.cache_id
+    assert len(cid) == 12 and c["verlet_cache"] == f"//verlet_cache/shot/{cid}.vpc"
+    assert os.path.isfile(src / "verlet_cache" / "shot" / f"{cid}.vpc")
     fc, fb = bake.load(c)[1].copy(), bake.load(box)[1].copy()
     bpy.ops.wm.save_mainfile()
     dst = tmp_path / "elsewhere"                # the whole project folder moves
@@ -70,14 +71,15 @@ def test_unsaved_bake_is_kept_in_memory_and_written_when_saved(extension, tmp_pa
     bake, cache, _ = _addon()
     c, _ = scenes.drape_scene(n=8, frames=(1, 10))
     scenes.bake_op()
-    assert cache.in_memory("Cloth") and c["verlet_cache"] == ""
+    cid = c.verlet.cache_id
+    assert cache.in_memory(cid) and c["verlet_cache"] == ""
     assert "in memory" in c["verlet_status"]
     assert not os.listdir(tmp_path)
     fr = bake.load(c)[1].copy()
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "later.blend"))
-    assert os.path.isfile(tmp_path / "verlet_cache" / "later" / "Cloth.vpc")
-    assert c["verlet_cache"] == "//verlet_cache/later/Cloth.vpc"
-    assert "on disk" in c["verlet_status"] and not cache.in_memory("Cloth")
+    assert os.path.isfile(tmp_path / "verlet_cache" / "later" / f"{cid}.vpc")
+    assert c["verlet_cache"] == f"//verlet_cache/later/{cid}.vpc"
+    assert "on disk" in c["verlet_status"] and not cache.in_memory(cid)
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "later.blend"))
     c = bpy.data.objects["Cloth"]
     bpy.context.scene.frame_set(6)
@@ -162,7 +164,7 @@ def test_undo_of_free_bake_reports_the_deleted_cache(extension, tmp_path):
     c, _ = scenes.drape_scene(n=8, frames=(1, 10))
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "free.blend"))
     scenes.bake_op()
-    path = cache.path_for("Cloth")
+    path = cache.path_for(c.verlet.cache_id)
     bpy.ops.ed.undo_push(message="baked")
     bpy.ops.verlet.free_bake()
     bpy.ops.ed.undo_push(message="freed")

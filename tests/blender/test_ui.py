@@ -174,7 +174,7 @@ def test_defaults_and_units(ui):
 
 def test_every_numeric_property_is_bounded(ui):
     obj = add_object("Body", "SOFT")
-    kept_as_they_were = {"substeps", "iterations", "frame_start", "frame_end"}
+    kept_as_they_were = {"frame_start", "frame_end"}     # follow the scene's (Blender's bounds)
     checked = 0
     for settings in (obj.verlet, bpy.context.scene.verlet):
         for p in settings.bl_rna.properties:
@@ -192,7 +192,8 @@ def test_every_numeric_property_is_bounded(ui):
             got = getattr(settings, p.identifier)
             assert (got[0] if p.array_length else got) == pytest.approx(p.hard_max), p.identifier
             checked += 1
-    assert checked == 17      # 10 object + 7 scene numeric settings
+    assert checked == 19      # 10 object + 9 scene numeric settings (substeps: at most 1000)
+    assert bpy.context.scene.verlet.substeps == 1000
 
 
 def test_negative_values_clamp_to_their_minimum(ui):
@@ -405,6 +406,25 @@ def test_baked_object_settings_are_disabled(ui):
     del obj["verlet_baked"]
     log = draw("PHYSICS_PT_verlet_physical", obj)
     assert all(e.enabled for e in log if e.what == "prop")
+
+
+def test_outdated_bake_offers_bake_again(ui):
+    """A bake that no longer matches (settings or topology changed, file gone) can be baked
+    again from the panel, for its objects and its colliders; it used to need Free Bake first,
+    with Bake greyed out and no hint."""
+    obj = add_object("Cloth", "CLOTH")
+    floor = add_object("Floor", "COLLIDER", location=(0.0, 0.0, -1.0))
+    for o in (obj, floor):
+        o["verlet_baked"] = True
+    obj["verlet_status"] = "Cache outdated: the mesh topology changed since the bake"
+    obj["verlet_outdated"] = "unusable"
+    for o in (obj, floor):
+        log = draw("PHYSICS_PT_verlet_cache", o)
+        bake = [(e.enabled, e.text) for e in log if e.name == "verlet.bake"]
+        assert bake == [(True, "Bake Again")], o.name
+    del obj["verlet_outdated"]
+    log = draw("PHYSICS_PT_verlet_cache", obj)
+    assert [(e.enabled, e.text) for e in log if e.name == "verlet.bake"] == [(False, "Bake")]
 
 
 def test_cache_panel_shows_the_last_error(ui):

@@ -1,0 +1,170 @@
+"""Whether a bake still fits its scene: the settings hash stored with every cache, and the
+checks that decide what a baked object shows and what its Cache status says.
+
+A bake made with other settings than the scene's now is "outdated" and still plays (as
+Blender's point cache does); a cache of another object, another kind of body or another topology
+is not shown. Either way the object's ``verlet_outdated`` mark (state.py) makes the Cache panel
+offer Bake Again.
+"""
+
+import hashlib
+import json
+
+import bpy
+import numpy as np
+
+from . import bridge, cache
+
+SCENE_SETTINGS = ("substeps", "iterations", "wind_direction", "wind_strength", "wind_turbulence",
+                  "wind_seed", "air_drag", "gravity_scale", "damping")
+
+
+NOT_SETTINGS = ("rna_type", "name", "preset", "cache_id")
+
+
+def settings_hash(scene):
+    """A hash of every setting that changes the result (scene, simulated objects, colliders).
+    Objects enter anonymously, as a sorted list of their settings per kind, not by name (a
+    rename leaves a bake up to date) nor by cache id (random: the same scene baked in two files
+    must give the same cache header); adding, removing or retyping a Verlet object changes it.
+    (Two bodies trading their settings exactly would not.)"""
+    data = {k: _plain(getattr(scene.verlet, k, None)) for k in SCENE_SETTINGS}
+    data["gravity"] = list(scene.gravity) if scene.use_gravity else [0, 0, 0]
+    data["fps"] = scene.render.fps / scene.render.fps_base
+    objects = []
+    for obj in scene.objects:
+        if getattr(obj, "verlet", None) is None or obj.verlet.kind == "NONE":
+            continue
+        s = {p.identifier: _plain(getattr(obj.verlet, p.identifier))
+             for p in obj.verlet.bl_rna.properties if p.identifier not in NOT_SETTINGS}
+        objects.append(json.dumps(s, sort_keys=True, default=str))
+    data["objects"] = sorted(objects)
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _plain(v):
+    try:
+        return list(v) if not isinstance(v, str) else v
+    except TypeError:
+        return v
+
+
+def stored_path(obj):
+    """Absolute path of the file the object's bake was stored in, or None (memory, none)."""
+    rel = obj.get("verlet_cache")
+    return bpy.path.abspath(str(rel)) if rel else None
+
+
+# Whether a cache fits its object is checked once, then again only when the mesh or the file
+# changes: {object name: (signature, message or None)}. Hashing the faces on every displayed
+# frame cost time proportional to the mesh for nothing.
+_checked = {}
+OUTDATED_KEY = "verlet_outdated"
+STALE_SETTINGS = "settings changed since the bake (Bake again to update it, or Free Bake)"
+
+
+def set_outdated(obj, reason):
+    """Mark (or clear, with None) why obj's bake is not current: the Cache panel then offers
+    Bake again (state.bake_is_current). Written only on change."""
+    if reason:
+        if obj.get(OUTDATED_KEY) != reason:
+            obj[OUTDATED_KEY] = reason
+    elif OUTDATED_KEY in obj:
+        del obj[OUTDATED_KEY]
+
+
+def set_status(obj, text):
+    if obj.get("verlet_status") != text:
+        obj["verlet_status"] = text
+
+
+def _corners(mesh):
+    """(corner vertex (l,), polygon sizes (p,)) int32: the topology, in two bulk reads."""
+    corner = np.empty(len(mesh.loops), dtype=np.int32)
+    mesh.loops.foreach_get("vertex_index", corner)
+    total = np.empty(len(mesh.polygons), dtype=np.int32)
+    mesh.polygons.foreach_get("loop_total", total)
+    return corner, total
+
+
+def _fits(obj, header, source):
+    """None when the cache may be shown on obj, else why not (a status line)."""
+    layout = "matrices" if obj.verlet.kind == "RIGID" else "positions"
+    # Added: a cache of another kind of body (e.g. a rigid body's matrices copied over a
+    # cloth's file) used to be shown and fail inside the frame handler.
+    if header.get("layout") != layout:
+        return (f"Cache unusable: {obj.name}: the cache holds {header.get('layout')} of the "
+                f"{header.get('kind')} body '{header.get('object')}', not this object's; "
+                "bake again")
+    owner = header.get("object_id")
+    if owner is None and header.get("object") != obj.name:
+        # a cache of 0.1.0 (named after its object): whose it is, only its header says
+        return (f"Cache unusable: {obj.name}: the cache file was written for "
+                f"'{header.get('object')}'; bake again")
+    if owner is not None and owner != obj.verlet.cache_id:
+        return (f"Cache unusable: {obj.name}: the cache file belongs to another object "
+                f"('{header.get('object')}' when it was baked); bake again")
+    if obj.type == "MESH" and layout == "positions":
+        mesh = obj.data
+        # Changed: the faces used to be hashed on every shown frame (with a Python loop over
+        # the polygons of mixed meshes); now two bulk reads are compared with the last ones
+        # checked, and hashed only when they differ. (Pointers to the arrays are no signature:
+        # Blender copies them as it evaluates.)
+        corner, total = _corners(mesh)
+        key = (source, header["topology_hash"], header["vertex_count"], len(mesh.vertices))
+        known = _checked.get(obj.name)
+        if known is not None and known[0] == key and np.array_equal(known[1], corner) \
+                and np.array_equal(known[2], total):
+            return known[3]
+        why = None
+        n = len(mesh.vertices)
+        if n != header["vertex_count"] or \
+                bridge.topology_hash(n, bridge.faces(mesh)) != header["topology_hash"]:
+            why = ("Cache outdated: the mesh topology changed since the bake; press Bake to "
+                   "bake again (or Free Bake)")
+        _checked[obj.name] = (key, corner, total, why)
+        return why
+    return None
+
+
+def open_bake(obj, shash=None):
+    """(header, FrameReader) of obj's bake, read lazily (one frame per seek), or None when it
+    cannot be shown; the object's status then says why. ``shash`` (the scene's settings_hash)
+    flags a bake made with other settings as outdated; it still plays, as Blender's point cache
+    does, until it is baked again or freed."""
+    try:
+        reader = cache.open_frames(obj.verlet.cache_id or None, stored_path(obj))
+    except cache.CacheError as exc:
+        set_status(obj, f"Cache unusable: {exc}")
+        set_outdated(obj, "unusable")
+        return None
+    if reader is None:
+        # Added: a bake whose cache is gone (deleted, left behind when the .blend moved, or a
+        # Free Bake undone) says so instead of silently showing nothing.
+        where = stored_path(obj) or "memory"
+        set_status(obj, f"Cache missing: {obj.name}: no cache in {where}; bake again")
+        set_outdated(obj, "missing")
+        return None
+    header = reader.header
+    why = _fits(obj, header, reader.path or id(reader.header))
+    if why is not None:
+        set_status(obj, why)
+        set_outdated(obj, "unusable")
+        return None
+    where = "on disk" if reader.path else "in memory (save the .blend to keep it)"
+    status = str(obj.get("verlet_status", ""))
+    partial = " (cancelled: frames kept)" if "(cancelled" in status else ""
+    status = f"Baked {header['frame_start']}-{header['frame_end']}{partial}, {where}"
+    # (0.1.0's caches hashed the settings another way: not comparable, not called outdated)
+    stale = shash is not None and "object_id" in header and header.get("settings_hash") != shash
+    set_status(obj, status + ("; outdated: " + STALE_SETTINGS if stale else ""))
+    set_outdated(obj, "settings" if stale else None)
+    return header, reader
+
+
+def forget(name=None):
+    """Drop what was checked about one object (or all: a file load, an undo)."""
+    if name is None:
+        _checked.clear()
+    else:
+        _checked.pop(name, None)
