@@ -106,6 +106,8 @@ class Simulation:
         self._has_surface = np.zeros(n, bool)       # (n,) bool part of a surface (cloth, volume)
         self._has_surface[model.surface_tris.ravel()] = True
         self.wind = Wind()
+        self.fields = None                          # ForceFields (fields.py) or None
+        self._field_keep = None                     # (n,) velocity kept per substep, or None
 
         self._sticks = StickSolver(model)
         self._shapes = ShapeSolver(model)
@@ -233,6 +235,13 @@ class Simulation:
             self.air_drag = _scalar(drag, "drag", 0.0)
         self.wind = Wind(velocity, turbulence, scale, _check_int(seed, "seed", 0))
 
+    def set_force_fields(self, fields):
+        """Blender-style force fields (a fields.ForceFields, or None for none) acting from the
+        next step on; the add-on sets them every frame."""
+        if fields is not None:
+            fields.check(self.model)
+        self.fields = fields
+
     # ------------------------------------------------------------------ checkpoint
     def get_state(self):
         """A checkpoint (a dict of copies); set_state(get_state()) resumes bit-identically."""
@@ -246,6 +255,7 @@ class Simulation:
             "wind": (self.wind.velocity.copy(), self.wind.turbulence, self.wind.scale,
                      self.wind.seed),
             "air_drag": self.air_drag,
+            "fields": self.fields,          # read-only arrays: held, not copied
         }
 
     def set_state(self, state):
@@ -268,6 +278,7 @@ class Simulation:
         w = state["wind"]
         self.wind = Wind(w[0], w[1], w[2], w[3])
         self.air_drag = state["air_drag"]
+        self.fields = state.get("fields")
 
     # ------------------------------------------------------------------ the step
     def _external_acceleration(self, dt):
@@ -280,6 +291,8 @@ class Simulation:
             acc += aero_acceleration(self._x, self.v, self._time, m.particle_inv_mass,
                                      m.particle_area, normals, self._has_surface, self.wind,
                                      self.air_drag)
+        self._field_keep = None if self.fields is None else self.fields.accelerate(
+            acc, self._x, self.v, self.model, self.gravity, dt, self.substeps)
         return acc
 
     def step(self, dt):
@@ -315,6 +328,8 @@ class Simulation:
         # (n,) fraction of velocity kept per substep: (1 - damping)^h is the same per second at
         # any substep count; multiplying by exactly 1.0 changes nothing, so no branch is needed
         keep = ((1.0 - self.damping) * (1.0 - self._particle_damping)) ** h
+        if self._field_keep is not None:            # force fields' drag, exact per substep
+            keep = keep * self._field_keep
         a_h2 = acc * (h * h)
         radius = self._radius
         g_norm = float(np.linalg.norm(self.gravity))
