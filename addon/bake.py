@@ -25,7 +25,7 @@ _guard = {"busy": False, "read_only": 0}
 _live = {"sim": None, "frames": {}, "start": None, "last": None, "scene": None}
 
 SCENE_SETTINGS = ("substeps", "iterations", "wind_direction", "wind_strength", "wind_turbulence",
-                  "wind_seed", "air_drag", "gravity_scale", "damping")
+                  "wind_seed", "air_drag", "gravity_scale", "damping", "effector_weights")
 
 
 @contextlib.contextmanager
@@ -58,6 +58,13 @@ def settings_hash(scene):
 
 
 def _plain(v):
+    # nested settings (effector_weights) by value and a datablock (its collection) by name:
+    # their default str() holds a memory address, which differs in every session
+    if isinstance(v, bpy.types.ID):
+        return v.name
+    if isinstance(v, bpy.types.PropertyGroup):
+        return {p.identifier: _plain(getattr(v, p.identifier)) for p in v.bl_rna.properties
+                if p.identifier not in ("rna_type", "name")}
     try:
         return list(v) if not isinstance(v, str) else v
     except TypeError:

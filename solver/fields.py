@@ -33,7 +33,7 @@ Forces [N] (do_physical_effector, with Blender particles' convention of velociti
   Vortex, Point shape: F = s w r (n x d) / |n x d|       (tangential, grows with r)
   Vortex, Line / Plane shape (Blender's "new vortex"), w' = s w the air's angular velocity:
               F = w' (n x d2) - v + w'^2 n x (n x d2)     (rotating air + centripetal pull)
-  Turbulence: F = s w T(p / size), T the 3-octave noise of noise.py in [-1, 1]^3,
+  Turbulence: F = s w T(p / size), T the 3-octave noise of noise.py in [-1, 1]^3 (size 0: 1),
               p = x with use_global_coords, else d2 + n (the noise moves with the field)
   Drag:       F = -w (linear + quadratic |v|) v           (linear = strength, both <= 2)
   Flow (every type but Drag; Vortex calls it Inflow): F += -flow w v, which turns the field
@@ -96,7 +96,7 @@ _FLOATS = {
     "flow": (-np.inf, 0.0),            # [N s/m] = [kg/s]
     "quadratic_drag": (0.0, 0.0),      # [N s^2/m^2] Drag only
     "noise": (0.0, 0.0),               # [N] amplitude of the random strength change
-    "size": (1e-9, 1.0),               # [m] Turbulence noise scale
+    "size": (0.0, 1.0),                # [m] Turbulence noise scale (0: unscaled, as Blender)
     "wind_factor": (0.0, 0.0),         # fraction in [0, 1] acting only through sheet normals
     "falloff_power": (0.0, 0.0),
     "distance_min": (0.0, 0.0),        # [m]
@@ -354,7 +354,8 @@ class ForceFields:
                 rate += on                               # the "- v" of the new vortex
             else:                                        # TURBULENCE
                 p = x if self.use_global_coords[f] else d2 + nor
-                F = (s * w)[:, None] * turbulence(p, self.size[f])
+                size = self.size[f] if self.size[f] > 0 else 1.0    # noise.c: 0 = unscaled
+                F = (s * w)[:, None] * turbulence(p, size)
             F = np.where(on[:, None], F, 0.0)
             if normals is not None and self.wind_factor[f] > 0:
                 k = self.wind_factor[f]
