@@ -74,7 +74,7 @@ def test_wind_field_blows_along_its_local_z_through_each_objects_weights(extensi
     """A Wind field (strength 3 N, flow 0) turned so its local Z is +Y: rigid cubes of 1.5 kg
     fall under gravity and drift along +Y by a t^2 / 2 with a = 3 / 1.5 x their effector weights:
     full, wind weight 0.5, none outside their effector collection, and none (nor gravity) with
-    both weights 0; a field in the scene's effector collection still acts."""
+    both weights 0. The scene's effector collection limits the others; an object's own wins."""
     scene = scenes.set_range(1, 13)
     scene.verlet.air_drag = 0.0
     wind = _field("WIND", rotation=(-math.pi / 2, 0.0, 0.0), strength=3.0, flow=0.0)
@@ -97,14 +97,14 @@ def test_wind_field_blows_along_its_local_z_through_each_objects_weights(extensi
         moved = c[-1] - c[0]
         np.testing.assert_allclose(moved, [0.0, weight * a * t * t / 2, -g * t * t / 2],
                                    atol=2e-4, err_msg=name)
-    # the scene's collection does not override an object's own
-    scene.verlet.effector_weights.collection = others
+    # the scene's collection limits every object without its own; an object's own comes first
+    scene.verlet.effector_weights.collection = bpy.data.collections.new("No Fields")
     others.objects.link(wind)
     bpy.ops.verlet.free_bake()
     bake = _bake()
-    for name in ("Full", "Elsewhere"):
+    for name, weight in (("Full", 0.0), ("Elsewhere", 1.0)):
         c = _centroids(bake, cubes[name])
-        assert c[-1][1] - c[0][1] == pytest.approx(a * t * t / 2, abs=2e-4), name
+        assert c[-1][1] - c[0][1] == pytest.approx(weight * a * t * t / 2, abs=2e-4), name
 
 
 def test_scene_wind_shortcut_is_read_every_frame(extension):
