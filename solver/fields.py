@@ -72,7 +72,7 @@ exponential integrator of dv/dt = a - c_eff v, so the terminal velocity a / c_ef
 flow speed s / flow) is reached exactly and no rate is too stiff. The step holds a0 over its
 substeps, so the fields are evaluated once per step at the positions predicted for its middle,
 x + v dt / 2 (the midpoint rule: a body circling in a vortex keeps its radius to 0.6 % per turn
-at 24 fps where evaluating at the step's start drifts 10 %).
+at 1.5 rad/s and 24 fps where evaluating at the step's start drifts 10 %).
 """
 
 import numpy as np

@@ -278,7 +278,17 @@ class Simulation:
         w = state["wind"]
         self.wind = Wind(w[0], w[1], w[2], w[3])
         self.air_drag = state["air_drag"]
-        self.fields = state.get("fields")
+        fields = state.get("fields")
+        # a checkpoint kept as plain arrays writes no object: None comes back as a NaN scalar
+        if fields is not None and not hasattr(fields, "accelerate"):
+            try:
+                empty = np.ndim(fields) == 0 and bool(np.isnan(fields))
+            except TypeError:
+                empty = False
+            if not empty:
+                raise ValueError("state: 'fields' must be a ForceFields or None")
+            fields = None
+        self.fields = fields
 
     # ------------------------------------------------------------------ the step
     def _external_acceleration(self, dt):
