@@ -137,3 +137,26 @@ def test_settings_hash_reads_field_weights_by_value(extension):
     before = bake.settings_hash(bpy.context.scene)
     obj.verlet.effector_weights.drag = 0.25
     assert bake.settings_hash(bpy.context.scene) != before
+
+
+def test_unsupported_fields_are_skipped_and_bad_weights_named(extension, capsys):
+    """A Magnetic field and a Wind of Surface shape are not simulated (named in the console, the
+    bake runs, nothing moves the cube without gravity); a NaN field weight set from a script
+    stops the bake with a message naming the object, before anything is written."""
+    scene = scenes.set_range(1, 6)
+    scene.use_gravity = False
+    _field("MAGNET", strength=50.0)
+    surface = scenes.cube(name="Blower", location=(0.0, 3.0, 0.0), kind="NONE")
+    bpy.context.view_layer.objects.active = surface
+    bpy.ops.object.forcefield_toggle()
+    surface.field.type, surface.field.shape, surface.field.strength = "WIND", "SURFACE", 50.0
+    cube = scenes.cube(location=(1.0, 0.0, 0.0))
+    bake = _bake()
+    assert "is not simulated" in capsys.readouterr().out
+    c = _centroids(bake, cube)
+    np.testing.assert_allclose(c, np.broadcast_to(c[0], c.shape), atol=1e-7)
+    bpy.ops.verlet.free_bake()
+    cube.verlet.effector_weights["wind"] = float("nan")      # past the UI's clamp
+    with pytest.raises(RuntimeError, match="Cube: field weight wind is not a finite number"):
+        scenes.bake_op()
+    assert not cube.get("verlet_baked")
