@@ -85,6 +85,25 @@ def test_force_gravitation_is_true_inverse_square_and_min_max_distance_apply():
     assert a[4] == pytest.approx((1.0 + 3.0 - 0.5) ** -3, rel=1e-12)
 
 
+def test_tube_and_cone_falloff_shapes():
+    """Tube: f(|z|) times the radial falloff of the distance to the axis, cut at radial_max;
+    Cone: f(|z|) times the radial falloff of the angle to the axis in degrees, cut at
+    radial_max (effector_falloff), here on a Wind of strength 1 acting on 1 kg."""
+    x = np.array([[0.5, 0, 2.0], [1.5, 0, 2.0], [2 * math.tan(math.radians(20)), 0, 2.0],
+                  [2 * math.tan(math.radians(40)), 0, 2.0]])
+    sim, _ = _particles(x)
+    tube = ForceFields("WIND", np.eye(4), shape="PLANE", falloff_type="TUBE", falloff_power=1.0,
+                       radial_falloff=2.0, use_radial_max=True, radial_max=1.0,
+                       **_each_own(4, 1.0))
+    a = _accel(tube, sim)[:, 2]
+    assert a[0] == pytest.approx(1 / 3 * 1.5 ** -2, rel=1e-12) and a[1] == 0.0
+    cone = ForceFields("WIND", np.eye(4), shape="PLANE", falloff_type="CONE",
+                       radial_falloff=1.0, use_radial_max=True, radial_max=30.0,
+                       **_each_own(4, 1.0))
+    a = _accel(cone, sim)[:, 2]
+    assert a[2] == pytest.approx(1 / 21.0, rel=1e-9) and a[3] == 0.0
+
+
 # ---------------------------------------------------------------------------- Wind
 def test_wind_blows_along_the_field_local_z_uniformly_on_the_positive_side():
     """Wind (Plane shape): a = s / M along the field object's local Z wherever the particle is;
