@@ -40,12 +40,13 @@ def _weights_of(owner, label):
     w = getattr(owner.verlet, "effector_weights", None)
     if w is None:
         return 1.0, {t: 1.0 for t in SUPPORTED}, 1.0, None
-    values = {t: float(getattr(w, t.lower())) for t in SUPPORTED}
-    values["all"], values["gravity"] = float(w.all), float(w.gravity)
+    values = {k: float(getattr(w, k)) for k in ("gravity", "all") + tuple(t.lower()
+                                                                           for t in SUPPORTED)}
     bad = [k for k, v in values.items() if not math.isfinite(v)]
     if bad:
         raise BridgeError(f"{label}: field weight {', '.join(bad)} is not a finite number")
-    return values.pop("all"), values, values.pop("gravity"), w.collection
+    return values["all"], {t: values[t.lower()] for t in SUPPORTED}, values["gravity"], \
+        w.collection
 
 
 class FieldReader:
