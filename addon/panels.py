@@ -6,6 +6,8 @@ panels (bl_ui/properties_physics_cloth.py).
       Shape                   pin group; stiffness taper group (Plant)
       Collisions              thickness, friction, restitution; collider shape (Collider)
       Forces                  scene-wide: gravity scale, damping, air drag, wind
+        Field Weights         how Blender's force fields act: this object's and the scene's
+                              effector collection and weights (addon/fields.py)
       Cache                   frame range, substeps, iterations; bake, free, shape keys, exports;
                               status line and last error
 
@@ -156,6 +158,34 @@ class PHYSICS_PT_verlet_forces(VerletPanel, bpy.types.Panel):
         sub.prop(sc, "wind_seed")
 
 
+def draw_effector_weights(layout, weights, enabled):
+    col = layout.column()
+    col.enabled = enabled
+    col.prop(weights, "collection")
+    col.prop(weights, "gravity")
+    col.prop(weights, "all")
+    col = layout.column(align=True)
+    col.enabled = enabled
+    for name in ("force", "wind", "vortex", "turbulence", "drag"):
+        col.prop(weights, name)
+
+
+class PHYSICS_PT_verlet_field_weights(VerletPanel, bpy.types.Panel):
+    bl_label = "Field Weights"
+    bl_parent_id = "PHYSICS_PT_verlet_forces"
+    bl_options = {"DEFAULT_CLOSED"}
+    kinds = SIMULATED
+
+    def draw(self, context):
+        layout = split_layout(self.layout)
+        obj = context.object
+        enabled = not state.has_bake(obj)
+        layout.label(text="This object (times the scene's)", icon="OBJECT_DATA")
+        draw_effector_weights(layout, obj.verlet.effector_weights, enabled)
+        layout.label(text="Scene-wide: every Verlet body", icon="WORLD")
+        draw_effector_weights(layout, context.scene.verlet.effector_weights, enabled)
+
+
 class PHYSICS_PT_verlet_cache(VerletPanel, bpy.types.Panel):
     bl_label = "Cache"
     bl_parent_id = "PHYSICS_PT_verlet"
@@ -219,6 +249,7 @@ _classes = (
     PHYSICS_PT_verlet_shape,
     PHYSICS_PT_verlet_collisions,
     PHYSICS_PT_verlet_forces,
+    PHYSICS_PT_verlet_field_weights,
     PHYSICS_PT_verlet_cache,
 )
 

@@ -115,6 +115,29 @@ def invalid_settings(settings):
     return bad
 
 
+# ---------------------------------------------------------------------- effector weights
+def _weight(name, what):
+    # Blender's EffectorWeights range; a weight <= 0 switches the field off (effect.cc)
+    return FloatProperty(name=name, default=1.0, min=-200.0, max=200.0, soft_min=0.0,
+                         soft_max=1.0, description=f"Influence of {what}")
+
+
+class VerletEffectorWeights(bpy.types.PropertyGroup):
+    """Blender's Cloth "Field Weights" for our bodies (addon/fields.py): on the scene for every
+    body and on each object; the two multiply. ``collection`` limits which force fields act
+    (the object's if set, else the scene's, else every field in the view layer)."""
+    collection: PointerProperty(
+        name="Effector Collection", type=bpy.types.Collection,
+        description="Only force fields in this collection act (empty = every force field)")
+    gravity: _weight("Gravity", "gravity")
+    all: _weight("All", "every force field")
+    force: _weight("Force", "Force fields")
+    wind: _weight("Wind", "Wind fields")
+    vortex: _weight("Vortex", "Vortex fields")
+    turbulence: _weight("Turbulence", "Turbulence fields")
+    drag: _weight("Drag", "Drag fields")
+
+
 # ---------------------------------------------------------------------- object settings
 class VerletObjectSettings(bpy.types.PropertyGroup):
     kind: EnumProperty(name="Kind", items=KINDS, default="NONE",
@@ -171,6 +194,9 @@ class VerletObjectSettings(bpy.types.PropertyGroup):
     cache_id: StringProperty(
         name="Cache ID", options={"HIDDEN"},
         description="Identifies this object's bake cache file; issued by the first bake")
+    effector_weights: PointerProperty(
+        type=VerletEffectorWeights, name="Field Weights",
+        description="How much Blender's force fields and gravity act on this object")
 
 
 # ---------------------------------------------------------------------- scene settings
@@ -239,9 +265,13 @@ class VerletSceneSettings(bpy.types.PropertyGroup):
         name="Damping", default=DEFAULT_DAMPING, min=0.0, max=1.0,
         description="Fraction of velocity removed per second for every body (0 = none), the "
                     "same at any substep count")
+    effector_weights: PointerProperty(
+        type=VerletEffectorWeights, name="Field Weights",
+        description="How much Blender's force fields and gravity act on every body (times "
+                    "each object's own weights)")
 
 
-_classes = (VerletObjectSettings, VerletSceneSettings)
+_classes = (VerletEffectorWeights, VerletObjectSettings, VerletSceneSettings)
 
 
 def register():

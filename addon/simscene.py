@@ -145,17 +145,28 @@ class SceneSim:
         self.sim = Simulation(self.model, substeps=s.substeps, iterations=s.iterations,
                               gravity=g, damping=getattr(s, "damping", 0.0),
                               air_drag=getattr(s, "air_drag", 1.0), backend=kernels)
-        strength = getattr(s, "wind_strength", 0.0)
-        if strength:
-            d = np.array(getattr(s, "wind_direction", (1.0, 0.0, 0.0)), dtype=np.float64)
-            d = d / max(np.linalg.norm(d), 1e-12)
-            self.sim.set_wind(d * strength, turbulence=getattr(s, "wind_turbulence", 0.0),
-                              seed=getattr(s, "wind_seed", 0))
+        self._wind = None
+        self._read_wind()
         for body in self.bodies:
             d = scene.objects[body.name].verlet
             if getattr(d, "damping", 0.0) > 0 and body.kind != "SOFT":   # SOFT: see _add_kind
                 self.sim.set_damping(body.ids, min(d.damping, 1.0))
         self.fps = scene.render.fps / scene.render.fps_base
+        from .fields import FieldReader
+        self.field_reader = FieldReader(scene, self.bodies, self.model.particle_count)
+
+    def _read_wind(self):
+        """The scene's wind shortcut (Scene.verlet.wind_*), read every frame so that it can be
+        keyed; the solver's wind is only rebuilt when it changed."""
+        from .properties import wind_velocity
+        s = self.scene.verlet
+        key = (tuple(wind_velocity(s)), float(getattr(s, "wind_turbulence", 0.0)),
+               int(getattr(s, "wind_seed", 0)))
+        if key != self._wind:
+            if not all(math.isfinite(v) for v in key[0] + key[1:2]):
+                raise BridgeError(f"{self.scene.name}: the scene wind is not a finite number")
+            self._wind = key
+            self.sim.set_wind(key[0], turbulence=key[1], seed=key[2])
 
     # ------------------------------------------------------------------ building
     def _add(self, b, obj, obj_eval, mesh):
@@ -299,6 +310,10 @@ class SceneSim:
                                       f"simulation ({len(body.ids)} -> {len(x)}); a modifier "
                                       "changes the topology")
                 self.sim.set_pin_targets(body.ids[body.pin_local], x[body.pin_local])
+        # Added: the scene wind and Blender's force fields are read at every frame (keyed
+        # strengths, animated fields), as colliders and pins are
+        self._read_wind()
+        self.sim.set_force_fields(self.field_reader.read(depsgraph))
         self.sim.step(1.0 / self.fps)
         # Added: deforming results are in the object's space at this frame, as Blender Cloth
         # does; they were relative to its matrix at the start, so an animated object (a flag

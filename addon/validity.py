@@ -16,7 +16,7 @@ import numpy as np
 from . import bridge, cache
 
 SCENE_SETTINGS = ("substeps", "iterations", "wind_direction", "wind_strength", "wind_turbulence",
-                  "wind_seed", "air_drag", "gravity_scale", "damping")
+                  "wind_seed", "air_drag", "gravity_scale", "damping", "effector_weights")
 
 
 NOT_SETTINGS = ("rna_type", "name", "preset", "cache_id")
@@ -43,6 +43,13 @@ def settings_hash(scene):
 
 
 def _plain(v):
+    # nested settings (effector_weights) by value and a datablock (its collection) by name:
+    # their default str() holds a memory address, which differs in every session
+    if isinstance(v, bpy.types.ID):
+        return v.name
+    if isinstance(v, bpy.types.PropertyGroup):
+        return {p.identifier: _plain(getattr(v, p.identifier)) for p in v.bl_rna.properties
+                if p.identifier not in ("rna_type", "name")}
     try:
         return list(v) if not isinstance(v, str) else v
     except TypeError:

@@ -243,6 +243,17 @@ class Simulation:
             self.control.air_drag = _scalar(drag, "drag", 0.0)
         self.control.wind = Wind(velocity, turbulence, scale, _check_int(seed, "seed", 0))
 
+    def set_force_fields(self, fields):
+        """Blender-style force fields (a fields.ForceFields, or None for none) acting from the
+        next step on; the add-on sets them every frame."""
+        if fields is not None:
+            fields.check(self.model)
+        self.control.fields = fields
+
+    @property
+    def fields(self):
+        return self.control.fields
+
     # ------------------------------------------------------------------ checkpoint
     def get_state(self):
         """A Checkpoint (State and Control, copied); set_state(get_state()) resumes
@@ -265,10 +276,10 @@ class Simulation:
             raise ValueError("dt: must be > 0")
         h = dt / self.substeps
         backup = self.get_state()
-        acc = self._external_acceleration()                      # accelerate
+        acc, field_keep = self._external_acceleration(dt)          # accelerate
         self._begin_step(h, acc)
         self._collide(dt, acc)                                   # collide
-        failed = self.kernels.run_substeps(*self._loop_args(h, acc))   # integrate, relax, ...
+        failed = self.kernels.run_substeps(*self._loop_args(h, acc, field_keep))  # integrate, ...
         if failed >= 0:
             self._fail(backup, failed)
         self.colliders.end_step(self.control)
@@ -301,12 +312,15 @@ class Simulation:
         self.colliders.collide(self.control, x, self._free, self._radius_max, reach,
                                self.contacts)
 
-    def _loop_args(self, h, acc):
-        """loop.run_substeps' argument groups for this step (its docstring lists them)."""
+    def _loop_args(self, h, acc, field_keep=None):
+        """loop.run_substeps' argument groups for this step (its docstring lists them).
+        field_keep: (n,) velocity fraction the force fields' drag keeps per substep, or None."""
         st, ctl, S = self.state, self.control, self.substeps
         # (1 - damping)^h is the same per second at any substep count; multiplying by exactly
         # 1.0 changes nothing, so no branch is needed
         keep = ((1.0 - self.damping) * (1.0 - ctl.particle_damping)) ** h
+        if field_keep is not None:                  # force fields' drag, exact per substep
+            keep = keep * field_keep
         a_h2 = np.ascontiguousarray((acc * (h * h)).T)
         lim = self.max_speed * h if self.max_speed is not None else np.zeros(0)
         pins = (self._pinned, st.x[self._pinned].copy(), ctl.pin_target)
@@ -317,8 +331,9 @@ class Simulation:
                 self.points.kernel_args(), self.contacts.kernel_args(),
                 (S, self.iterations), (h, float(np.linalg.norm(self.gravity))))
 
-    def _external_acceleration(self):
-        """(n, 3) [m/s^2] gravity, air drag and wind at the start of the step."""
+    def _external_acceleration(self, dt):
+        """(n, 3) [m/s^2] gravity, air drag, wind and force fields for the step of dt [s], and
+        the (n,) velocity fraction the fields' drag keeps per substep (or None)."""
         acc = self._acc
         acc[:] = self.gravity
         m, ctl = self.model, self.control
@@ -329,7 +344,9 @@ class Simulation:
             acc += aero_acceleration(x, self.v, self.state.time, m.particle_inv_mass,
                                      m.particle_area, normals, self._has_surface, ctl.wind,
                                      ctl.air_drag)
-        return acc
+        field_keep = None if ctl.fields is None else ctl.fields.accelerate(
+            acc, self.state.x, self.v, m, self.gravity, dt, self.substeps)
+        return acc, field_keep
 
     def _fail(self, backup, substep):
         bad = ~np.isfinite(self.state.x).all(axis=1)

@@ -68,6 +68,7 @@ class Control:
     collider_target: list          # C frames.Frame: its placement at the end of the next step
     wind: Wind = field(default_factory=Wind)
     air_drag: float = 0.0          # [kg / (m^2 s)] linear drag coefficient of surfaces
+    fields: object = None          # fields.ForceFields (read-only arrays) or None
 
     def copy(self):
         # frames are immutable tuples of arrays nobody writes: the lists are copied, the frames
@@ -88,6 +89,7 @@ class Control:
         self.collider_target = list(other.collider_target)
         self.wind = other.wind.copy()
         self.air_drag = other.air_drag
+        self.fields = other.fields
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,9 @@ class Checkpoint:
     control: Control
 
     def to_arrays(self):
-        """{name: ndarray} of plain arrays (for np.savez); from_arrays reads it back."""
+        """{name: ndarray} of plain arrays (for np.savez); from_arrays reads it back. Force
+        fields are not written: whoever drives the simulation sets them before every step (the
+        add-on reads Blender's fields each frame), so they come back as None."""
         out = {f"state.{f.name}": np.asarray(np.nan if getattr(self.state, f.name) is None
                                              else getattr(self.state, f.name))
                for f in fields(State)}

@@ -588,3 +588,26 @@ def test_apply_preset_refuses_another_kind_and_unknown_names(ui):
     with pytest.raises(RuntimeError, match="Tablecloth: unknown preset 'velvet'"):
         bpy.ops.verlet.apply_preset(name="velvet")
     assert settings_snapshot(obj) == before
+
+
+def test_field_weights_panel_draws_the_objects_then_the_scenes_weights(ui):
+    """Field Weights (under Forces, for simulated kinds): the object's effector collection and
+    weights, then the scene's, disabled while the object is baked."""
+    cls = bpy.types.PHYSICS_PT_verlet_field_weights
+    assert cls.bl_parent_id == "PHYSICS_PT_verlet_forces" and cls.bl_label == "Field Weights"
+    obj = add_object("Cloth", "CLOTH")
+    names = ["collection", "gravity", "all", "force", "wind", "vortex", "turbulence", "drag"]
+    for kind in KINDS:
+        obj.verlet.kind = kind
+        ctx = SimpleNamespace(object=obj, scene=bpy.context.scene)
+        assert cls.poll(ctx) == (kind in ("CLOTH", "PLANT", "SOFT", "RIGID")), kind
+    obj.verlet.kind = "CLOTH"
+    log = draw("PHYSICS_PT_verlet_field_weights", obj)
+    props = [e for e in log if e.what == "prop"]
+    assert [e.name for e in props] == names * 2
+    assert all(e.data == obj.verlet.effector_weights for e in props[:8])
+    assert all(e.data == bpy.context.scene.verlet.effector_weights for e in props[8:])
+    assert all(e.enabled for e in props)
+    obj["verlet_baked"] = True
+    log = draw("PHYSICS_PT_verlet_field_weights", obj)
+    assert not any(e.enabled for e in log if e.what == "prop")
