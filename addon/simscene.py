@@ -154,6 +154,8 @@ class SceneSim:
         self.fps = scene.render.fps / scene.render.fps_base
         from .fields import FieldReader
         self.field_reader = FieldReader(scene, self.bodies, self.model.particle_count)
+        # read once now: a bad field or weight is refused before the first frame is written
+        self.field_reader.read(depsgraph)
 
     def _read_wind(self):
         """The scene's wind shortcut (Scene.verlet.wind_*), read every frame so that it can be

@@ -161,7 +161,11 @@ def open_bake(obj, shash=None):
     where = "on disk" if reader.path else "in memory (save the .blend to keep it)"
     status = str(obj.get("verlet_status", ""))
     partial = " (cancelled: frames kept)" if "(cancelled" in status else ""
-    status = f"Baked {header['frame_start']}-{header['frame_end']}{partial}, {where}"
+    # the bake's warnings (bake.store wrote them after the place) stay; the outdated note is
+    # decided afresh below
+    notes = status.split("; outdated: ")[0]
+    notes = notes[notes.index("; warning: "):] if "; warning: " in notes else ""
+    status = f"Baked {header['frame_start']}-{header['frame_end']}{partial}, {where}{notes}"
     # (0.1.0's caches hashed the settings another way: not comparable, not called outdated)
     stale = shash is not None and "object_id" in header and header.get("settings_hash") != shash
     set_status(obj, status + ("; outdated: " + STALE_SETTINGS if stale else ""))

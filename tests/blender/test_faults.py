@@ -97,9 +97,10 @@ def _bake_reports():
     """verlet.bake's execute() bound to a plain object that records its reports (the bpy.ops
     call does not return WARNING or INFO reports); returns (result, [(kinds, message)])."""
     from verlet_physics.addon.operators import VERLET_OT_bake as Op
-    op = types.SimpleNamespace(reports=[])
+    op = types.SimpleNamespace(reports=[], use_frame_range=False, progress_every=0)
     op.report = lambda kind, msg: op.reports.append((set(kind), msg))
     op._finish = Op._finish.__get__(op)
+    op._bake_range = Op._bake_range.__get__(op)
     return Op.execute(op, bpy.context), op.reports
 
 

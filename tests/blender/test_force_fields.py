@@ -6,8 +6,9 @@ import math
 
 import numpy as np
 import pytest
+from conftest import import_bpy
 
-bpy = pytest.importorskip("bpy")
+bpy = import_bpy()
 
 import scenes  # noqa: E402  (tests/blender, shared scene builders)
 
@@ -131,9 +132,9 @@ def test_settings_hash_reads_field_weights_by_value(extension):
     obj = scenes.cloth()
     coll = bpy.data.collections.new("Fields")
     obj.verlet.effector_weights.collection = coll
-    plain = bake._plain(obj.verlet.effector_weights)
+    plain = validity._plain(obj.verlet.effector_weights)
     assert plain["collection"] == "Fields" and plain["wind"] == 1.0
-    assert "0x" not in repr(bake._plain(bpy.context.scene.verlet.effector_weights))
+    assert "0x" not in repr(validity._plain(bpy.context.scene.verlet.effector_weights))
     before = bake.settings_hash(bpy.context.scene)
     obj.verlet.effector_weights.drag = 0.25
     assert bake.settings_hash(bpy.context.scene) != before
