@@ -127,7 +127,7 @@ def test_scene_wind_shortcut_is_read_every_frame(extension):
 def test_settings_hash_reads_field_weights_by_value(extension):
     """The bake's settings hash covers the effector weights by value (no memory address in
     it), so it is the same in every session and changes when a weight changes."""
-    from verlet_physics.addon import bake
+    from verlet_physics.addon import bake, validity
     scenes.set_range(1, 5)
     obj = scenes.cloth()
     coll = bpy.data.collections.new("Fields")
