@@ -124,6 +124,11 @@ def _load():
         _state["error"] = f"{type(exc).__name__}: {exc}"
 
 
+def cache_folder():
+    """The folder compiled kernels are cached in (None until the compiled backend loads)."""
+    return _state["cache_dir"] if _state["numba"] is not None else None
+
+
 def load_error():
     return _state["error"]
 

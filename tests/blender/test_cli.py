@@ -62,6 +62,20 @@ def test_help_returns_0(extension, capsys):
     assert "--frames" in capsys.readouterr().out
 
 
+def test_compile_prepares_the_kernel_cache(extension, capsys):
+    """``verlet compile`` (for a farm's machine image): the kernels are compiled or loaded into
+    the user's kernel cache, whose folder it names and which then holds them."""
+    import os
+    _, _, cli = _addon()
+    assert cli.main(["compile"]) == 0
+    out = capsys.readouterr().out
+    assert "solver kernels ready in" in out, out
+    folder = out.rsplit("kernel cache: ", 1)[1].rstrip(")\n")
+    indexes = [f for _, _, files in os.walk(folder) for f in files if f.endswith(".nbi")]
+    assert any(f.startswith("compiled_loop.run_substeps") for f in indexes), (folder, indexes)
+    assert cli.main(["compile"]) == 0 and "ready in 0.0 s" in capsys.readouterr().out
+
+
 def test_bake_default_range_matches_the_operator(extension, tmp_path):
     bake, cache, cli = _addon()
     c, _ = _saved_scene(tmp_path, frames=(1, 8))
