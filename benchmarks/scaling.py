@@ -129,7 +129,8 @@ def run_size(n, frames, fps=24, backend_name=None):
     particles = model.particle_count
     finite = bool(np.all(np.isfinite(sim.x)))
     return {"n": n, "particles": particles, "sticks": model.stick_count,
-            "colours": len(model.stick_color_offsets) - 1, "build_s": build_s,
+            "batches": len(model.stick_batch_offsets) - 1,
+            "groups": len(model.stick_group_task_start) - 1, "build_s": build_s,
             "ms": float(np.median(ms)), "frames": frames, "model_bytes": model_bytes,
             "sim_bytes": total_bytes - model_bytes, "bytes_per_particle": total_bytes / particles,
             "backend": sim.backend, "finite": finite}
@@ -190,7 +191,7 @@ def main(argv=None):
         r["growth"] = (r["ms"] / r["particles"]) / per_particle[1]
         rows.append(r)
         print(f"N={n:5d} ({r['particles']:,} particles, {r['sticks']:,} sticks in "
-              f"{r['colours']} colours, {r['backend']}): build {r['build_s']:.2f} s, "
+              f"{r['batches']} stick batches in {r['groups']} thread waits per sweep, {r['backend']}): build {r['build_s']:.2f} s, "
               f"{r['ms']:9.1f} ms/frame (median of {r['frames']}), "
               f"{r['bytes_per_particle']:.0f} bytes/particle (Model {r['model_bytes'] / 2 ** 20:.1f}"
               f" MiB + Simulation {r['sim_bytes'] / 2 ** 20:.1f} MiB), time per particle "
