@@ -49,6 +49,12 @@ DEFAULT_DAMPING = 0.0
 # [kg/(m^2 s)] linear air drag on surfaces: a 150 g/m^2 cloth falls at about 1.5 m/s, as cotton
 # does in still air
 DEFAULT_AIR_DRAG = 1.0
+# [m/s] the fastest a contact resolves an overlap the particle did not move into (it started
+# inside, or a collider or pin put it there), as a position correction that gives it no speed
+# (collision/project.py). 1 m/s clears a 1 cm overlap in 10 ms and a 10 cm one in 0.1 s; a rigid
+# body pushed out that way leaves the surface at most this fast (its other particles follow the
+# lifted ones through its shape), so it hops at most v^2 / 2g = 5 cm
+DEFAULT_MAX_DEPENETRATION_SPEED = 1.0
 
 
 def _check_int(value, name, lo):
@@ -69,13 +75,16 @@ class Simulation:
 
     def __init__(self, model, substeps=DEFAULT_SUBSTEPS, iterations=DEFAULT_ITERATIONS,
                  gravity=(0.0, 0.0, -9.81), damping=DEFAULT_DAMPING, over_relaxation=1.0,
-                 max_speed=None, air_drag=DEFAULT_AIR_DRAG, backend=None):
+                 max_speed=None, air_drag=DEFAULT_AIR_DRAG, backend=None,
+                 max_depenetration_speed=DEFAULT_MAX_DEPENETRATION_SPEED):
         self.model = model
         self.substeps = _check_int(substeps, "substeps", 1)
         self.iterations = _check_int(iterations, "iterations", 1)
         self.gravity = _vec3(gravity, "gravity")
         self.damping = _scalar(damping, "damping", 0.0, 1.0)
         self.over_relaxation = _scalar(over_relaxation, "over_relaxation", 0.1, 1.99)
+        self.max_depenetration_speed = _scalar(max_depenetration_speed,
+                                               "max_depenetration_speed", 0.0)   # [m/s]
         n = model.particle_count
         if max_speed is None:
             self.max_speed = None
@@ -277,6 +286,7 @@ class Simulation:
             self._integrate(s, a_h2, keep, lim)
             self.contacts.reset_substep()
             self._begin_substep(h)
+            self._allowance = self.max_depenetration_speed * h     # [m] this substep's bound
             for it in range(self.iterations):
                 self._relax(it == 0, it == last)
             self._velocity_pass(h)
@@ -346,17 +356,20 @@ class Simulation:
         X, Xp = self.state.X, self.state.X_prev
         self.sticks.solve(X, self.over_relaxation, first, last)
         self.volumes.solve(X)
-        self.colliders.project(X, Xp, self._radius, self.contacts)
-        self.colliders.project_points(X, Xp, self.points, self.contacts)
+        self.colliders.project(X, Xp, self._radius, self.contacts, self._allowance)
+        self.colliders.project_points(X, Xp, self.points, self.contacts, self._allowance)
         self.shapes.solve(X, self.contacts.touching)
 
     def _velocity_pass(self, h):
-        """Damping of soft bodies' deformation and restitution: both write x* only."""
+        """Damping of soft bodies' deformation, restitution, and the overlap resolved without
+        speed: all write x* only. The lift comes last, so restitution measures arrival speeds
+        against the x* the particle really came from."""
         st = self.state
         self.shapes.damp(st.X, st.X_prev)
         if self.colliders.any_restitution:
             self.colliders.restitution(st.x, st.x_prev, self._x_pred, h,
                                        float(np.linalg.norm(self.gravity)), self.contacts)
+        self.contacts.release_overlap(st.x_prev)
 
     def _external_acceleration(self):
         """(n, 3) [m/s^2] gravity, air drag and wind at the start of the step."""

@@ -136,9 +136,10 @@ class Colliders:
         self._pack_key = (tuple(now), tuple(before))
         return self._pack
 
-    def project(self, X, X_prev, radius, contacts):
+    def project(self, X, X_prev, radius, contacts, allowance):
         """Project the candidate particles out of every collider, with friction, in place on
-        positions X (3, n) [m] (X_prev (3, n) the positions a substep ago); radius (n,) [m]."""
+        positions X (3, n) [m] (X_prev (3, n) the positions a substep ago); radius (n,) [m];
+        allowance [m] the depenetration bound of this substep (project.py)."""
         for k in range(self.count):
             idx = contacts.candidates(k)
             if idx.size == 0:
@@ -150,16 +151,18 @@ class Colliders:
                 float(self.thickness[k]), radius, now.rotation, now.translation, now.scale,
                 before.rotation, before.translation, before.scale, before is not now,
                 float(self.mu_s[k]), float(self.mu_k[k]), k, contacts.depth, contacts.used,
-                contacts.touching, contacts.normal, contacts.motion, contacts.collider)
+                contacts.touching, contacts.normal, contacts.motion, contacts.collider,
+                allowance, contacts.lift, contacts.lifted)
 
-    def project_points(self, X, X_prev, points, contacts):
+    def project_points(self, X, X_prev, points, contacts, allowance):
         """Jakobsen's embedded-point contact for tetrahedral bodies (points: points.TetraPoints)."""
         if self.count == 0 or not points.count:
             return
         self.kernels.project_points(X, X_prev, points.rank_start, points.rank_points,
                                     points.tet, points.weight, points.inv_c2, self.shape,
                                     self.thickness, self.mu_s, self.mu_k, *self._packed(),
-                                    contacts.point_depth, contacts.point_used)
+                                    contacts.point_depth, contacts.point_used, allowance,
+                                    contacts.lift, contacts.lifted)
 
     def restitution(self, x, x_prev, x_pred, h, gravity_norm, contacts):
         """Velocity pass after a substep: bounce contacts that arrived fast (module docstring).

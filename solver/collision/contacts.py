@@ -26,6 +26,10 @@ class Contacts:
         self.collider = np.zeros(n, np.int64)    # (n,) int64 last collider touched
         self.point_depth = np.zeros(n_points)    # (P,) float64 [m] embedded points
         self.point_used = np.zeros(n_points)     # (P,) float64 [m]
+        # overlap resolved this substep that the particle did not move into: owed to x* as well,
+        # so that it moves the particle without speed (project.py); cleared by release_overlap
+        self.lift = np.zeros((n, 3))             # (n, 3) float64 [m] shift owed to x*
+        self.lifted = np.zeros(n, bool)          # (n,) bool lift is non-zero
 
     def set_candidates(self, per_collider):
         """Store the collide stage's result: per_collider, a list of C (k,) int64 particle
@@ -38,6 +42,14 @@ class Contacts:
     def candidates(self, k):
         """(k,) int64 the particles that may touch collider k this step."""
         return self.pair_particle[self.pair_start[k]:self.pair_start[k + 1]]
+
+    def release_overlap(self, x_prev):
+        """Move x* (n, 3) [m] of the lifted particles by their lift and clear it."""
+        ids = np.nonzero(self.lifted)[0]
+        if ids.size:
+            x_prev[ids] += self.lift[ids]
+            self.lift[ids] = 0.0
+            self.lifted[ids] = False
 
     def reset_substep(self):
         self.depth.fill(0.0)

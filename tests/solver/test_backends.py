@@ -229,7 +229,32 @@ def damped_soft_bodies_and_odd_clusters():
     return b, dict(substeps=10, iterations=2), None
 
 
-SCENARIOS = [cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
+def started_inside_colliders():
+    """Overlaps resolved without speed (collision/project.py's lift): a cloth with thickness
+    lying in the floor and partly inside a sphere, a rigid cube and a tetrahedral body started
+    in the floor, and a box that jumps into a hanging rope."""
+    b = Builder()
+    x, f = _grid(10, size=0.8, z=0.3)
+    b.add_cloth(x, f, radius=0.01)
+    g = np.linspace(-0.1, 0.1, 2)
+    cube = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
+    b.add_shape_match(b.add_particles(cube + [0.8, 0, 0.05]), stiffness=1.0)
+    _tetra(b, (-0.8, 0.0, 0.08), 0.06, 0.3)
+    p = b.add_particles(np.column_stack([np.full(9, 0.0), np.full(9, 0.9),
+                                         np.linspace(1.0, 0.2, 9)]), mass=0.05)
+    b.add_sticks(np.column_stack([p[:-1], p[1:]]))
+    b.pin(p[:1])
+    b.add_collider("plane", friction=0.5)
+    b.add_collider("sphere", matrix=_translate(0, 0, -0.5), radius=0.9, friction=0.3)
+    box = b.add_collider("box", matrix=_translate(0, 2.0, 0.5), size=(0.3, 0.3, 0.3))
+
+    def drive(sim):
+        if sim.time > 0.2:
+            sim.set_collider_matrix(box, _translate(0, 0.9, 0.5))
+    return b, dict(substeps=10, max_depenetration_speed=0.5), drive
+
+
+SCENARIOS = [started_inside_colliders, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
              balloon_and_moving_collider, cloth_on_elliptic_colliders, moving_elliptic_colliders,
              tetra_bodies_on_colliders, damped_soft_bodies_and_odd_clusters]
 
