@@ -76,6 +76,20 @@ def _per_item(value, n, name, allow_zero=True):
     return a
 
 
+def _masses(mass, n):
+    """(n,) float64 masses [kg]; a mass <= 0 is refused naming the particle and the value (a
+    negative mass used to reach the step clamped to a tiny positive one, and flew away)."""
+    try:
+        a = np.broadcast_to(np.asarray(mass, dtype=np.float64), (n,))
+    except (TypeError, ValueError):
+        a = None                             # not numbers, or the wrong shape: _per_item says
+    if a is not None and np.all(np.isfinite(a)) and np.any(a <= 0):
+        k = int(np.argmax(a <= 0))
+        raise ValueError(f"mass: every particle needs a mass > 0 kg; particle {k} of the {n} "
+                         f"given has {float(a[k])!r}")
+    return _per_item(mass, n, "mass", allow_zero=False)
+
+
 def _scalar(value, name, lo=0.0, hi=np.inf):
     try:
         v = float(value)
@@ -110,7 +124,7 @@ class Builder:
         n = x.shape[0]
         # validate everything before appending anything (was: x appended before mass and radius
         # were checked, so a bad mass left orphan positions behind and shifted every later id)
-        mass = _per_item(mass, n, "mass", allow_zero=False)
+        mass = _masses(mass, n)
         radius = _per_item(radius, n, "radius")
         area = _per_item(area, n, "area")
         self._x.append(x)

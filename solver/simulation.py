@@ -7,10 +7,12 @@ less than few substeps with many iterations; measured on the benchmark drape, se
 
     collide    once per step: the broad phase finds the candidate contacts (collision/)
     for each substep:
-      integrate   Verlet: x' = x + (x - x*) k + a h^2 (integrator.py); pins follow their targets
+      drag        exact exponential air drag and wind on x* (forces.py)
+      integrate   Verlet: x' = x + (x - x*) k + g h^2 (integrator.py); pins follow their targets
       relax       ``iterations`` times: sticks (colour by colour), volumes, collider projection
                   with friction, shape matching (constraints/, collision/)
-      velocity    shape-matching damping and restitution; both write x* only
+      velocity    shape-matching damping, restitution, overlap resolved without speed
+                  (collision/project.py); all write x* only
 
 Velocity is never integrated on its own: it is always (x - x*) / h. The Model is fixed; the
 State (state.py) is what the loop integrates; the Control is what the user sets between steps;
@@ -19,7 +21,8 @@ the Contacts are found afresh every step. Every kernel comes from the kernel tab
 
 Safety: after every substep the positions are checked; the first non-finite value restores the
 state from before the step and raises SolverError naming the step, the particle and what acts on
-it. Determinism: the same inputs give bit-identical results (fixed colour order; threads only
+it; after every step a particle faster than anything the scene's forces can produce (a bound from
+gravity, wind, colliders, pins and kicks: RUNAWAY_FACTOR below) does the same. Determinism: the same inputs give bit-identical results (fixed colour order; threads only
 ever split items that touch disjoint particles, so the thread count changes no bit; no
 randomness but the seeded wind), and get_state / set_state resume bit-identically, on either
 backend: the compiled kernels repeat the NumPy kernels' operations in their order.
@@ -39,7 +42,7 @@ from .constraints.shapes import ShapeSolver
 from .constraints.sticks import StickSolver
 from .constraints.volume import VolumeSolver
 from .errors import SolverError
-from .forces import Wind, aero_acceleration, explosion_kick, vertex_normals
+from .forces import Wind, drag_terms, explosion_kick, vertex_normals
 from .kernels import table
 from .state import Checkpoint, Control, State
 
@@ -55,6 +58,16 @@ DEFAULT_AIR_DRAG = 1.0
 # body pushed out that way leaves the surface at most this fast (its other particles follow the
 # lifted ones through its shape), so it hops at most v^2 / 2g = 5 cm
 DEFAULT_MAX_DEPENETRATION_SPEED = 1.0
+# The runaway check: after every step the fastest particle must be slower than
+#   RUNAWAY_FACTOR * (speed budget + wind + depenetration + colliders + pins + clamp) + RUNAWAY_FLOOR
+# where the speed budget is gravity times the simulated time plus every velocity kick given
+# (state.py), and the other terms are this step's drivers: the wind's largest speed, the
+# depenetration speed, the fastest collider surface point and pin, the speed clamp. Nothing in
+# the scene can push a particle faster than their sum; the factor leaves room for what
+# constraints concentrate (a whip's tip, a ball squeezed between colliders). A real divergence
+# grows geometrically, so it passes any such bound within a few steps.
+RUNAWAY_FACTOR = 10.0
+RUNAWAY_FLOOR = 100.0        # [m/s]
 
 
 def _check_int(value, name, lo):
@@ -204,6 +217,9 @@ class Simulation:
         x, x_prev = self.state.x, self.state.x_prev
         if keep_velocity:
             x_prev[ids] += p - x[ids]
+        elif self.state.h is not None:
+            with np.errstate(over="ignore"):
+                self._kick(np.linalg.norm(p - x[ids], axis=1) / self.state.h)
         x[ids] = p
         slot = self._pin_slot[ids]
         self.control.pin_target[slot[slot >= 0]] = p[slot >= 0]
@@ -222,6 +238,8 @@ class Simulation:
         ids = self._ids(ids)
         v = self._positions(velocities, ids.size, "velocities")
         st = self.state
+        with np.errstate(over="ignore"):
+            self._kick(np.linalg.norm(v, axis=1))
         if st.h is None:
             st.v_start[ids] = v
         else:
@@ -238,6 +256,8 @@ class Simulation:
             raise ValueError(f"strength: an explosion of {strength!r} gives a non-finite velocity "
                              f"change at min_distance {min_distance!r}")
         st = self.state
+        with np.errstate(over="ignore"):
+            self._kick(np.linalg.norm(dv, axis=1))
         if st.h is None:
             st.v_start += dv
         else:
@@ -252,6 +272,11 @@ class Simulation:
         if drag is not None:
             self.control.air_drag = _scalar(drag, "drag", 0.0)
         self.control.wind = Wind(velocity, turbulence, scale, _check_int(seed, "seed", 0))
+
+    def _kick(self, speeds):
+        """A velocity change given by hand (speeds (k,) [m/s]) raises the runaway allowance."""
+        if speeds.size:
+            self.state.speed_budget += float(speeds.max())     # inf if it overflowed: no bound
 
     # ------------------------------------------------------------------ checkpoint
     def get_state(self):
@@ -276,13 +301,16 @@ class Simulation:
         S, st, ctl = self.substeps, self.state, self.control
         h = dt / S
         backup = self.get_state()
+        limit = self._speed_limit(dt)
         acc = self._external_acceleration()
         self._begin_step(h, acc)
         self._collide(dt, acc)
+        drag = self._drag_terms(h)
         keep, a_h2, lim = self._integration_terms(h, acc)
         last = self.iterations - 1
         for s in range(S):
             self.colliders.begin_substep(ctl, s, S)
+            self._apply_drag(drag)
             self._integrate(s, a_h2, keep, lim)
             self.contacts.reset_substep()
             self._begin_substep(h)
@@ -296,6 +324,7 @@ class Simulation:
         self.colliders.end_step(ctl)
         st.time += dt
         st.step_index += 1
+        self._check_runaway(backup, limit)
 
     def _begin_step(self, h, acc):
         """Verlet's x* for the substep length h."""
@@ -313,7 +342,9 @@ class Simulation:
         """The collide stage: candidate contacts for this step (collision/colliders.py)."""
         x, xp = self.state.x, self.state.x_prev
         if x.shape[0]:
-            vmax = float(np.sqrt(np.max(np.einsum("ij,ij->i", x - xp, x - xp)))) / self.state.h
+            # drag only relaxes a velocity toward the wind's, so the wind's speed bounds it too
+            vmax = float(np.sqrt(np.max(np.einsum("ij,ij->i", x - xp, x - xp)))) / self.state.h \
+                + self.control.wind.max_speed
             amax = float(np.sqrt(np.max(np.einsum("ij,ij->i", acc, acc))))
         else:
             vmax = amax = 0.0
@@ -372,18 +403,81 @@ class Simulation:
         self.contacts.release_overlap(st.x_prev)
 
     def _external_acceleration(self):
-        """(n, 3) [m/s^2] gravity, air drag and wind at the start of the step."""
-        acc = self._acc
-        acc[:] = self.gravity
+        """(n, 3) [m/s^2] gravity (drag and wind: _drag_terms, applied every substep)."""
+        self._acc[:] = self.gravity
+        return self._acc
+
+    def _drag_terms(self, h):
+        """The per-step inputs of the apply_drag kernel (forces.drag_terms); None when no
+        particle feels the air."""
         m, ctl = self.model, self.control
-        if ctl.air_drag > 0 and np.any(m.particle_area > 0):
-            x = self.state.x
-            normals = vertex_normals(x, m.surface_tris, m.particle_count) \
-                if len(m.surface_tris) else np.zeros_like(x)
-            acc += aero_acceleration(x, self.v, self.state.time, m.particle_inv_mass,
-                                     m.particle_area, normals, self._has_surface, ctl.wind,
-                                     ctl.air_drag)
-        return acc
+        if not ctl.air_drag > 0 or not np.any(m.particle_area > 0):
+            return None
+        x = self.state.x
+        normals = vertex_normals(x, m.surface_tris, m.particle_count) \
+            if len(m.surface_tris) else np.zeros_like(x)
+        terms = drag_terms(x, self.state.time, m.particle_inv_mass, m.particle_area, normals,
+                           self._has_surface, ctl.wind, ctl.air_drag, self.gravity, h)
+        return terms if terms[0].size else None
+
+    def _apply_drag(self, drag):
+        """Substep: the exact exponential drag on the velocities, before the prediction."""
+        if drag is not None:
+            self.kernels.apply_drag(self.state.X, self.state.X_prev, *drag)
+
+    # ------------------------------------------------------------------ runaway check
+    def _speed_limit(self, dt):
+        """[m/s] the speed no particle may exceed after this step (RUNAWAY_FACTOR above); adds
+        this step's gravity to the state's speed budget."""
+        st, ctl = self.state, self.control
+        st.speed_budget += float(np.linalg.norm(self.gravity)) * dt
+        drive = ctl.wind.max_speed + self.max_depenetration_speed + self._collider_speed(dt)
+        if self._pinned.size:
+            moves = ctl.pin_target - st.x[self._pinned]
+            drive += float(np.sqrt(np.max(np.einsum("ij,ij->i", moves, moves)))) / dt
+        if self.max_speed is not None:
+            drive += float(self.max_speed.max())
+        return RUNAWAY_FACTOR * (st.speed_budget + drive) + RUNAWAY_FLOOR
+
+    def _collider_speed(self, dt):
+        """[m/s] the fastest any collider's surface moves during the step, at most as far from
+        its origin as the farthest particle: (|t1 - t0| + ||A1 - A0||_2 reach) / dt (A = R S)."""
+        x, ctl = self.state.x, self.control
+        fastest = 0.0
+        for f0, f1 in zip(ctl.collider_frame, ctl.collider_target):
+            if f1 is f0:
+                continue
+            a0 = f0.rotation * f0.scale
+            a1 = f1.rotation * f1.scale
+            off = x - f0.translation
+            reach = float(np.sqrt(np.max(np.einsum("ij,ij->i", off, off)))) if len(x) else 0.0
+            move = float(np.linalg.norm(f1.translation - f0.translation)) \
+                + float(np.linalg.norm(a1 - a0, 2)) * reach
+            fastest = max(fastest, move / dt)
+        return fastest
+
+    def _check_runaway(self, backup, limit):
+        """After a step: a particle faster than ``limit`` [m/s] is a divergence, reported as the
+        NaN check does (state restored, SolverError)."""
+        st = self.state
+        if not st.X.shape[1]:
+            return
+        d = st.X - st.X_prev
+        with np.errstate(over="ignore"):         # an overflow is a speed beyond any limit
+            speed2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
+        i = int(np.argmax(speed2))
+        speed = math.sqrt(float(speed2[i])) / st.h
+        if speed <= limit:
+            return
+        step = backup.state.step_index
+        what = self.model.describe_particle(i)
+        self.set_state(backup)
+        raise SolverError(
+            f"step {step}: particle {i} moves at {speed:.3g} m/s, beyond anything this scene's "
+            f"forces can produce ({limit:.3g} m/s from gravity over the simulated time, wind, "
+            f"colliders, pins and velocity kicks): the simulation is running away; acting on "
+            f"it: {what}. The state before the step is kept; raise the substeps, lower the air "
+            "drag or soften the constraint.", step=step, particle=i, constraint=what)
 
     def _fail(self, backup, substep):
         bad = ~np.isfinite(self.state.x).all(axis=1)

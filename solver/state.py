@@ -28,6 +28,10 @@ class State:
     h: float = None           # [s] length of the last substep; None before the first step
     time: float = 0.0         # [s] simulated time
     step_index: int = 0       # steps taken
+    # [m/s] speed the scene has given its particles so far beyond what its present drivers give:
+    # gravity times the simulated time, plus every velocity kick (initial velocities, explode,
+    # set_velocities); the runaway check's allowance (Simulation._speed_limit)
+    speed_budget: float = 0.0
 
     @classmethod
     def at_rest(cls, x0):
@@ -58,6 +62,7 @@ class State:
         self.X_prev[:] = other.X_prev
         self.v_start[:] = other.v_start
         self.h, self.time, self.step_index = other.h, other.time, other.step_index
+        self.speed_budget = other.speed_budget
 
 
 @dataclass
@@ -120,7 +125,8 @@ class Checkpoint:
         h = float(data["state.h"])
         state = State(np.array(data["state.X"]), np.array(data["state.X_prev"]),
                       np.array(data["state.v_start"]), None if np.isnan(h) else h,
-                      float(data["state.time"]), int(data["state.step_index"]))
+                      float(data["state.time"]), int(data["state.step_index"]),
+                      float(data["state.speed_budget"]) if "state.speed_budget" in data else 0.0)
         frames = {}
         for key in ("collider_frame", "collider_target"):
             parts = [np.array(data[f"control.{key}.{p}"]) for p in Frame._fields]
