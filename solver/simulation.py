@@ -9,8 +9,8 @@ less than few substeps with many iterations; measured on the benchmark drape, se
     for each substep:
       drag        exact exponential air drag and wind on x* (forces.py)
       integrate   Verlet: x' = x + (x - x*) k + g h^2 (integrator.py); pins follow their targets
-      relax       ``iterations`` times: sticks (colour by colour), volumes, collider projection
-                  with friction, shape matching (constraints/, collision/)
+      relax       ``iterations`` times: sticks (colour by colour), soft pins, volumes, collider
+                  projection with friction, shape matching (constraints/, collision/)
       velocity    shape-matching damping, restitution, overlap resolved without speed
                   (collision/project.py); all write x* only
 
@@ -38,6 +38,7 @@ from .collision import frames
 from .collision.colliders import Colliders
 from .collision.contacts import Contacts
 from .collision.points import TetraPoints
+from .constraints.pins import SoftPinSolver
 from .constraints.shapes import ShapeSolver
 from .constraints.sticks import StickSolver
 from .constraints.volume import VolumeSolver
@@ -120,7 +121,12 @@ class Simulation:
         self._has_surface = np.zeros(n, bool)       # (n,) bool part of a surface (cloth, volume)
         self._has_surface[model.surface_tris.ravel()] = True
 
+        self._soft = model.soft_pin_particles         # (s,) int64 soft-pinned particles
+        self._soft_slot = np.full(n, -1, np.int64)    # (n,) index into _soft or -1
+        self._soft_slot[self._soft] = np.arange(self._soft.size)
+
         self.sticks = StickSolver(model, self.kernels)
+        self.soft_pins = SoftPinSolver(model, self.kernels)
         self.shapes = ShapeSolver(model, self.kernels)
         self.volumes = VolumeSolver(model, self.kernels)
         self.points = TetraPoints(model)
@@ -131,7 +137,10 @@ class Simulation:
         self.control = Control(pin_target=self.state.x[self._pinned].copy(),
                                particle_damping=np.zeros(n), collider_frame=placed,
                                collider_target=list(placed), wind=Wind(),
-                               air_drag=_scalar(air_drag, "air_drag", 0.0))
+                               air_drag=_scalar(air_drag, "air_drag", 0.0),
+                               soft_pin_anchor=self.state.x[self._soft].copy(),
+                               soft_pin_target=self.state.x[self._soft].copy(),
+                               soft_pin_compliance=model.soft_pin_compliance.copy())
         # scratch, allocated once
         self._acc = np.zeros((n, 3))                # (n, 3) [m/s^2] external acceleration
         self._x_pred = np.zeros((n, 3))             # (n, 3) [m] positions after integration
@@ -202,12 +211,29 @@ class Simulation:
         self.control.collider_target[k] = frames.decompose(matrix, "matrix")
 
     def set_pin_targets(self, ids, positions):
-        """Where pinned particles ``ids`` go during the next step (they stay there after)."""
+        """Where the targets of pinned particles ``ids`` (hard or soft pins) go during the next
+        step (they stay there after)."""
         ids = self._ids(ids)
-        slot = self._pin_slot[ids]
+        hard, soft = self._pin_slot[ids], self._soft_slot[ids]
+        if np.any((hard < 0) & (soft < 0)):
+            raise ValueError(f"ids: particle {int(ids[np.argmax((hard < 0) & (soft < 0))])} "
+                             "is not pinned")
+        p = self._positions(positions, ids.size)
+        self.control.pin_target[hard[hard >= 0]] = p[hard >= 0]
+        self.control.soft_pin_target[soft[soft >= 0]] = p[soft >= 0]
+
+    def set_pin_compliance(self, ids, compliance):
+        """Compliance [m/N] of the soft pins of particles ``ids`` from the next step on (scalar
+        or per particle, >= 0; 0 = a rigid attachment, inf = released): animating it lets go
+        of a pinned body gradually (constraints/pins.py)."""
+        ids = self._ids(ids)
+        slot = self._soft_slot[ids]
         if np.any(slot < 0):
-            raise ValueError(f"ids: particle {int(ids[np.argmax(slot < 0)])} is not pinned")
-        self.control.pin_target[slot] = self._positions(positions, ids.size)
+            raise ValueError(f"ids: particle {int(ids[np.argmax(slot < 0)])} has no soft pin")
+        c = np.broadcast_to(np.asarray(compliance, dtype=np.float64), ids.shape)
+        if np.any(np.isnan(c)) or np.any(c < 0):
+            raise ValueError("compliance: must be >= 0 [m/N] (inf releases the pin)")
+        self.control.soft_pin_compliance[slot] = c
 
     def move_particles(self, ids, positions, keep_velocity=True):
         """Move particles by hand between steps (Jakobsen's motion control). With keep_velocity
@@ -223,6 +249,9 @@ class Simulation:
         x[ids] = p
         slot = self._pin_slot[ids]
         self.control.pin_target[slot[slot >= 0]] = p[slot >= 0]
+        soft = self._soft_slot[ids]            # a soft pin's target moves with its particle
+        self.control.soft_pin_anchor[soft[soft >= 0]] = p[soft >= 0]
+        self.control.soft_pin_target[soft[soft >= 0]] = p[soft >= 0]
 
     def set_damping(self, ids, damping):
         """Extra damping for particles ``ids``: the fraction of their velocity removed per second
@@ -314,6 +343,7 @@ class Simulation:
             self._integrate(s, a_h2, keep, lim)
             self.contacts.reset_substep()
             self._begin_substep(h)
+            self.soft_pins.begin_substep(ctl, h, s, S)
             self._allowance = self.max_depenetration_speed * h     # [m] this substep's bound
             for it in range(self.iterations):
                 self._relax(it == 0, it == last)
@@ -322,6 +352,7 @@ class Simulation:
             if not math.isfinite(float(st.X.sum())) and not np.isfinite(st.X).all():
                 self._fail(backup, s)
         self.colliders.end_step(ctl)
+        ctl.soft_pin_anchor[:] = ctl.soft_pin_target      # the soft pins' targets are reached
         st.time += dt
         st.step_index += 1
         self._check_runaway(backup, limit)
@@ -386,6 +417,7 @@ class Simulation:
         """One relaxation sweep over every constraint and contact, in place on the State."""
         X, Xp = self.state.X, self.state.X_prev
         self.sticks.solve(X, self.over_relaxation, first, last)
+        self.soft_pins.solve(X, self.control, first)
         self.volumes.solve(X)
         self.colliders.project(X, Xp, self._radius, self.contacts, self._allowance)
         self.colliders.project_points(X, Xp, self.points, self.contacts, self._allowance)
@@ -434,6 +466,9 @@ class Simulation:
         drive = ctl.wind.max_speed + self.max_depenetration_speed + self._collider_speed(dt)
         if self._pinned.size:
             moves = ctl.pin_target - st.x[self._pinned]
+            drive += float(np.sqrt(np.max(np.einsum("ij,ij->i", moves, moves)))) / dt
+        if self._soft.size:
+            moves = ctl.soft_pin_target - ctl.soft_pin_anchor
             drive += float(np.sqrt(np.max(np.einsum("ij,ij->i", moves, moves)))) / dt
         if self.max_speed is not None:
             drive += float(self.max_speed.max())

@@ -2,14 +2,16 @@
 
 - State: what the step integrates (positions and the previous positions that hold Verlet's
   velocity, the substep length, the clock). The step reads and writes it.
-- Control: what the user sets between steps (pin targets, collider placements, wind, air drag,
-  per-particle damping). The step reads it and never writes it, except that a collider's target
-  becomes its placement once a step has reached it.
+- Control: what the user sets between steps (pin targets, soft pins' targets and compliance,
+  collider placements, wind, air drag, per-particle damping). The step reads it and never
+  writes it, except that a collider's target becomes its placement, and a soft pin's target
+  its anchor, once a step has reached them.
 - Checkpoint: a State and a Control, copied. Resuming from one is bit-identical (bake equals
   preview); ``to_arrays`` / ``from_arrays`` turn it into plain named arrays for a file.
 
 Contacts (collision/contacts.py) are neither: they are found afresh every step by the collide
-stage and hold nothing a resume needs. n = particles, p = pinned particles, C = colliders.
+stage and hold nothing a resume needs. n = particles, p = pinned particles, s = soft pins,
+C = colliders.
 """
 
 from dataclasses import dataclass, field, fields, replace
@@ -73,6 +75,13 @@ class Control:
     collider_target: list          # C frames.Frame: its placement at the end of the next step
     wind: Wind = field(default_factory=Wind)
     air_drag: float = 0.0          # [kg / (m^2 s)] linear drag coefficient of surfaces
+    # soft pins (constraints/pins.py), s of them: where their targets are now and where they go
+    # by the end of the next step, and their compliance (inf = released)
+    soft_pin_anchor: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))  # (s, 3) [m]
+    soft_pin_target: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))  # (s, 3) [m]
+    soft_pin_compliance: np.ndarray = field(default_factory=lambda: np.zeros(0))   # (s,) [m/N]
+
+    _SOFT = ("soft_pin_anchor", "soft_pin_target", "soft_pin_compliance")
 
     def copy(self):
         # frames are immutable tuples of arrays nobody writes: the lists are copied, the frames
@@ -81,10 +90,12 @@ class Control:
                        particle_damping=self.particle_damping.copy(),
                        collider_frame=list(self.collider_frame),
                        collider_target=list(self.collider_target),
-                       wind=self.wind.copy())
+                       wind=self.wind.copy(),
+                       **{k: getattr(self, k).copy() for k in self._SOFT})
 
     def assign(self, other):
         if other.pin_target.shape != self.pin_target.shape \
+                or other.soft_pin_target.shape != self.soft_pin_target.shape \
                 or len(other.collider_frame) != len(self.collider_frame):
             raise ValueError("state: its pins or colliders do not match this simulation's model")
         self.pin_target[:] = other.pin_target
@@ -93,6 +104,8 @@ class Control:
         self.collider_target = list(other.collider_target)
         self.wind = other.wind.copy()
         self.air_drag = other.air_drag
+        for k in self._SOFT:
+            getattr(self, k)[:] = getattr(other, k)
 
 
 @dataclass(frozen=True)
@@ -117,6 +130,8 @@ class Checkpoint:
         out["control.pin_target"] = c.pin_target
         out["control.particle_damping"] = c.particle_damping
         out["control.air_drag"] = np.asarray(c.air_drag)
+        for k in Control._SOFT:
+            out[f"control.{k}"] = getattr(c, k)
         return out
 
     @classmethod
@@ -133,7 +148,11 @@ class Checkpoint:
             frames[key] = [Frame(*(p[i] for p in parts)) for i in range(len(parts[0]))]
         wind = Wind.from_arrays({k.rpartition(".")[2]: data[k] for k in data
                                  if k.startswith("control.wind.")})
+        # files written before soft pins existed have none
+        soft = {k: np.array(data[f"control.{k}"]) for k in Control._SOFT
+                if f"control.{k}" in data}
         control = Control(np.array(data["control.pin_target"]),
                           np.array(data["control.particle_damping"]), frames["collider_frame"],
-                          frames["collider_target"], wind, float(data["control.air_drag"]))
+                          frames["collider_target"], wind, float(data["control.air_drag"]),
+                          **soft)
         return cls(state, control)

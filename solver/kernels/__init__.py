@@ -13,19 +13,21 @@ it is. A new kernel is a NumPy function, its compiled mirror, and its name in KE
 
 from types import SimpleNamespace
 
-KERNELS = ("apply_drag", "predict", "solve_sticks", "solve_volumes", "solve_shapes", "damp_shapes",
+KERNELS = ("apply_drag", "predict", "solve_sticks", "solve_soft_pins", "solve_volumes", "solve_shapes", "damp_shapes",
            "project_collider", "project_points")
 
 
 def _numpy_table():
     from ..collision.project import project_collider, project_points
+    from ..constraints.pins import solve_soft_pins
     from ..constraints.shapes import damp_shapes, solve_shapes
     from ..constraints.sticks import solve_sticks
     from ..constraints.volume import solve_volumes
     from ..forces import apply_drag
     from ..integrator import predict
     return SimpleNamespace(backend="numpy", apply_drag=apply_drag, predict=predict, solve_sticks=solve_sticks,
-                           solve_volumes=solve_volumes, solve_shapes=solve_shapes,
+                           solve_volumes=solve_volumes, solve_soft_pins=solve_soft_pins,
+                           solve_shapes=solve_shapes,
                            damp_shapes=damp_shapes, project_collider=project_collider,
                            project_points=project_points)
 

@@ -129,6 +129,24 @@ def solve_sticks(X, si, sj, rest, inv_mass, alpha, lam, kind, offsets, omega, on
             pz[j] -= dz * s_j
 
 
+@njit(cache=True, parallel=True, fastmath=False)
+def solve_soft_pins(X, ids, anchor, target, frac, inv_mass, alpha, lam, read_lam):
+    """Scalar mirror of constraints/pins.solve_soft_pins; ids unique, so each iteration touches
+    its own particle."""
+    for q in prange(ids.shape[0]):
+        al = alpha[q]
+        if not al < np.inf:
+            continue
+        i = ids[q]
+        w = inv_mass[i]
+        for c in range(3):
+            goal = anchor[q, c] + (target[q, c] - anchor[q, c]) * frac
+            lam_c = lam[q, c] if read_lam else 0.0
+            dl = (goal - X[c, i] - al * lam_c) / (w + al)
+            lam[q, c] = lam_c + dl
+            X[c, i] = X[c, i] + w * dl
+
+
 # ---------------------------------------------------------------------------- shape matching
 _JACOBI_EPS = 1e-15
 _JACOBI_TINY = 1e-30

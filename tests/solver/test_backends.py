@@ -257,7 +257,30 @@ def started_inside_colliders():
     return b, dict(substeps=10, max_depenetration_speed=0.5, air_drag=6.0), drive
 
 
-SCENARIOS = [started_inside_colliders, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
+def soft_pinned_cloth():
+    """Soft pins of unequal compliance (one rigid) and hard pins along a cloth's top edge; the
+    targets sweep sideways, the compliances grow and one soft pin is released (inf)."""
+    b = Builder()
+    x, f = _grid(10, size=1.0, z=1.0)
+    x[:, 2], x[:, 1] = 1.0 + x[:, 1], 0.0
+    ids = b.add_cloth(x, f, stretch_compliance=1e-4)
+    top = ids[np.isclose(x[:, 2], x[:, 2].max())]
+    soft, hard = top[::2], top[1::2]
+    b.pin(soft, compliance=np.linspace(0.0, 2e-2, len(soft)))
+    b.pin(hard)
+    b.add_collider("sphere", matrix=_translate(0.2, 0.3, 0.9), radius=0.3)
+    x_top = x[top]
+
+    def drive(sim):
+        t = sim.time
+        sim.set_pin_targets(top, x_top + [0.3 * t, 0.2 * t, 0.0])
+        sim.set_pin_compliance(soft, np.linspace(0.0, 2e-2, len(soft)) * (1 + 3 * t))
+        if t > 1.0:
+            sim.set_pin_compliance(soft[:1], np.inf)
+    return b, dict(substeps=10, iterations=2), drive
+
+
+SCENARIOS = [started_inside_colliders, soft_pinned_cloth, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
              balloon_and_moving_collider, cloth_on_elliptic_colliders, moving_elliptic_colliders,
              tetra_bodies_on_colliders, damped_soft_bodies_and_odd_clusters]
 
