@@ -18,9 +18,10 @@ decreasing, and :func:`stiffness_from_compliance` is its exact inverse on [0, C_
 compliance is a physical quantity, so a stiffness means the same at any substep or iteration
 count.
 
-Validation. Every numeric property has hard ``min``/``max`` bounds, so the UI cannot set a
-negative, infinite or out-of-range value (Blender clamps what scripts assign too, e.g. -1 becomes
-the minimum). Blender's clamp lets NaN through when a *script* assigns it; NaN is refused when
+Validation. Every numeric property but ``mass`` has hard ``min``/``max`` bounds, so the UI cannot
+set a negative, infinite or out-of-range value (Blender clamps what scripts assign too, e.g. -1
+becomes the minimum). ``mass`` has only a soft minimum: a mass <= 0 is refused by name when the
+simulation is built (a clamp made it 1e-6 kg, a different object that silently flew away). Blender's clamp lets NaN through when a *script* assigns it; NaN is refused when
 the simulation is built: the bake code (``simscene``) refuses non-finite object settings by name,
 and :func:`invalid_settings` lists every non-finite setting of an Object.verlet or Scene.verlet
 for the bake code to report before it builds anything.
@@ -144,7 +145,9 @@ class VerletObjectSettings(bpy.types.PropertyGroup):
                        description="How this object takes part in the simulation")
     pin_group: StringProperty(name="Pin Group",
                               description="Vertex group of vertices that follow the mesh")
-    mass: FloatProperty(name="Mass", default=1.0, min=1e-6, max=1e9, soft_max=1000.0,
+    # no hard minimum: a negative or zero mass from a script is refused by name when the
+    # simulation is built (simscene), instead of becoming a different, tiny mass
+    mass: FloatProperty(name="Mass", default=1.0, soft_min=1e-6, max=1e9, soft_max=1000.0,
                         unit="MASS", description="Total mass of the object [kg]")
     friction: FloatProperty(name="Friction", default=0.5, min=0.0, max=10.0, soft_max=2.0,
                             description="Coulomb friction coefficient")

@@ -207,7 +207,7 @@ class SceneSim:
                               "simulate this object")
         mass = _settings(obj, "mass", 1.0)
         if mass <= 0:
-            raise BridgeError(f"{obj.name}: mass must be > 0")
+            raise BridgeError(f"{obj.name}: mass must be > 0 kg, got {mass:g} kg")
         radius = _settings(obj, "thickness", 0.0)
         try:
             ids = self._add_kind(b, obj, mesh, kind, x, faces, mass, radius)

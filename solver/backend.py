@@ -173,12 +173,15 @@ def _warm_up():
     from .builder import Builder
     from .simulation import Simulation
     t0 = time.perf_counter()
-    # one of everything the step compiles: sticks of every kind, a speed clamp, a damped
-    # shape-matching cluster, a volume, a tetrahedral body's embedded points, and colliders
-    # with exact and first-order SDFs (an ellipsoid), one of them moving
+    # one of everything the step compiles: air drag on a strand, a soft pin, sticks of every
+    # kind, a speed clamp, a damped shape-matching cluster, a volume, a tetrahedral body's
+    # embedded points, and colliders with exact and first-order SDFs (an ellipsoid), one of
+    # them moving
     b = Builder()
-    ids = b.add_particles(np.array([[0.0, 0.0, -0.01], [0.1, 0.0, 0.05], [0.5, 0.0, 0.12]]))
+    ids = b.add_particles(np.array([[0.0, 0.0, -0.01], [0.1, 0.0, 0.05], [0.5, 0.0, 0.12]]),
+                          area=0.01)
     b.add_sticks(ids[None, :2])
+    b.pin(ids[2:], compliance=1e-3)
     b.add_sticks(ids[None, :2], kind="min")
     tet = np.array([[0.0, 0.0, 0.3], [0.1, 0.0, 0.3], [0.0, 0.1, 0.3], [0.0, 0.0, 0.4]])
     body = b.add_particles(tet)

@@ -77,6 +77,20 @@ def _per_item(value, n, name, allow_zero=True):
     return a
 
 
+def _masses(mass, n):
+    """(n,) float64 masses [kg]; a mass <= 0 is refused naming the particle and the value (a
+    negative mass used to reach the step clamped to a tiny positive one, and flew away)."""
+    try:
+        a = np.broadcast_to(np.asarray(mass, dtype=np.float64), (n,))
+    except (TypeError, ValueError):
+        a = None                             # not numbers, or the wrong shape: _per_item says
+    if a is not None and np.all(np.isfinite(a)) and np.any(a <= 0):
+        k = int(np.argmax(a <= 0))
+        raise ValueError(f"mass: every particle needs a mass > 0 kg; particle {k} of the {n} "
+                         f"given has {float(a[k])!r}")
+    return _per_item(mass, n, "mass", allow_zero=False)
+
+
 def _scalar(value, name, lo=0.0, hi=np.inf):
     try:
         v = float(value)
@@ -94,6 +108,7 @@ class Builder:
         self._x, self._mass, self._radius, self._area = [], [], [], []
         self._n = 0
         self._pinned = []
+        self._soft_pins = []         # (ids, compliance [m/N])
         self._sticks = []            # (pairs, rest, compliance, kind, source)
         self._clusters = []          # (ids, compliance)
         self._volumes = []           # (tris, rest, compliance)
@@ -111,7 +126,7 @@ class Builder:
         n = x.shape[0]
         # validate everything before appending anything (was: x appended before mass and radius
         # were checked, so a bad mass left orphan positions behind and shifted every later id)
-        mass = _per_item(mass, n, "mass", allow_zero=False)
+        mass = _masses(mass, n)
         radius = _per_item(radius, n, "radius")
         area = _per_item(area, n, "area")
         self._x.append(x)
@@ -125,9 +140,18 @@ class Builder:
     def _positions(self):
         return np.concatenate(self._x) if self._x else np.zeros((0, 3))
 
-    def pin(self, ids):
-        """Give particles infinite mass: only Simulation.set_pin_targets moves them."""
-        self._pinned.append(_ids(ids, self._n, "ids").ravel())
+    def pin(self, ids, compliance=None):
+        """Pin particles to targets that Simulation.set_pin_targets moves (they start at the
+        particles' positions). compliance None: a hard pin, infinite mass, the particle goes
+        exactly where its target goes. compliance [m/N] (scalar or (k,), >= 0): a soft pin
+        (constraints/pins.py), an XPBD attachment that keeps the particle's mass: under a force
+        F it settles at target + compliance F (0 = a rigid attachment);
+        Simulation.set_pin_compliance changes it between steps. A particle is pinned once."""
+        ids = _ids(ids, self._n, "ids").ravel()
+        if compliance is None:
+            self._pinned.append(ids)
+        else:
+            self._soft_pins.append((ids, _per_item(compliance, ids.size, "compliance")))
 
     # ------------------------------------------------------------------ sticks
     def add_sticks(self, pairs, compliance=0.0, rest_length=None, kind="equal", _source=0):
@@ -345,6 +369,7 @@ class Builder:
         inv_mass = 1.0 / mass
         if self._pinned:
             inv_mass[np.concatenate(self._pinned)] = 0.0
+        soft_ids, soft_comp = _soft_pins(self._soft_pins, self._pinned)
 
         # sticks, merged and coloured
         if self._sticks:
@@ -387,6 +412,7 @@ class Builder:
         return Model(
             particle_x0=x0, particle_mass=mass, particle_inv_mass=inv_mass,
             particle_radius=np.concatenate(self._radius), particle_area=np.concatenate(self._area),
+            soft_pin_particles=soft_ids, soft_pin_compliance=soft_comp,
             stick_particles=pairs[order], stick_rest_length=rest[order],
             stick_compliance=comp[order], stick_kind=kind[order], stick_source=source[order],
             stick_batch_offsets=part["batch_offsets"],
@@ -414,6 +440,20 @@ class Builder:
             collider_thickness=np.array([c[6] for c in col], dtype=np.float64),
             surface_tris=np.concatenate(self._surface) if self._surface else np.zeros((0, 3), np.int64),
         )
+
+
+def _soft_pins(soft, hard):
+    """(s,) int64 soft-pinned particles and (s,) float64 their compliances [m/N], refusing a
+    particle pinned twice (soft twice, or soft and hard)."""
+    ids = np.concatenate([p[0] for p in soft]) if soft else np.zeros(0, np.int64)
+    comp = np.concatenate([p[1] for p in soft]) if soft else np.zeros(0)
+    hard = np.unique(np.concatenate(hard)) if hard else np.zeros(0, np.int64)
+    unique, counts = np.unique(ids, return_counts=True)
+    twice = np.concatenate([unique[counts > 1], np.intersect1d(unique, hard)])
+    if twice.size:
+        raise ValueError(f"ids: particle {int(twice[0])} is pinned twice (a soft pin takes a "
+                         "particle that has no other pin)")
+    return ids.astype(np.int64), comp.astype(np.float64)
 
 
 # The order in which stick sources are relaxed within a sweep (indices into STICK_SOURCES).

@@ -3,11 +3,14 @@ compiled mirror, which runs a whole step in one call, so Python runs once per fr
 
 Jakobsen's loop ("Advanced Character Physics", section 2), ``substeps`` times per step:
 
+    drag        exact exponential air drag and wind, on x* (forces.apply_drag)
     integrate   x' = x + (x - x*) k + a h^2 (integrator.predict); pinned particles on the line
                 from their position at the step's start to their target
-    relax       ``iterations`` sweeps: sticks, volumes, colliders (projection with friction),
-                embedded points of tetrahedral bodies, shape matching
-    velocity    shape-matching damping (x* only) and restitution (x* only)
+    relax       ``iterations`` sweeps: sticks, soft pins, volumes, colliders (projection with
+                friction, depenetration bounded by ``allowance``), embedded points of
+                tetrahedral bodies, shape matching
+    velocity    shape-matching damping, restitution, and the overlap resolved without speed
+                moved into x* (collision/project.release_overlap); all on x* only
 
 then a check that every position is finite. The Simulation prepares what the loop reads once
 per step (simulation.py): accelerations, the collide stage's candidates, each collider's
@@ -16,7 +19,9 @@ exactly the same ones:
 
     state      (X, X_prev)                     (3, n) float64 [m] positions, positions a substep ago
     integrate  (a_h2, keep, lim)               (3, n) [m], (n,), (n,) [m] or empty: predict's
+    drag       forces.drag_terms(...)          apply_drag's arrays (q = 0: no drag)
     pins       (ids, start, target)            (p,) int64, (p, 3) [m] at the step's start, (p, 3) [m]
+    soft_pins  constraints/pins.SoftPinSolver.kernel_args(control, h)
     sticks     constraints/sticks.StickSolver.kernel_args(omega)
     volumes    constraints/volume.VolumeSolver.kernel_args()
     shapes     constraints/shapes.ShapeSolver.kernel_args()
@@ -24,7 +29,8 @@ exactly the same ones:
     points     collision/points.TetraPoints.kernel_args()
     contacts   collision/contacts.Contacts.kernel_args()
     counts     (substeps, iterations)          int
-    scalars    (h, gravity_norm)               [s], [m/s^2]
+    scalars    (h, gravity_norm, allowance)    [s], [m/s^2], [m] the depenetration bound per
+                                               substep (max_depenetration_speed h)
 
 Returns the index of the first substep after which a position was not finite, or -1.
 """
@@ -33,18 +39,22 @@ import math
 
 import numpy as np
 
-from .collision.project import project_collider, project_points, restitution
+from .collision.project import project_collider, project_points, release_overlap, restitution
+from .constraints.pins import solve_soft_pins
 from .constraints.shapes import damp_shapes, solve_shapes
 from .constraints.sticks import solve_sticks
 from .constraints.volume import solve_volumes
+from .forces import apply_drag
 from .integrator import predict
 
 
-def run_substeps(state, integrate, pins, sticks, volumes, shapes, colliders, points, contacts,
-                 counts, scalars):
+def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shapes, colliders,
+                 points, contacts, counts, scalars):
     X, Xp = state
     a_h2, keep, lim = integrate
+    d_ids, d_drift, d_normal, d_along, d_decay, d_g_h2 = drag
     pin_ids, pin_start, pin_target = pins
+    q_ids, q_anchor, q_target, q_inv_mass, q_alpha, q_lam = soft_pins
     (si, sj, rest, inv_mass, s_alpha, s_lam, kind, batch_offsets, group_task_start,
      task_range_start, range_lo, range_hi, omega, one_sided) = sticks
     v_particles, v_particle_start, v_tris, v_tri_start, v_w, v_rest, v_alpha, v_lam = volumes
@@ -53,13 +63,16 @@ def run_substeps(state, integrate, pins, sticks, volumes, shapes, colliders, poi
     (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, radius, pair_particle, pair_start,
      approximate, abc, R, t, sc, Rb, tb, sb, moving) = colliders
     rank_start, rank_points, tet, weight, inv_c2 = points
-    depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred = contacts
+    (depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred, lift,
+     lifted) = contacts
     substeps, iterations = counts
-    h, gravity_norm = scalars
+    h, gravity_norm, allowance = scalars
     n_colliders = c_shape.shape[0]
     any_restitution = bool(np.any(c_restitution > 0))
     for s in range(substeps):
-        # integrate
+        # drag, then integrate
+        if d_ids.size:
+            apply_drag(X, Xp, d_ids, d_drift, d_normal, d_along, d_decay, d_g_h2)
         predict(X, Xp, a_h2, keep, lim)
         if pin_ids.size:
             X[:, pin_ids] = (pin_start + (pin_target - pin_start) * ((s + 1) / substeps)).T
@@ -76,6 +89,9 @@ def run_substeps(state, integrate, pins, sticks, volumes, shapes, colliders, poi
             solve_sticks(X, si, sj, rest, inv_mass, s_alpha, s_lam, kind, batch_offsets,
                          group_task_start, task_range_start, range_lo, range_hi, omega,
                          one_sided, it > 0, it < iterations - 1)
+            if q_ids.size:
+                solve_soft_pins(X, q_ids, q_anchor, q_target, (s + 1) / substeps, q_inv_mass,
+                                q_alpha, q_lam, it > 0)
             solve_volumes(X, v_particles, v_particle_start, v_tris, v_tri_start, v_w, v_rest,
                           v_alpha, v_lam)
             for k in range(n_colliders):
@@ -86,11 +102,13 @@ def run_substeps(state, integrate, pins, sticks, volumes, shapes, colliders, poi
                 project_collider(X, Xp, idx, c_shape[k], approximate[s, k], a, b, c,
                                  c_thickness[k], radius, R[s, k], t[s, k], sc[s, k], Rb[s, k],
                                  tb[s, k], sb[s, k], moving[s, k], c_mu_s[k], c_mu_k[k], k,
-                                 depth, used, touching, normal, motion, collider)
+                                 depth, used, touching, normal, motion, collider, allowance, lift,
+                                 lifted)
             if rank_points.size and n_colliders:
                 project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, c_shape,
                                c_thickness, c_mu_s, c_mu_k, approximate[s], abc[s], R[s], t[s],
-                               sc[s], Rb[s], tb[s], sb[s], moving[s], point_depth, point_used)
+                               sc[s], Rb[s], tb[s], sb[s], moving[s], point_depth, point_used,
+                               allowance, lift, lifted)
             if m_particles.size:
                 solve_shapes(X, m_particles, m_rest_offset, m_start, m_color_offsets, m_mass,
                              m_rigid, m_w, m_alpha, m_lam, touching, m_boost)
@@ -100,6 +118,7 @@ def run_substeps(state, integrate, pins, sticks, volumes, shapes, colliders, poi
         if any_restitution:
             restitution(X, Xp, X_pred, h, gravity_norm, c_restitution, touching, collider,
                         normal, motion)
+        release_overlap(Xp, lift, lifted)       # last: restitution measured the true arrival
         # one reduction per substep; the sum can overflow with finite entries, so confirm
         if not math.isfinite(float(X.sum())) and not np.isfinite(X).all():
             return s

@@ -2,8 +2,8 @@
 
 A Model is made by ``Builder.build()`` and never changes while a Simulation runs; what changes
 (positions, collider placement, pin targets) lives in the Simulation's state. Shapes use
-n = particles, m = sticks, S / G / T / R = stick batches / groups / tasks / ranges,
-K = shape-matching clusters, e = cluster entries,
+n = particles, s = soft pins, m = sticks, S / G / T / R = stick batches / groups / tasks /
+ranges, K = shape-matching clusters, e = cluster entries,
 V = volumes, T = volume triangles, B = tetrahedral bodies, P = embedded points, C = colliders,
 F = surface triangles. Units: metres, kilograms, seconds.
 """
@@ -26,6 +26,10 @@ class Model:
     particle_inv_mass: np.ndarray    # (n,) float64 [1/kg] 0 = pinned (infinite mass)
     particle_radius: np.ndarray      # (n,) float64 [m] contact radius (0 = a point)
     particle_area: np.ndarray        # (n,) float64 [m^2] share of surface area (aerodynamics)
+
+    # --- soft pins (constraints/pins.py): particles held to targets with finite stiffness
+    soft_pin_particles: np.ndarray   # (s,) int64 particle ids (unique; never hard-pinned)
+    soft_pin_compliance: np.ndarray  # (s,) float64 [m/N] XPBD compliance at build, 0 = rigid
 
     # --- sticks: every distance constraint (user sticks, cloth stretch/shear/bend, tetra edges),
     # in the order of their partition (constraints/partition.py): batch s (one colour of the

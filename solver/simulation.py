@@ -7,11 +7,14 @@ less than few substeps with many iterations; measured on the benchmark drape, se
 
     accelerate once per step: gravity, air drag and wind (forces.py)
     collide    once per step: the broad phase finds the candidate contacts (collision/)
-    for each substep (loop.py, one call: compiled, it is one call from Python per step):
+    for each substep (loop.py; compiled, the whole loop is one call from Python per step):
+      drag        exact exponential air drag and wind on x* (forces.py)
       integrate   Verlet: x' = x + (x - x*) k + a h^2 (integrator.py); pins follow their targets
-      relax       ``iterations`` times: sticks (block by block, colour by colour), volumes,
-                  collider projection with friction, shape matching (constraints/, collision/)
-      velocity    shape-matching damping and restitution; both write x* only
+      relax       ``iterations`` times: sticks (block by block, colour by colour), soft pins,
+                  volumes, collider projection with friction, shape matching (constraints/,
+                  collision/)
+      velocity    shape-matching damping, restitution, overlap resolved without speed
+                  (collision/project.py); all write x* only
 
 Velocity is never integrated on its own: it is always (x - x*) / h. The Model is fixed; the
 State (state.py) is what the loop integrates; the Control is what the user sets between steps;
@@ -20,12 +23,15 @@ the Contacts are found afresh every step. Every kernel comes from the kernel tab
 
 Safety: after every substep the positions are checked; the first non-finite value restores the
 state from before the step and raises SolverError naming the step, the particle and what acts on
-it. Determinism: the same inputs give bit-identical results (fixed colour order; threads only
+it; after every step a particle faster than anything the scene's forces can produce (a bound from
+gravity, wind, colliders, pins and kicks: RUNAWAY_FACTOR below) does the same. Determinism: the same inputs give bit-identical results (fixed colour order; threads only
 ever split items that touch disjoint particles, so the thread count changes no bit; no
 randomness but the seeded wind), and get_state / set_state resume bit-identically, on either
 backend: the compiled kernels repeat the NumPy kernels' operations in their order.
 """
 
+
+import math
 
 import numpy as np
 
@@ -35,11 +41,12 @@ from .collision import frames
 from .collision.colliders import Colliders
 from .collision.contacts import Contacts
 from .collision.points import TetraPoints
+from .constraints.pins import SoftPinSolver
 from .constraints.shapes import ShapeSolver
 from .constraints.sticks import StickSolver
 from .constraints.volume import VolumeSolver
 from .errors import SolverError
-from .forces import Wind, aero_acceleration, explosion_kick, vertex_normals
+from .forces import Wind, drag_terms, explosion_kick, vertex_normals
 from .kernels import table
 from .state import Checkpoint, Control, State
 
@@ -49,6 +56,27 @@ DEFAULT_DAMPING = 0.0
 # [kg/(m^2 s)] linear air drag on surfaces: a 150 g/m^2 cloth falls at about 1.5 m/s, as cotton
 # does in still air
 DEFAULT_AIR_DRAG = 1.0
+# [m/s] the fastest a contact resolves an overlap the particle did not move into (it started
+# inside, or a collider or pin put it there), as a position correction that gives it no speed
+# (collision/project.py). 1 m/s clears a 1 cm overlap in 10 ms and a 10 cm one in 0.1 s; a rigid
+# body pushed out that way leaves the surface at most this fast (its other particles follow the
+# lifted ones through its shape), so it hops at most v^2 / 2g = 5 cm
+DEFAULT_MAX_DEPENETRATION_SPEED = 1.0
+# The runaway check: after every step the fastest particle must be slower than
+#   RUNAWAY_FACTOR * (speed budget + wind + depenetration + colliders + pins + clamp) + RUNAWAY_FLOOR
+# where the speed budget is gravity times the simulated time plus every velocity kick given
+# (state.py), and the other terms are this step's drivers: the wind's largest speed, the
+# depenetration speed, the fastest collider surface point and pin, the speed clamp. Nothing in
+# the scene can push a particle faster than their sum; the factor leaves room for what
+# constraints concentrate (a whip's tip, a ball squeezed between colliders). A real divergence
+# grows geometrically, so it passes any such bound within a few steps.
+RUNAWAY_FACTOR = 10.0
+RUNAWAY_FLOOR = 100.0        # [m/s]
+
+
+# the drag group of loop.run_substeps' arguments when no particle feels the air
+_NO_DRAG = (np.zeros(0, np.int64), np.zeros((3, 0)), np.zeros((3, 0)), np.zeros(0, bool),
+            np.zeros(0), np.zeros(3))
 
 
 def _check_int(value, name, lo):
@@ -69,13 +97,16 @@ class Simulation:
 
     def __init__(self, model, substeps=DEFAULT_SUBSTEPS, iterations=DEFAULT_ITERATIONS,
                  gravity=(0.0, 0.0, -9.81), damping=DEFAULT_DAMPING, over_relaxation=1.0,
-                 max_speed=None, air_drag=DEFAULT_AIR_DRAG, backend=None):
+                 max_speed=None, air_drag=DEFAULT_AIR_DRAG, backend=None,
+                 max_depenetration_speed=DEFAULT_MAX_DEPENETRATION_SPEED):
         self.model = model
         self.substeps = _check_int(substeps, "substeps", 1)
         self.iterations = _check_int(iterations, "iterations", 1)
         self.gravity = _vec3(gravity, "gravity")
         self.damping = _scalar(damping, "damping", 0.0, 1.0)
         self.over_relaxation = _scalar(over_relaxation, "over_relaxation", 0.1, 1.99)
+        self.max_depenetration_speed = _scalar(max_depenetration_speed,
+                                               "max_depenetration_speed", 0.0)   # [m/s]
         n = model.particle_count
         if max_speed is None:
             self.max_speed = None
@@ -98,7 +129,12 @@ class Simulation:
         self._has_surface = np.zeros(n, bool)       # (n,) bool part of a surface (cloth, volume)
         self._has_surface[model.surface_tris.ravel()] = True
 
+        self._soft = model.soft_pin_particles         # (s,) int64 soft-pinned particles
+        self._soft_slot = np.full(n, -1, np.int64)    # (n,) index into _soft or -1
+        self._soft_slot[self._soft] = np.arange(self._soft.size)
+
         self.sticks = StickSolver(model)
+        self.soft_pins = SoftPinSolver(model)
         self.shapes = ShapeSolver(model)
         self.volumes = VolumeSolver(model)
         self.points = TetraPoints(model)
@@ -109,7 +145,10 @@ class Simulation:
         self.control = Control(pin_target=self.state.x[self._pinned].copy(),
                                particle_damping=np.zeros(n), collider_frame=placed,
                                collider_target=list(placed), wind=Wind(),
-                               air_drag=_scalar(air_drag, "air_drag", 0.0))
+                               air_drag=_scalar(air_drag, "air_drag", 0.0),
+                               soft_pin_anchor=self.state.x[self._soft].copy(),
+                               soft_pin_target=self.state.x[self._soft].copy(),
+                               soft_pin_compliance=model.soft_pin_compliance.copy())
         # scratch, allocated once
         self._acc = np.zeros((n, 3))                # (n, 3) [m/s^2] external acceleration
 
@@ -179,12 +218,29 @@ class Simulation:
         self.control.collider_target[k] = frames.decompose(matrix, "matrix")
 
     def set_pin_targets(self, ids, positions):
-        """Where pinned particles ``ids`` go during the next step (they stay there after)."""
+        """Where the targets of pinned particles ``ids`` (hard or soft pins) go during the next
+        step (they stay there after)."""
         ids = self._ids(ids)
-        slot = self._pin_slot[ids]
+        hard, soft = self._pin_slot[ids], self._soft_slot[ids]
+        if np.any((hard < 0) & (soft < 0)):
+            raise ValueError(f"ids: particle {int(ids[np.argmax((hard < 0) & (soft < 0))])} "
+                             "is not pinned")
+        p = self._positions(positions, ids.size)
+        self.control.pin_target[hard[hard >= 0]] = p[hard >= 0]
+        self.control.soft_pin_target[soft[soft >= 0]] = p[soft >= 0]
+
+    def set_pin_compliance(self, ids, compliance):
+        """Compliance [m/N] of the soft pins of particles ``ids`` from the next step on (scalar
+        or per particle, >= 0; 0 = a rigid attachment, inf = released): animating it lets go
+        of a pinned body gradually (constraints/pins.py)."""
+        ids = self._ids(ids)
+        slot = self._soft_slot[ids]
         if np.any(slot < 0):
-            raise ValueError(f"ids: particle {int(ids[np.argmax(slot < 0)])} is not pinned")
-        self.control.pin_target[slot] = self._positions(positions, ids.size)
+            raise ValueError(f"ids: particle {int(ids[np.argmax(slot < 0)])} has no soft pin")
+        c = np.broadcast_to(np.asarray(compliance, dtype=np.float64), ids.shape)
+        if np.any(np.isnan(c)) or np.any(c < 0):
+            raise ValueError("compliance: must be >= 0 [m/N] (inf releases the pin)")
+        self.control.soft_pin_compliance[slot] = c
 
     def move_particles(self, ids, positions, keep_velocity=True):
         """Move particles by hand between steps (Jakobsen's motion control). With keep_velocity
@@ -194,9 +250,15 @@ class Simulation:
         x, x_prev = self.state.x, self.state.x_prev
         if keep_velocity:
             x_prev[ids] += p - x[ids]
+        elif self.state.h is not None:
+            with np.errstate(over="ignore"):
+                self._kick(np.linalg.norm(p - x[ids], axis=1) / self.state.h)
         x[ids] = p
         slot = self._pin_slot[ids]
         self.control.pin_target[slot[slot >= 0]] = p[slot >= 0]
+        soft = self._soft_slot[ids]            # a soft pin's target moves with its particle
+        self.control.soft_pin_anchor[soft[soft >= 0]] = p[soft >= 0]
+        self.control.soft_pin_target[soft[soft >= 0]] = p[soft >= 0]
 
     def set_damping(self, ids, damping):
         """Extra damping for particles ``ids``: the fraction of their velocity removed per second
@@ -212,6 +274,8 @@ class Simulation:
         ids = self._ids(ids)
         v = self._positions(velocities, ids.size, "velocities")
         st = self.state
+        with np.errstate(over="ignore"):
+            self._kick(np.linalg.norm(v, axis=1))
         if st.h is None:
             st.v_start[ids] = v
         else:
@@ -228,6 +292,8 @@ class Simulation:
             raise ValueError(f"strength: an explosion of {strength!r} gives a non-finite velocity "
                              f"change at min_distance {min_distance!r}")
         st = self.state
+        with np.errstate(over="ignore"):
+            self._kick(np.linalg.norm(dv, axis=1))
         if st.h is None:
             st.v_start += dv
         else:
@@ -254,6 +320,11 @@ class Simulation:
     def fields(self):
         return self.control.fields
 
+    def _kick(self, speeds):
+        """A velocity change given by hand (speeds (k,) [m/s]) raises the runaway allowance."""
+        if speeds.size:
+            self.state.speed_budget += float(speeds.max())     # inf if it overflowed: no bound
+
     # ------------------------------------------------------------------ checkpoint
     def get_state(self):
         """A Checkpoint (State and Control, copied); set_state(get_state()) resumes
@@ -276,15 +347,18 @@ class Simulation:
             raise ValueError("dt: must be > 0")
         h = dt / self.substeps
         backup = self.get_state()
+        limit = self._speed_limit(dt)
         acc, field_keep = self._external_acceleration(dt)          # accelerate
         self._begin_step(h, acc)
-        self._collide(dt, acc)                                   # collide
-        failed = self.kernels.run_substeps(*self._loop_args(h, acc, field_keep))  # integrate, ...
+        self._collide(dt, acc)                                     # collide
+        failed = self.kernels.run_substeps(*self._loop_args(h, acc, field_keep))  # the substeps
         if failed >= 0:
             self._fail(backup, failed)
         self.colliders.end_step(self.control)
+        self.control.soft_pin_anchor[:] = self.control.soft_pin_target   # targets reached
         self.state.time += dt
         self.state.step_index += 1
+        self._check_runaway(backup, limit)
 
     def _begin_step(self, h, acc):
         """Verlet's x* for the substep length h; constraint factors that depend on h."""
@@ -304,7 +378,9 @@ class Simulation:
         """The collide stage: candidate contacts for this step (collision/colliders.py)."""
         x, xp = self.state.x, self.state.x_prev
         if x.shape[0]:
-            vmax = float(np.sqrt(np.max(np.einsum("ij,ij->i", x - xp, x - xp)))) / self.state.h
+            # drag only relaxes a velocity toward the wind's, so the wind's speed bounds it too
+            vmax = float(np.sqrt(np.max(np.einsum("ij,ij->i", x - xp, x - xp)))) / self.state.h \
+                + self.control.wind.max_speed
             amax = float(np.sqrt(np.max(np.einsum("ij,ij->i", acc, acc))))
         else:
             vmax = amax = 0.0
@@ -324,29 +400,95 @@ class Simulation:
         a_h2 = np.ascontiguousarray((acc * (h * h)).T)
         lim = self.max_speed * h if self.max_speed is not None else np.zeros(0)
         pins = (self._pinned, st.x[self._pinned].copy(), ctl.pin_target)
-        return ((st.X, st.X_prev), (a_h2, keep, lim), pins,
-                self.sticks.kernel_args(self.over_relaxation), self.volumes.kernel_args(),
-                self.shapes.kernel_args(),
+        drag = self._drag_terms(h) or _NO_DRAG
+        return ((st.X, st.X_prev), (a_h2, keep, lim), drag, pins,
+                self.soft_pins.kernel_args(ctl, h), self.sticks.kernel_args(self.over_relaxation),
+                self.volumes.kernel_args(), self.shapes.kernel_args(),
                 self.colliders.kernel_args(ctl, S, self._radius, self.contacts),
                 self.points.kernel_args(), self.contacts.kernel_args(),
-                (S, self.iterations), (h, float(np.linalg.norm(self.gravity))))
+                (S, self.iterations),
+                (h, float(np.linalg.norm(self.gravity)), self.max_depenetration_speed * h))
 
     def _external_acceleration(self, dt):
-        """(n, 3) [m/s^2] gravity, air drag, wind and force fields for the step of dt [s], and
-        the (n,) velocity fraction the fields' drag keeps per substep (or None)."""
+        """(n, 3) [m/s^2] gravity and force fields for the step of dt [s] (air drag and wind act
+        every substep: _drag_terms), and the (n,) velocity fraction the fields' drag keeps per
+        substep (or None)."""
         acc = self._acc
         acc[:] = self.gravity
-        m, ctl = self.model, self.control
-        if ctl.air_drag > 0 and np.any(m.particle_area > 0):
-            x = self.state.x
-            normals = vertex_normals(x, m.surface_tris, m.particle_count) \
-                if len(m.surface_tris) else np.zeros_like(x)
-            acc += aero_acceleration(x, self.v, self.state.time, m.particle_inv_mass,
-                                     m.particle_area, normals, self._has_surface, ctl.wind,
-                                     ctl.air_drag)
+        ctl = self.control
         field_keep = None if ctl.fields is None else ctl.fields.accelerate(
-            acc, self.state.x, self.v, m, self.gravity, dt, self.substeps)
+            acc, self.state.x, self.v, self.model, self.gravity, dt, self.substeps)
         return acc, field_keep
+
+    def _drag_terms(self, h):
+        """The per-step inputs of the apply_drag kernel (forces.drag_terms); None when no
+        particle feels the air."""
+        m, ctl = self.model, self.control
+        if not ctl.air_drag > 0 or not np.any(m.particle_area > 0):
+            return None
+        x = self.state.x
+        normals = vertex_normals(x, m.surface_tris, m.particle_count) \
+            if len(m.surface_tris) else np.zeros_like(x)
+        terms = drag_terms(x, self.state.time, m.particle_inv_mass, m.particle_area, normals,
+                           self._has_surface, ctl.wind, ctl.air_drag, self.gravity, h)
+        return terms if terms[0].size else None
+
+    # ------------------------------------------------------------------ runaway check
+    def _speed_limit(self, dt):
+        """[m/s] the speed no particle may exceed after this step (RUNAWAY_FACTOR above); adds
+        this step's gravity to the state's speed budget."""
+        st, ctl = self.state, self.control
+        st.speed_budget += float(np.linalg.norm(self.gravity)) * dt
+        drive = ctl.wind.max_speed + self.max_depenetration_speed + self._collider_speed(dt)
+        if self._pinned.size:
+            moves = ctl.pin_target - st.x[self._pinned]
+            drive += float(np.sqrt(np.max(np.einsum("ij,ij->i", moves, moves)))) / dt
+        if self._soft.size:
+            moves = ctl.soft_pin_target - ctl.soft_pin_anchor
+            drive += float(np.sqrt(np.max(np.einsum("ij,ij->i", moves, moves)))) / dt
+        if self.max_speed is not None:
+            drive += float(self.max_speed.max())
+        return RUNAWAY_FACTOR * (st.speed_budget + drive) + RUNAWAY_FLOOR
+
+    def _collider_speed(self, dt):
+        """[m/s] the fastest any collider's surface moves during the step, at most as far from
+        its origin as the farthest particle: (|t1 - t0| + ||A1 - A0||_2 reach) / dt (A = R S)."""
+        x, ctl = self.state.x, self.control
+        fastest = 0.0
+        for f0, f1 in zip(ctl.collider_frame, ctl.collider_target):
+            if f1 is f0:
+                continue
+            a0 = f0.rotation * f0.scale
+            a1 = f1.rotation * f1.scale
+            off = x - f0.translation
+            reach = float(np.sqrt(np.max(np.einsum("ij,ij->i", off, off)))) if len(x) else 0.0
+            move = float(np.linalg.norm(f1.translation - f0.translation)) \
+                + float(np.linalg.norm(a1 - a0, 2)) * reach
+            fastest = max(fastest, move / dt)
+        return fastest
+
+    def _check_runaway(self, backup, limit):
+        """After a step: a particle faster than ``limit`` [m/s] is a divergence, reported as the
+        NaN check does (state restored, SolverError)."""
+        st = self.state
+        if not st.X.shape[1]:
+            return
+        d = st.X - st.X_prev
+        with np.errstate(over="ignore"):         # an overflow is a speed beyond any limit
+            speed2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
+        i = int(np.argmax(speed2))
+        speed = math.sqrt(float(speed2[i])) / st.h
+        if speed <= limit:
+            return
+        step = backup.state.step_index
+        what = self.model.describe_particle(i)
+        self.set_state(backup)
+        raise SolverError(
+            f"step {step}: particle {i} moves at {speed:.3g} m/s, beyond anything this scene's "
+            f"forces can produce ({limit:.3g} m/s from gravity over the simulated time, wind, "
+            f"colliders, pins and velocity kicks): the simulation is running away; acting on "
+            f"it: {what}. The state before the step is kept; raise the substeps, lower the air "
+            "drag or soften the constraint.", step=step, particle=i, constraint=what)
 
     def _fail(self, backup, substep):
         bad = ~np.isfinite(self.state.x).all(axis=1)

@@ -2,14 +2,16 @@
 
 - State: what the step integrates (positions and the previous positions that hold Verlet's
   velocity, the substep length, the clock). The step reads and writes it.
-- Control: what the user sets between steps (pin targets, collider placements, wind, air drag,
-  per-particle damping). The step reads it and never writes it, except that a collider's target
-  becomes its placement once a step has reached it.
+- Control: what the user sets between steps (pin targets, soft pins' targets and compliance,
+  collider placements, wind, air drag, per-particle damping). The step reads it and never
+  writes it, except that a collider's target becomes its placement, and a soft pin's target
+  its anchor, once a step has reached them.
 - Checkpoint: a State and a Control, copied. Resuming from one is bit-identical (bake equals
   preview); ``to_arrays`` / ``from_arrays`` turn it into plain named arrays for a file.
 
 Contacts (collision/contacts.py) are neither: they are found afresh every step by the collide
-stage and hold nothing a resume needs. n = particles, p = pinned particles, C = colliders.
+stage and hold nothing a resume needs. n = particles, p = pinned particles, s = soft pins,
+C = colliders.
 """
 
 from dataclasses import dataclass, field, fields, replace
@@ -28,6 +30,10 @@ class State:
     h: float = None           # [s] length of the last substep; None before the first step
     time: float = 0.0         # [s] simulated time
     step_index: int = 0       # steps taken
+    # [m/s] speed the scene has given its particles so far beyond what its present drivers give:
+    # gravity times the simulated time, plus every velocity kick (initial velocities, explode,
+    # set_velocities); the runaway check's allowance (Simulation._speed_limit)
+    speed_budget: float = 0.0
 
     @classmethod
     def at_rest(cls, x0):
@@ -58,6 +64,7 @@ class State:
         self.X_prev[:] = other.X_prev
         self.v_start[:] = other.v_start
         self.h, self.time, self.step_index = other.h, other.time, other.step_index
+        self.speed_budget = other.speed_budget
 
 
 @dataclass
@@ -69,6 +76,13 @@ class Control:
     wind: Wind = field(default_factory=Wind)
     air_drag: float = 0.0          # [kg / (m^2 s)] linear drag coefficient of surfaces
     fields: object = None          # fields.ForceFields (read-only arrays) or None
+    # soft pins (constraints/pins.py), s of them: where their targets are now and where they go
+    # by the end of the next step, and their compliance (inf = released)
+    soft_pin_anchor: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))  # (s, 3) [m]
+    soft_pin_target: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))  # (s, 3) [m]
+    soft_pin_compliance: np.ndarray = field(default_factory=lambda: np.zeros(0))   # (s,) [m/N]
+
+    _SOFT = ("soft_pin_anchor", "soft_pin_target", "soft_pin_compliance")
 
     def copy(self):
         # frames are immutable tuples of arrays nobody writes: the lists are copied, the frames
@@ -77,10 +91,12 @@ class Control:
                        particle_damping=self.particle_damping.copy(),
                        collider_frame=list(self.collider_frame),
                        collider_target=list(self.collider_target),
-                       wind=self.wind.copy())
+                       wind=self.wind.copy(),
+                       **{k: getattr(self, k).copy() for k in self._SOFT})
 
     def assign(self, other):
         if other.pin_target.shape != self.pin_target.shape \
+                or other.soft_pin_target.shape != self.soft_pin_target.shape \
                 or len(other.collider_frame) != len(self.collider_frame):
             raise ValueError("state: its pins or colliders do not match this simulation's model")
         self.pin_target[:] = other.pin_target
@@ -90,6 +106,8 @@ class Control:
         self.wind = other.wind.copy()
         self.air_drag = other.air_drag
         self.fields = other.fields
+        for k in self._SOFT:
+            getattr(self, k)[:] = getattr(other, k)
 
 
 @dataclass(frozen=True)
@@ -116,6 +134,8 @@ class Checkpoint:
         out["control.pin_target"] = c.pin_target
         out["control.particle_damping"] = c.particle_damping
         out["control.air_drag"] = np.asarray(c.air_drag)
+        for k in Control._SOFT:
+            out[f"control.{k}"] = getattr(c, k)
         return out
 
     @classmethod
@@ -124,14 +144,19 @@ class Checkpoint:
         h = float(data["state.h"])
         state = State(np.array(data["state.X"]), np.array(data["state.X_prev"]),
                       np.array(data["state.v_start"]), None if np.isnan(h) else h,
-                      float(data["state.time"]), int(data["state.step_index"]))
+                      float(data["state.time"]), int(data["state.step_index"]),
+                      float(data["state.speed_budget"]) if "state.speed_budget" in data else 0.0)
         frames = {}
         for key in ("collider_frame", "collider_target"):
             parts = [np.array(data[f"control.{key}.{p}"]) for p in Frame._fields]
             frames[key] = [Frame(*(p[i] for p in parts)) for i in range(len(parts[0]))]
         wind = Wind.from_arrays({k.rpartition(".")[2]: data[k] for k in data
                                  if k.startswith("control.wind.")})
+        # files written before soft pins existed have none
+        soft = {k: np.array(data[f"control.{k}"]) for k in Control._SOFT
+                if f"control.{k}" in data}
         control = Control(np.array(data["control.pin_target"]),
                           np.array(data["control.particle_damping"]), frames["collider_frame"],
-                          frames["collider_target"], wind, float(data["control.air_drag"]))
+                          frames["collider_target"], wind, float(data["control.air_drag"]),
+                          **soft)
         return cls(state, control)

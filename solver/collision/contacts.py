@@ -29,6 +29,10 @@ class Contacts:
         # (3, n) float64 [m] positions right after integration, before any constraint: the
         # arrival velocity restitution reflects
         self.X_pred = np.zeros((3, n))
+        # overlap resolved this substep that the particle did not move into: owed to x* as well,
+        # so that it moves the particle without speed (project.py); cleared by release_overlap
+        self.lift = np.zeros((n, 3))             # (n, 3) float64 [m] shift owed to x*
+        self.lifted = np.zeros(n, bool)          # (n,) bool lift is non-zero
 
     def set_candidates(self, per_collider):
         """Store the collide stage's result: per_collider, a list of C (k,) int64 particle
@@ -46,4 +50,4 @@ class Contacts:
         """The contacts group of loop.run_substeps' arguments (the loop resets them per
         substep)."""
         return (self.depth, self.used, self.touching, self.normal, self.motion, self.collider,
-                self.point_depth, self.point_used, self.X_pred)
+                self.point_depth, self.point_used, self.X_pred, self.lift, self.lifted)

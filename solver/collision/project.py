@@ -10,10 +10,13 @@ normal n = R g, the offset (collider thickness + particle radius) and the penetr
 d = offset - phi > 0, a contact at x with previous position x* (colliders.py's rule; (R, t, s) the
 frame now, (R*, t*, s*) at the substep's start):
 
-    y = x + n d                                   projected position
-    m = y - (R* (R^T (y - t) / s * s*) + t*)      collider motion at y over the substep
+    m = z - (R* (R^T (z - t) / s * s*) + t*)      collider motion over the substep at the
+                                                  surface point z = x + n d under x
+    a = -(x - x* - m) . n                         how far the particle moved into the collider
+    c = min(d, max(a + s_max, 0))                 the normal correction taken
+    y = x + n c                                   projected position
     r = y - x* - m,  r_t = r - n (r . n)          relative displacement, tangential part
-    D = depth + d                                 normal correction this substep
+    D = depth + c                                 normal correction this substep
     take = |r_t|  if |r_t| + used <= mu_s D       (static)
            min(max(mu_k D - used, 0), |r_t|)      (kinetic)
     x <- y - r_t take / |r_t|,  used <- used + take
@@ -23,6 +26,17 @@ p = c0 x_a + c1 x_b + c2 x_c + c3 x_d (summed in that order) takes the same cont
 offset = collider thickness, giving the point's move delta = n d - r_t take / |r_t|; each of its
 four particles moves by c_k delta / (c0^2 + c1^2 + c2^2 + c3^2), which puts p exactly at p + delta
 (the smallest such move of the four).
+
+Overlap that the particle did not move into (it started inside, or a collider or pin put it
+there) is not turned into velocity, as rigid-body engines bound their depenetration velocity
+("split impulse": Catto, Box2D; PhysX's maxDepenetrationVelocity): a contact corrects at most
+a + s_max this substep, where a is the particle's own motion into the collider relative to the
+collider and s_max = max_depenetration_speed * h [m] (``allowance``); and the part of c that a
+does not explain, lift = c - min(c, max(a, 0)), is owed to x* as well (``lift`` (n, 3), applied
+after the relaxation by Simulation._release_overlap), so resolving it moves the particle without
+giving it speed. A particle arriving from outside has a >= d, so it is projected fully and
+lift = 0: ordinary contacts are unchanged. An embedded point's lift is shared among its corners
+as its move is.
 """
 
 
@@ -35,27 +49,33 @@ from .sdf import collider_sdf
 
 
 def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
-                     sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider):
+                     sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider,
+                     allowance, lift, lifted):
     """Project candidates idx (unique ids) out of collider k, with friction. X, Xp (3, n) [m]
     positions (updated) and previous positions; (a, b, c) from sdf.placement; radius (n,) [m];
     R, Rb (3, 3), t, tb (3,) [m], s, sb (3,) the frame at the end and start of the substep
     (moving: they differ); depth, used (n,) [m], touching (n,) bool, normal (n, 3), motion (n, 3)
-    [m], collider (n,) int64: the contact state, written for the particles that touch."""
+    [m], collider (n,) int64: the contact state, written for the particles that touch;
+    allowance [m] the depenetration s_max of this substep; lift (n, 3) [m] x* shift owed,
+    added to, and lifted (n,) bool set, where the lift is positive."""
     cs = SimpleNamespace(depth=depth, used=used, touching=touching, normal=normal,
-                         motion=motion, collider=collider)
+                         motion=motion, collider=collider, lift=lift, lifted=lifted)
     _project(X.T, Xp.T, idx, shape, (a, b, c), thickness, radius, Frame(R, t, s),
-             Frame(Rb, tb, sb), moving, mu_s, mu_k, k, cs, approximate)
+             Frame(Rb, tb, sb), moving, mu_s, mu_k, k, cs, allowance, approximate)
 
 
 def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, thickness, mu_s,
-                   mu_k, approximate, abc, R, t, s, Rb, tb, sb, moving, point_depth, point_used):
+                   mu_k, approximate, abc, R, t, s, Rb, tb, sb, moving, point_depth, point_used,
+                   allowance, lift, lifted):
     """Embedded points of tetrahedral bodies against every collider: rank after rank, and within
     a rank collider after collider (points of one rank belong to different bodies, so their
     particles are disjoint). rank_start (ranks + 1,), rank_points (P,) int64; tet (P, 4) int64
     corner particles, weight (P, 4) their weights, inv_c2 (P,) 1 / sum c^2; per collider (C,):
     shape, thickness, mu_s, mu_k, approximate, abc (C, 3), frames now R (C, 3, 3), t, s (C, 3)
-    and at the substep's start Rb, tb, sb, moving (C,) bool; point_depth, point_used (P,) [m]."""
-    cs = SimpleNamespace(point_depth=point_depth, point_used=point_used)
+    and at the substep's start Rb, tb, sb, moving (C,) bool; point_depth, point_used (P,) [m];
+    allowance, lift, lifted as project_collider's (a point's lift goes to its corners)."""
+    cs = SimpleNamespace(point_depth=point_depth, point_used=point_used, lift=lift,
+                         lifted=lifted)
     x, x_prev = X.T, Xp.T
     for r in range(len(rank_start) - 1):
         ids = rank_points[rank_start[r]:rank_start[r + 1]]
@@ -65,7 +85,7 @@ def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, t
         for k in range(len(shape)):
             _project_points(x, x_prev, ids, corners, weights, inv, shape[k], abc[k],
                             thickness[k], Frame(R[k], t[k], s[k]), Frame(Rb[k], tb[k], sb[k]),
-                            moving[k], mu_s[k], mu_k[k], cs, approximate[k])
+                            moving[k], mu_s[k], mu_k[k], cs, allowance, approximate[k])
 
 
 def _to_local(R, t, x0, x1, x2):
@@ -86,22 +106,29 @@ def _to_world(R, g0, g1, g2):
 
 
 def _contact(x0, x1, x2, xp0, xp1, xp2, n0, n1, n2, d, depth, used, now, before, moving, mu_s,
-             mu_k):
+             mu_k, allowance):
     """Projection and friction of contacts at columns x (k,) [m], previous positions xp, world
     normal n and penetration d (k,) [m], with depth and used (k,) [m] so far this substep.
     Returns the projected position y, the friction correction (subtract it from y), the
-    collider motion at y, the new depth and the new used (the module docstring's formulas)."""
-    y0 = x0 + n0 * d
-    y1 = x1 + n1 * d
-    y2 = x2 + n2 * d
+    collider motion, the new depth, the new used, the normal correction c and the lift (the
+    module docstring's formulas)."""
+    z0 = x0 + n0 * d
+    z1 = x1 + n1 * d
+    z2 = x2 + n2 * d
     if moving:
-        m0, m1, m2 = _motion(now, before, y0, y1, y2)
+        m0, m1, m2 = _motion(now, before, z0, z1, z2)
     else:
-        m0 = m1 = m2 = np.zeros_like(y0)
+        m0 = m1 = m2 = np.zeros_like(z0)
+    into = -((x0 - xp0 - m0) * n0 + (x1 - xp1 - m1) * n1 + (x2 - xp2 - m2) * n2)
+    corr = np.minimum(d, np.maximum(into + allowance, 0.0))
+    lift = corr - np.minimum(corr, np.maximum(into, 0.0))
+    y0 = x0 + n0 * corr
+    y1 = x1 + n1 * corr
+    y2 = x2 + n2 * corr
     r0 = y0 - xp0 - m0
     r1 = y1 - xp1 - m1
     r2 = y2 - xp2 - m2
-    depth = depth + d
+    depth = depth + corr
     rn = r0 * n0 + r1 * n1 + r2 * n2
     t0, t1, t2 = r0 - n0 * rn, r1 - n1 * rn, r2 - n2 * rn
     t_len = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
@@ -111,11 +138,11 @@ def _contact(x0, x1, x2, xp0, xp1, xp2, n0, n1, n2, d, depth, used, now, before,
     big = t_len > 1e-300
     scale = np.where(big, take / np.where(big, t_len, 1.0), 0.0)
     return ((y0, y1, y2), (t0 * scale, t1 * scale, t2 * scale), (m0, m1, m2), depth,
-            used + take)
+            used + take, corr, lift)
 
 
 def _project(x, x_prev, idx, shape, abc, thickness, radius, now, before, moving, mu_s, mu_k, k, cs,
-            approximate=False):
+             allowance, approximate=False):
     """project_collider on (n, 3) views x, x_prev, with frames.Frame placements and the
     contact state's arrays as attributes of cs."""
     xc, xpc = x[idx], x_prev[idx]
@@ -129,9 +156,9 @@ def _project(x, x_prev, idx, shape, abc, thickness, radius, now, before, moving,
     ids = idx[hit]
     d = -pen[hit]
     n0, n1, n2 = _to_world(R, g0[hit], g1[hit], g2[hit])
-    (y0, y1, y2), (f0, f1, f2), (m0, m1, m2), depth, used = _contact(
+    (y0, y1, y2), (f0, f1, f2), (m0, m1, m2), depth, used, _, lift = _contact(
         xc[hit, 0], xc[hit, 1], xc[hit, 2], xpc[hit, 0], xpc[hit, 1], xpc[hit, 2], n0, n1, n2, d,
-        cs.depth[ids], cs.used[ids], now, before, moving, mu_s, mu_k)
+        cs.depth[ids], cs.used[ids], now, before, moving, mu_s, mu_k, allowance)
     x[ids, 0] = y0 - f0
     x[ids, 1] = y1 - f1
     x[ids, 2] = y2 - f2
@@ -141,6 +168,13 @@ def _project(x, x_prev, idx, shape, abc, thickness, radius, now, before, moving,
     cs.normal[ids, 0], cs.normal[ids, 1], cs.normal[ids, 2] = n0, n1, n2
     cs.motion[ids, 0], cs.motion[ids, 1], cs.motion[ids, 2] = m0, m1, m2
     cs.collider[ids] = k
+    up = lift > 0
+    if up.any():
+        u = ids[up]
+        cs.lift[u, 0] += n0[up] * lift[up]
+        cs.lift[u, 1] += n1[up] * lift[up]
+        cs.lift[u, 2] += n2[up] * lift[up]
+        cs.lifted[u] = True
 
 
 def _embedded(col, tet, c):
@@ -149,7 +183,7 @@ def _embedded(col, tet, c):
 
 
 def _project_points(x, x_prev, ids, tet, c, inv_c2, shape, abc, thickness, now, before, moving,
-                   mu_s, mu_k, cs, approximate=False):
+                    mu_s, mu_k, cs, allowance, approximate=False):
     """Jakobsen's embedded-point contact (module docstring) of points ids (p,) of one rank
     against one collider: tet four (p,) int64 columns, their bodies' corner particles; c four
     (p,) float64 columns, their weights; inv_c2 (p,) float64 1 / sum_k c_k^2. Points of one
@@ -170,16 +204,25 @@ def _project_points(x, x_prev, ids, tet, c, inv_c2, shape, abc, thickness, now, 
     d = -pen[hit]
     n0, n1, n2 = _to_world(R, g0[hit], g1[hit], g2[hit])
     pp0, pp1, pp2 = (_embedded(x_prev[:, a], th, ch) for a in range(3))
-    _, (f0, f1, f2), _, depth, used = _contact(
+    _, (f0, f1, f2), _, depth, used, corr, lift = _contact(
         p0[hit], p1[hit], p2[hit], pp0, pp1, pp2, n0, n1, n2, d, cs.point_depth[ids],
-        cs.point_used[ids], now, before, moving, mu_s, mu_k)
+        cs.point_used[ids], now, before, moving, mu_s, mu_k, allowance)
     cs.point_depth[ids] = depth
     cs.point_used[ids] = used
-    # the point's move n d - friction, then each corner's share c_k / sum c^2 of it
-    w = ((n0 * d - f0) * inv, (n1 * d - f1) * inv, (n2 * d - f2) * inv)
+    # the point's move n c - friction, then each corner's share c_k / sum c^2 of it
+    w = ((n0 * corr - f0) * inv, (n1 * corr - f1) * inv, (n2 * corr - f2) * inv)
     for j in range(4):                    # the four corners: disjoint particles, fixed order
         for col, wa in zip(cols, w):
             col[th[j]] += ch[j] * wa
+    up = lift > 0
+    if up.any():                          # the lift, shared among the corners as the move is
+        li = lift[up] * inv[up]
+        wl = (n0[up] * li, n1[up] * li, n2[up] * li)
+        for j in range(4):
+            corner, cj = th[j][up], ch[j][up]
+            for a in range(3):
+                cs.lift[corner, a] += cj * wl[a]
+            cs.lifted[corner] = True
 
 
 def _motion(now, before, x0, x1, x2):
@@ -219,3 +262,14 @@ def restitution(X, Xp, X_pred, h, gravity_norm, e_restitution, touching, collide
     Xp[0, ids] = p0[bounce] - n0[bounce] * dv
     Xp[1, ids] = p1[bounce] - n1[bounce] * dv
     Xp[2, ids] = p2[bounce] - n2[bounce] * dv
+
+
+def release_overlap(Xp, lift, lifted):
+    """The split impulse's second half, after a substep's relaxation: x* (Xp, (3, n) [m]) of
+    every lifted particle moves by the overlap its contacts resolved without giving it speed
+    (lift (n, 3) [m], lifted (n,) bool), which is then cleared."""
+    ids = np.nonzero(lifted)[0]
+    for c in range(3):
+        Xp[c, ids] += lift[ids, c]
+    lift[ids] = 0.0
+    lifted[ids] = False

@@ -4,8 +4,9 @@
     kernels.solve_sticks(X, ...)           # the same call whichever backend runs
 
 The NumPy kernels are the readable reference and the fallback; each lives beside the physics it
-implements (integrator.py, constraints/*.py, collision/project.py, and the substep loop itself in
-loop.py). The compiled kernels (compiled.py, compiled_contact.py, compiled_loop.py; Numba) perform the same floating-point operations in the same
+implements (forces.py, integrator.py, constraints/*.py, collision/project.py, and the substep
+loop itself in loop.py). The compiled kernels (compiled.py, compiled_contact.py, compiled_loop.py;
+Numba) perform the same floating-point operations in the same
 order, so the backends agree bit for bit (tests/solver/test_backends.py). Positions always
 travel as (3, n) coordinate rows X [m]. Physics classes take a table and never ask which backend
 it is. A new kernel is a NumPy function, its compiled mirror, and its name in KERNELS.
@@ -13,22 +14,26 @@ it is. A new kernel is a NumPy function, its compiled mirror, and its name in KE
 
 from types import SimpleNamespace
 
-KERNELS = ("predict", "solve_sticks", "solve_volumes", "solve_shapes", "damp_shapes",
-           "project_collider", "project_points", "restitution", "run_substeps")
+KERNELS = ("apply_drag", "predict", "solve_sticks", "solve_soft_pins", "solve_volumes",
+           "solve_shapes", "damp_shapes", "project_collider", "project_points", "restitution",
+           "release_overlap", "run_substeps")
 
 
 def _numpy_table():
-    from ..collision.project import project_collider, project_points, restitution
-    from ..loop import run_substeps
+    from ..collision.project import project_collider, project_points, release_overlap, restitution
+    from ..constraints.pins import solve_soft_pins
     from ..constraints.shapes import damp_shapes, solve_shapes
     from ..constraints.sticks import solve_sticks
     from ..constraints.volume import solve_volumes
+    from ..forces import apply_drag
     from ..integrator import predict
-    return SimpleNamespace(backend="numpy", predict=predict, solve_sticks=solve_sticks,
+    from ..loop import run_substeps
+    return SimpleNamespace(backend="numpy", apply_drag=apply_drag, predict=predict,
+                           solve_sticks=solve_sticks, solve_soft_pins=solve_soft_pins,
                            solve_volumes=solve_volumes, solve_shapes=solve_shapes,
                            damp_shapes=damp_shapes, project_collider=project_collider,
                            project_points=project_points, restitution=restitution,
-                           run_substeps=run_substeps)
+                           release_overlap=release_overlap, run_substeps=run_substeps)
 
 
 def table(backend):

@@ -12,7 +12,8 @@ from numba import njit, prange
 
 # the contact kernels and the loop live in their own modules; the kernel table reaches every
 # compiled kernel through this one
-from .compiled_contact import project_collider, project_points, restitution  # noqa: F401
+from .compiled_contact import (  # noqa: F401
+    project_collider, project_points, release_overlap, restitution)
 
 _EPS = 1e-12
 
@@ -45,6 +46,38 @@ def predict(X, Xp, a_h2, keep, lim):
         X[0, p] += dx
         X[1, p] += dy
         X[2, p] += dz
+
+
+@njit(cache=True, parallel=True, fastmath=False)
+def apply_drag(X, Xp, ids, drift, normal, along_normal, decay, g_h2):
+    """Scalar mirror of forces.apply_drag: exact exponential drag over a substep, on x*; ids
+    unique, so each iteration touches its own particle."""
+    for q in prange(ids.shape[0]):
+        i = ids[q]
+        x0 = X[0, i]
+        x1 = X[1, i]
+        x2 = X[2, i]
+        d0 = x0 - Xp[0, i]
+        d1 = x1 - Xp[1, i]
+        d2 = x2 - Xp[2, i]
+        r0 = d0 - drift[0, q]
+        r1 = d1 - drift[1, q]
+        r2 = d2 - drift[2, q]
+        if along_normal[q]:
+            n0 = normal[0, q]
+            n1 = normal[1, q]
+            n2 = normal[2, q]
+            rn = r0 * n0 + r1 * n1 + r2 * n2
+            gn = g_h2[0] * n0 + g_h2[1] * n1 + g_h2[2] * n2
+            f = rn * (1.0 - decay[q]) + gn
+            Xp[0, i] = x0 - (d0 - n0 * f)
+            Xp[1, i] = x1 - (d1 - n1 * f)
+            Xp[2, i] = x2 - (d2 - n2 * f)
+        else:
+            e = decay[q]
+            Xp[0, i] = x0 - (drift[0, q] + r0 * e - g_h2[0])
+            Xp[1, i] = x1 - (drift[1, q] + r1 * e - g_h2[1])
+            Xp[2, i] = x2 - (drift[2, q] + r2 * e - g_h2[2])
 
 
 @njit(cache=True, fastmath=False, inline="always")
@@ -110,6 +143,24 @@ def solve_sticks(X, si, sj, rest, inv_mass, alpha, lam, kind, batch_offsets, gro
                 for k in range(range_lo[r], range_hi[r]):
                     _relax_stick(px, py, pz, si, sj, rest, inv_mass, alpha, lam, kind, k,
                                  omega, one_sided, read_lam, write_lam)
+
+
+@njit(cache=True, parallel=True, fastmath=False)
+def solve_soft_pins(X, ids, anchor, target, frac, inv_mass, alpha, lam, read_lam):
+    """Scalar mirror of constraints/pins.solve_soft_pins; ids unique, so each iteration touches
+    its own particle."""
+    for q in prange(ids.shape[0]):
+        al = alpha[q]
+        if not al < np.inf:
+            continue
+        i = ids[q]
+        w = inv_mass[i]
+        for c in range(3):
+            goal = anchor[q, c] + (target[q, c] - anchor[q, c]) * frac
+            lam_c = lam[q, c] if read_lam else 0.0
+            dl = (goal - X[c, i] - al * lam_c) / (w + al)
+            lam[q, c] = lam_c + dl
+            X[c, i] = X[c, i] + w * dl
 
 
 # ---------------------------------------------------------------------------- shape matching

@@ -155,16 +155,27 @@ def _friction(r0, r1, r2, n0, n1, n2, dep, u, mu_s, mu_k):
     return t0, t1, t2, scale, take
 
 
+@njit(cache=True)
+def _bounded(x0, x1, x2, xp0, xp1, xp2, m0, m1, m2, n0, n1, n2, d, allowance):
+    """Scalar mirror of collision/project._contact's bounded depenetration: the normal
+    correction taken and the lift owed to x* [m]."""
+    into = -((x0 - xp0 - m0) * n0 + (x1 - xp1 - m1) * n1 + (x2 - xp2 - m2) * n2)
+    corr = min(d, max(into + allowance, 0.0))
+    return corr, corr - min(corr, max(into, 0.0))
+
+
 @njit(cache=True, parallel=True, fastmath=False)
 def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
-                     sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider):
+                     sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider,
+                     allowance, lift, lifted):
     """Scalar mirror of collision/project.project_collider: one collider, exact SDF (local_sdf)
     or, with ``approximate``, the first-order one (approx_local_sdf) of a sphere, cylinder or capsule
     under a non-uniform scale; candidates idx (unique ids); (a, b, c) from sdf.placement. One kernel for both keeps the compile paid once.
     X, Xp (3, n) float64 [m] positions (updated) and previous positions; radius (n,) [m];
     R, Rb (3, 3), t, tb (3,) [m], s, sb (3,) the frame now and at the substep's start;
     depth, used (n,) [m], touching (n,) bool, normal (n, 3), motion (n, 3) [m],
-    collider (n,) int64: the contact state, written for particles that touch."""
+    collider (n,) int64: the contact state, written for particles that touch; allowance [m],
+    lift (n, 3) [m], lifted (n,) bool: the bounded depenetration (collision/project.py)."""
     s0 = s[0]
     s1 = s[1]
     for m in prange(idx.shape[0]):
@@ -186,15 +197,18 @@ def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius,
         n0 = R[0, 0] * g0 + R[0, 1] * g1 + R[0, 2] * g2
         n1 = R[1, 0] * g0 + R[1, 1] * g1 + R[1, 2] * g2
         n2 = R[2, 0] * g0 + R[2, 1] * g1 + R[2, 2] * g2
-        y0 = X[0, i] + n0 * d
-        y1 = X[1, i] + n1 * d
-        y2 = X[2, i] + n2 * d
         m0 = 0.0
         m1 = 0.0
         m2 = 0.0
         if moving:
-            m0, m1, m2 = _motion(R, t, s, Rb, tb, sb, y0, y1, y2)
-        dep = depth[i] + d
+            m0, m1, m2 = _motion(R, t, s, Rb, tb, sb, X[0, i] + n0 * d, X[1, i] + n1 * d,
+                                 X[2, i] + n2 * d)
+        corr, lf = _bounded(X[0, i], X[1, i], X[2, i], Xp[0, i], Xp[1, i], Xp[2, i], m0, m1,
+                            m2, n0, n1, n2, d, allowance)
+        y0 = X[0, i] + n0 * corr
+        y1 = X[1, i] + n1 * corr
+        y2 = X[2, i] + n2 * corr
+        dep = depth[i] + corr
         u = used[i]
         t0, t1, t2, scale, take = _friction(y0 - Xp[0, i] - m0, y1 - Xp[1, i] - m1,
                                             y2 - Xp[2, i] - m2, n0, n1, n2, dep, u, mu_s, mu_k)
@@ -211,11 +225,17 @@ def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius,
         motion[i, 1] = m1
         motion[i, 2] = m2
         collider[i] = k
+        if lf > 0:
+            lift[i, 0] += n0 * lf
+            lift[i, 1] += n1 * lf
+            lift[i, 2] += n2 * lf
+            lifted[i] = True
 
 
 @njit(cache=True, fastmath=False)
 def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, thickness, mu_s,
-                   mu_k, approximate, abc, R, t, s, Rb, tb, sb, moving, point_depth, point_used):
+                   mu_k, approximate, abc, R, t, s, Rb, tb, sb, moving, point_depth, point_used,
+                   allowance, lift, lifted):
     """Scalar mirror of collision/project.project_points (every rank, every collider): Jakobsen's embedded-point contact with friction.
     X, Xp (3, n) float64 [m] positions (updated) and previous positions;
     rank_start (ranks + 1,) int64, rank_points (P,) int64: rank r is
@@ -225,7 +245,9 @@ def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, t
     per collider (C colliders): shape (C,) int64, thickness, mu_s, mu_k (C,) float64,
     approximate (C,) bool first-order SDF, abc (C, 3) its scaled dims, R, Rb (C, 3, 3),
     t, tb (C, 3) [m], s, sb (C, 3) the frames now and at the substep's start, moving (C,) bool
-    (collision/colliders.Colliders._packed); point_depth, point_used (P,) float64 [m] updated for hits."""
+    (collision/colliders.Colliders._packed); point_depth, point_used (P,) float64 [m] updated for hits;
+    allowance [m], lift (n, 3) [m], lifted (n,) bool: the bounded depenetration, a point's lift
+    shared among its corners."""
     for r in range(rank_start.shape[0] - 1):
         for k in range(shape.shape[0]):
             sh = shape[k]
@@ -273,28 +295,31 @@ def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, t
                 n0 = Rk[0, 0] * g0 + Rk[0, 1] * g1 + Rk[0, 2] * g2
                 n1 = Rk[1, 0] * g0 + Rk[1, 1] * g1 + Rk[1, 2] * g2
                 n2 = Rk[2, 0] * g0 + Rk[2, 1] * g1 + Rk[2, 2] * g2
-                y0 = p0 + n0 * d
-                y1 = p1 + n1 * d
-                y2 = p2 + n2 * d
                 m0 = 0.0
                 m1 = 0.0
                 m2 = 0.0
                 if mk:
-                    m0, m1, m2 = _motion(Rk, tk, sk, Rbk, tbk, sbk, y0, y1, y2)
+                    m0, m1, m2 = _motion(Rk, tk, sk, Rbk, tbk, sbk, p0 + n0 * d, p1 + n1 * d,
+                                         p2 + n2 * d)
                 pp0 = c0 * Xp[0, j0] + c1 * Xp[0, j1] + c2 * Xp[0, j2] + c3 * Xp[0, j3]
                 pp1 = c0 * Xp[1, j0] + c1 * Xp[1, j1] + c2 * Xp[1, j2] + c3 * Xp[1, j3]
                 pp2 = c0 * Xp[2, j0] + c1 * Xp[2, j1] + c2 * Xp[2, j2] + c3 * Xp[2, j3]
-                dep = point_depth[i] + d
+                corr, lf = _bounded(p0, p1, p2, pp0, pp1, pp2, m0, m1, m2, n0, n1, n2, d,
+                                    allowance)
+                y0 = p0 + n0 * corr
+                y1 = p1 + n1 * corr
+                y2 = p2 + n2 * corr
+                dep = point_depth[i] + corr
                 u = point_used[i]
                 t0, t1, t2, scale, take = _friction(y0 - pp0 - m0, y1 - pp1 - m1, y2 - pp2 - m2,
                                                     n0, n1, n2, dep, u, ms, mkin)
                 point_depth[i] = dep
                 point_used[i] = u + take
-                # the point's move n d - friction, then each corner's share c_k / sum c^2 of it
+                # the point's move n c - friction, then each corner's share c_k / sum c^2 of it
                 inv = inv_c2[i]
-                w0 = (n0 * d - t0 * scale) * inv
-                w1 = (n1 * d - t1 * scale) * inv
-                w2 = (n2 * d - t2 * scale) * inv
+                w0 = (n0 * corr - t0 * scale) * inv
+                w1 = (n1 * corr - t1 * scale) * inv
+                w2 = (n2 * corr - t2 * scale) * inv
                 X[0, j0] += c0 * w0
                 X[1, j0] += c0 * w1
                 X[2, j0] += c0 * w2
@@ -307,6 +332,12 @@ def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, t
                 X[0, j3] += c3 * w0
                 X[1, j3] += c3 * w1
                 X[2, j3] += c3 * w2
+                if lf > 0:
+                    li = lf * inv
+                    _share(lift, lifted, j0, c0, n0 * li, n1 * li, n2 * li)
+                    _share(lift, lifted, j1, c1, n0 * li, n1 * li, n2 * li)
+                    _share(lift, lifted, j2, c2, n0 * li, n1 * li, n2 * li)
+                    _share(lift, lifted, j3, c3, n0 * li, n1 * li, n2 * li)
 
 
 
@@ -340,3 +371,23 @@ def restitution(X, Xp, X_pred, h, gravity_norm, e_restitution, touching, collide
         Xp[0, i] = p0 - n0 * dv
         Xp[1, i] = p1 - n1 * dv
         Xp[2, i] = p2 - n2 * dv
+
+
+@njit(cache=True)
+def _share(lift, lifted, j, cj, l0, l1, l2):
+    """A corner's share c_j of an embedded point's lift (l0, l1, l2) [m]."""
+    lift[j, 0] += cj * l0
+    lift[j, 1] += cj * l1
+    lift[j, 2] += cj * l2
+    lifted[j] = True
+
+
+@njit(cache=True, fastmath=False)
+def release_overlap(Xp, lift, lifted):
+    """Scalar mirror of collision/project.release_overlap."""
+    for i in range(lifted.shape[0]):
+        if lifted[i]:
+            for c in range(3):
+                Xp[c, i] += lift[i, c]
+                lift[i, c] = 0.0
+            lifted[i] = False

@@ -10,8 +10,9 @@ import math
 
 from numba import njit
 
-from .compiled import damp_shapes, predict, solve_shapes, solve_sticks, solve_volumes
-from .compiled_contact import project_collider, project_points, restitution
+from .compiled import (apply_drag, damp_shapes, predict, solve_shapes, solve_soft_pins,
+                       solve_sticks, solve_volumes)
+from .compiled_contact import project_collider, project_points, release_overlap, restitution
 
 
 @njit(cache=True, fastmath=False)
@@ -24,11 +25,13 @@ def _all_finite(X):
 
 
 @njit(cache=True, fastmath=False)
-def run_substeps(state, integrate, pins, sticks, volumes, shapes, colliders, points, contacts,
-                 counts, scalars):
+def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shapes, colliders,
+                 points, contacts, counts, scalars):
     X, Xp = state
     a_h2, keep, lim = integrate
+    d_ids, d_drift, d_normal, d_along, d_decay, d_g_h2 = drag
     pin_ids, pin_start, pin_target = pins
+    q_ids, q_anchor, q_target, q_inv_mass, q_alpha, q_lam = soft_pins
     (si, sj, rest, inv_mass, s_alpha, s_lam, kind, batch_offsets, group_task_start,
      task_range_start, range_lo, range_hi, omega, one_sided) = sticks
     v_particles, v_particle_start, v_tris, v_tri_start, v_w, v_rest, v_alpha, v_lam = volumes
@@ -37,9 +40,10 @@ def run_substeps(state, integrate, pins, sticks, volumes, shapes, colliders, poi
     (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, radius, pair_particle, pair_start,
      approximate, abc, R, t, sc, Rb, tb, sb, moving) = colliders
     rank_start, rank_points, tet, weight, inv_c2 = points
-    depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred = contacts
+    (depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred, lift,
+     lifted) = contacts
     substeps, iterations = counts
-    h, gravity_norm = scalars
+    h, gravity_norm, allowance = scalars
     n_colliders = c_shape.shape[0]
     any_restitution = False
     for k in range(n_colliders):
@@ -47,7 +51,9 @@ def run_substeps(state, integrate, pins, sticks, volumes, shapes, colliders, poi
             any_restitution = True
     n = X.shape[1]
     for s in range(substeps):
-        # integrate
+        # drag, then integrate
+        if d_ids.shape[0]:
+            apply_drag(X, Xp, d_ids, d_drift, d_normal, d_along, d_decay, d_g_h2)
         predict(X, Xp, a_h2, keep, lim)
         f1 = (s + 1) / substeps
         f0 = s / substeps
@@ -71,6 +77,9 @@ def run_substeps(state, integrate, pins, sticks, volumes, shapes, colliders, poi
             solve_sticks(X, si, sj, rest, inv_mass, s_alpha, s_lam, kind, batch_offsets,
                          group_task_start, task_range_start, range_lo, range_hi, omega,
                          one_sided, it > 0, it < iterations - 1)
+            if q_ids.shape[0]:
+                solve_soft_pins(X, q_ids, q_anchor, q_target, f1, q_inv_mass, q_alpha, q_lam,
+                                it > 0)
             if v_rest.shape[0]:
                 solve_volumes(X, v_particles, v_particle_start, v_tris, v_tri_start, v_w, v_rest,
                               v_alpha, v_lam)
@@ -82,11 +91,12 @@ def run_substeps(state, integrate, pins, sticks, volumes, shapes, colliders, poi
                                  abc[s, k, 1], abc[s, k, 2], c_thickness[k], radius, R[s, k],
                                  t[s, k], sc[s, k], Rb[s, k], tb[s, k], sb[s, k], moving[s, k],
                                  c_mu_s[k], c_mu_k[k], k, depth, used, touching, normal, motion,
-                                 collider)
+                                 collider, allowance, lift, lifted)
             if rank_points.shape[0] and n_colliders:
                 project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, c_shape,
                                c_thickness, c_mu_s, c_mu_k, approximate[s], abc[s], R[s], t[s],
-                               sc[s], Rb[s], tb[s], sb[s], moving[s], point_depth, point_used)
+                               sc[s], Rb[s], tb[s], sb[s], moving[s], point_depth, point_used,
+                               allowance, lift, lifted)
             if m_particles.shape[0]:
                 solve_shapes(X, m_particles, m_rest_offset, m_start, m_color_offsets, m_mass,
                              m_rigid, m_w, m_alpha, m_lam, touching, m_boost)
@@ -96,6 +106,7 @@ def run_substeps(state, integrate, pins, sticks, volumes, shapes, colliders, poi
         if any_restitution:
             restitution(X, Xp, X_pred, h, gravity_norm, c_restitution, touching, collider,
                         normal, motion)
+        release_overlap(Xp, lift, lifted)
         if not _all_finite(X):
             return s
     return -1

@@ -241,14 +241,27 @@ def test_nan_object_location(extension):
     assert scenes.display_key(c) is None
 
 
+def test_negative_mass_from_python_is_refused_by_name(extension):
+    """mass has no hard minimum (properties.py): a script's negative mass is refused with the
+    object, the setting and the value named, in a bake and in live playback, and the user's
+    data stays as it was. (It used to be clamped to 1e-6 kg, and the cloth flew away.)"""
+    c = _safe_cloth()
+    before = scenes.user_hashes(c)
+    c.verlet.mass = -1.0
+    assert c.verlet.mass == -1.0
+    _refused("Cloth", "mass", "-1")
+    _live_refused("Cloth", "mass")
+    assert scenes.display_key(c) is None and scenes.user_hashes(c) == before
+
+
 def test_negative_settings_from_python_clamp_to_their_minimum(extension):
     """Blender clamps a negative assignment to the property's minimum (documented in
     properties.py): the bake then runs with that minimum and stays finite."""
     c = _safe_cloth()
     before = scenes.user_hashes(c)
-    c.verlet.mass, c.verlet.friction, c.verlet.thickness = -1.0, -0.5, -0.1
+    c.verlet.friction, c.verlet.thickness = -0.5, -0.1
     bpy.context.scene.verlet.substeps = -3
-    assert c.verlet.mass > 0 and c.verlet.friction == 0 and c.verlet.thickness == 0
+    assert c.verlet.friction == 0 and c.verlet.thickness == 0
     assert bpy.context.scene.verlet.substeps == 1
     bpy.context.scene.verlet.substeps = 10
     assert scenes.bake_op() == {"FINISHED"}

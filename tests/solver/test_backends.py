@@ -229,7 +229,58 @@ def damped_soft_bodies_and_odd_clusters():
     return b, dict(substeps=10, iterations=2), None
 
 
-SCENARIOS = [cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
+def started_inside_colliders():
+    """Overlaps resolved without speed (collision/project.py's lift): a cloth with thickness
+    lying in the floor and partly inside a sphere, a rigid cube and a tetrahedral body started
+    in the floor, and a box that jumps into a hanging rope (a strand: drag on all of its
+    velocity) in a gusty wind with strong drag."""
+    b = Builder()
+    x, f = _grid(10, size=0.8, z=0.3)
+    b.add_cloth(x, f, radius=0.01)
+    g = np.linspace(-0.1, 0.1, 2)
+    cube = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
+    b.add_shape_match(b.add_particles(cube + [0.8, 0, 0.05]), stiffness=1.0)
+    _tetra(b, (-0.8, 0.0, 0.08), 0.06, 0.3)
+    p = b.add_particles(np.column_stack([np.full(9, 0.0), np.full(9, 0.9),
+                                         np.linspace(1.0, 0.2, 9)]), mass=0.05, area=0.01)
+    b.add_sticks(np.column_stack([p[:-1], p[1:]]))
+    b.pin(p[:1])
+    b.add_collider("plane", friction=0.5)
+    b.add_collider("sphere", matrix=_translate(0, 0, -0.5), radius=0.9, friction=0.3)
+    box = b.add_collider("box", matrix=_translate(0, 2.0, 0.5), size=(0.3, 0.3, 0.3))
+
+    def drive(sim):
+        if sim.time == 0.0:
+            sim.set_wind((3.0, 1.0, 0.0), turbulence=0.6, seed=5)
+        if sim.time > 0.2:
+            sim.set_collider_matrix(box, _translate(0, 0.9, 0.5))
+    return b, dict(substeps=10, max_depenetration_speed=0.5, air_drag=6.0), drive
+
+
+def soft_pinned_cloth():
+    """Soft pins of unequal compliance (one rigid) and hard pins along a cloth's top edge; the
+    targets sweep sideways, the compliances grow and one soft pin is released (inf)."""
+    b = Builder()
+    x, f = _grid(10, size=1.0, z=1.0)
+    x[:, 2], x[:, 1] = 1.0 + x[:, 1], 0.0
+    ids = b.add_cloth(x, f, stretch_compliance=1e-4)
+    top = ids[np.isclose(x[:, 2], x[:, 2].max())]
+    soft, hard = top[::2], top[1::2]
+    b.pin(soft, compliance=np.linspace(0.0, 2e-2, len(soft)))
+    b.pin(hard)
+    b.add_collider("sphere", matrix=_translate(0.2, 0.3, 0.9), radius=0.3)
+    x_top = x[top]
+
+    def drive(sim):
+        t = sim.time
+        sim.set_pin_targets(top, x_top + [0.3 * t, 0.2 * t, 0.0])
+        sim.set_pin_compliance(soft, np.linspace(0.0, 2e-2, len(soft)) * (1 + 3 * t))
+        if t > 1.0:
+            sim.set_pin_compliance(soft[:1], np.inf)
+    return b, dict(substeps=10, iterations=2), drive
+
+
+SCENARIOS = [started_inside_colliders, soft_pinned_cloth, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
              balloon_and_moving_collider, cloth_on_elliptic_colliders, moving_elliptic_colliders,
              tetra_bodies_on_colliders, damped_soft_bodies_and_odd_clusters]
 

@@ -295,8 +295,10 @@ def test_move_particles_keeps_velocity_or_turns_the_move_into_velocity(keep_velo
 def _wind_perturbation(turbulence, seed=0):
     """(n, 3) [m/s] w(x, 0) - W of a 5 m/s wind W along X sampled at 12^3 points of a 4 m cube,
     read from the drift of light strand particles (no surface) in one step: with drag rate
-    k = drag A / m and v = 0 at the step's start, the acceleration k (w - v) is held over the
-    step, so each particle moves k w(x, 0) T^2 / 2 exactly."""
+    k = drag A / m, v = 0 at the step's start and the wind w(x, 0) held over the step, the drag
+    is integrated exactly over each of the N substeps of length h before the particle moves
+    (forces.apply_drag), so its velocity after substep n is w (1 - e^{-k h n}) and it moves
+    w h sum_n (1 - e^{-k h n}) in the step."""
     g = np.linspace(0.0, 4.0, 12)
     x = np.stack(np.meshgrid(g, g, g), -1).reshape(-1, 3)
     mass, area, drag, T = 1.0, 1e-3, 1.0, 0.1
@@ -307,8 +309,9 @@ def _wind_perturbation(turbulence, seed=0):
                      damping=0.0, air_drag=drag)
     sim.set_wind(wind, turbulence=turbulence, scale=2.0, seed=seed)
     sim.step(T)
-    k = drag * area / mass
-    return 2.0 * (sim.x - x) / (k * T * T) - wind
+    k, h = drag * area / mass, T / sim.substeps
+    per_wind = h * np.sum(1.0 - np.exp(-k * h * np.arange(1, sim.substeps + 1)))
+    return (sim.x - x) / per_wind - wind
 
 
 def test_turbulence_amplitude_scales_linearly():
