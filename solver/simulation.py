@@ -480,23 +480,23 @@ class Simulation:
         speed = math.sqrt(float(speed2[i])) / st.h
         if speed <= limit:
             return
-        step = backup.state.step_index
-        what = self.model.describe_particle(i)
-        self.set_state(backup)
-        raise SolverError(
-            f"step {step}: particle {i} moves at {speed:.3g} m/s, beyond anything this scene's "
-            f"forces can produce ({limit:.3g} m/s from gravity over the simulated time, wind, "
-            f"colliders, pins and velocity kicks): the simulation is running away; acting on "
-            f"it: {what}. The state before the step is kept; raise the substeps, lower the air "
-            "drag or soften the constraint.", step=step, particle=i, constraint=what)
+        self._abort(backup, i, f"particle {i} moves at {speed:.3g} m/s, beyond anything this "
+                    f"scene's forces can produce ({limit:.3g} m/s from gravity over the simulated "
+                    "time, wind, colliders, pins and velocity kicks): the simulation is running "
+                    "away", "raise the substeps, lower the air drag or soften the constraint")
 
     def _fail(self, backup, substep):
-        bad = ~np.isfinite(self.state.x).all(axis=1)
-        i = int(np.argmax(bad))
-        step = self.state.step_index
-        what = self.model.describe_particle(i)
+        i = int(np.argmax(~np.isfinite(self.state.x).all(axis=1)))
+        self._abort(backup, i, f"(substep {substep}): particle {i} left the finite numbers",
+                    "lower the time step, raise the substeps or soften the constraint")
+
+    def _abort(self, backup, i, what_happened, advice):
+        """Restore the state from before the step and raise SolverError naming the step, the
+        particle i, what acts on it and what to try."""
+        step = backup.state.step_index
+        acting = self.model.describe_particle(i)
         self.set_state(backup)
+        space = "" if what_happened.startswith("(") else ":"
         raise SolverError(
-            f"step {step} (substep {substep}): particle {i} left the finite numbers; acting on "
-            f"it: {what}. The state before the step is kept; lower the time step, raise the "
-            "substeps or soften the constraint.", step=step, particle=i, constraint=what)
+            f"step {step}{space} {what_happened}; acting on it: {acting}. The state before the "
+            f"step is kept; {advice}.", step=step, particle=i, constraint=acting)
