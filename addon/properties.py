@@ -147,7 +147,9 @@ class VerletObjectSettings(bpy.types.PropertyGroup):
                               description="Vertex group of vertices that follow the mesh")
     # no hard minimum: a negative or zero mass from a script is refused by name when the
     # simulation is built (simscene), instead of becoming a different, tiny mass
-    mass: FloatProperty(name="Mass", default=1.0, soft_min=1e-6, max=1e9, soft_max=1000.0,
+    # hard minimum 0, not a small positive mass: a script's 0 or negative mass (clamped to 0) is
+    # refused by name when the simulation is built, instead of becoming a feather that flies
+    mass: FloatProperty(name="Mass", default=1.0, min=0.0, soft_min=1e-6, max=1e9, soft_max=1000.0,
                         unit="MASS", description="Total mass of the object [kg]")
     friction: FloatProperty(name="Friction", default=0.5, min=0.0, max=10.0, soft_max=2.0,
                             description="Coulomb friction coefficient")

@@ -242,14 +242,14 @@ def test_nan_object_location(extension):
 
 
 def test_negative_mass_from_python_is_refused_by_name(extension):
-    """mass has no hard minimum (properties.py): a script's negative mass is refused with the
-    object, the setting and the value named, in a bake and in live playback, and the user's
-    data stays as it was. (It used to be clamped to 1e-6 kg, and the cloth flew away.)"""
+    """mass has a hard minimum of 0 (properties.py): a script's negative mass clamps to 0 and is
+    refused with the object and the setting named, in a bake and in live playback, and the
+    user's data stays as it was. (It used to be clamped to 1e-6 kg, and the cloth flew away.)"""
     c = _safe_cloth()
     before = scenes.user_hashes(c)
     c.verlet.mass = -1.0
-    assert c.verlet.mass == -1.0
-    _refused("Cloth", "mass", "-1")
+    assert c.verlet.mass == 0.0
+    _refused("Cloth", "mass")
     _live_refused("Cloth", "mass")
     assert scenes.display_key(c) is None and scenes.user_hashes(c) == before
 

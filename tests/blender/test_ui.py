@@ -203,7 +203,7 @@ def test_negative_values_clamp_to_their_minimum(ui):
         setattr(s, name, -1.0)
         assert getattr(s, name) == 0.0, name
     s.mass, s.shape_stiffness, s.pressure = -1.0, -1.0, -1.0
-    assert s.mass == -1.0            # no hard minimum: refused by name at build (test_faults)
+    assert s.mass == 0.0             # then refused by name when built (test_faults)
     assert s.shape_stiffness == pytest.approx(1e-3)
     assert s.pressure == pytest.approx(0.01)
     s.restitution, s.damping = 5.0, 5.0
