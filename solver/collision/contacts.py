@@ -42,10 +42,6 @@ class Contacts:
         self.pair_particle = np.concatenate(per_collider).astype(np.int64) if per_collider \
             else np.zeros(0, np.int64)
 
-    def candidates(self, k):
-        """(k,) int64 the particles that may touch collider k this step."""
-        return self.pair_particle[self.pair_start[k]:self.pair_start[k + 1]]
-
     def kernel_args(self):
         """The contacts group of loop.run_substeps' arguments (the loop resets them per
         substep)."""

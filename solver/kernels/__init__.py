@@ -9,7 +9,10 @@ loop itself in loop.py). The compiled kernels (compiled.py, compiled_contact.py,
 Numba) perform the same floating-point operations in the same
 order, so the backends agree bit for bit (tests/solver/test_backends.py). Positions always
 travel as (3, n) coordinate rows X [m]. Physics classes take a table and never ask which backend
-it is. A new kernel is a NumPy function, its compiled mirror, and its name in KERNELS.
+it is. A new kernel is a NumPy function, its compiled mirror, its name in KERNELS, and its call
+in the substep loop (loop.py and compiled_loop.py, fed by a group that Simulation._loop_args
+builds from the family's solver class); tests/solver/test_structure.py checks that both tables
+have the same names and parameters.
 """
 
 from types import SimpleNamespace

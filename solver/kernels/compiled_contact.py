@@ -245,7 +245,7 @@ def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, t
     per collider (C colliders): shape (C,) int64, thickness, mu_s, mu_k (C,) float64,
     approximate (C,) bool first-order SDF, abc (C, 3) its scaled dims, R, Rb (C, 3, 3),
     t, tb (C, 3) [m], s, sb (C, 3) the frames now and at the substep's start, moving (C,) bool
-    (collision/colliders.Colliders._packed); point_depth, point_used (P,) float64 [m] updated for hits;
+    (collision/colliders.Colliders.placements, one substep of them); point_depth, point_used (P,) float64 [m] updated for hits;
     allowance [m], lift (n, 3) [m], lifted (n,) bool: the bounded depenetration, a point's lift
     shared among its corners."""
     for r in range(rank_start.shape[0] - 1):
