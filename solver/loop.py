@@ -61,7 +61,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     (m_particles, m_rest_offset, m_start, m_color_offsets, m_mass, m_rigid, m_w, m_alpha, m_lam,
      m_boost, m_damping, m_keep, m_any_damped) = shapes
     (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, radius, pair_particle, pair_start,
-     approximate, abc, R, t, sc, Rb, tb, sb, moving) = colliders
+     by_particle, by_particle_start, by_particle_collider, approximate, abc, R, t, sc, Rb, tb, sb,
+     moving) = colliders
     rank_start, rank_points, tet, weight, inv_c2 = points
     (depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred, lift,
      lifted) = contacts

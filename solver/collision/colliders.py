@@ -114,7 +114,9 @@ class Colliders:
         """The colliders group of loop.run_substeps' arguments: material per collider, the
         particle radii (n,) [m], the collide stage's candidates and the placements."""
         return (self.shape, self.thickness, self.mu_s, self.mu_k, self.e_restitution, radius,
-                contacts.pair_particle, contacts.pair_start) + self.placements(control, substeps)
+                contacts.pair_particle, contacts.pair_start, contacts.by_particle,
+                contacts.by_particle_start, contacts.by_particle_collider) \
+            + self.placements(control, substeps)
 
     def end_step(self, control):
         """The targets are reached: they become the placements now."""

@@ -17,6 +17,12 @@ class Contacts:
         # --- pairs found by the collide stage this step, grouped by collider
         self.pair_particle = np.zeros(0, np.int64)         # (q,) int64 particle of each pair
         self.pair_start = np.zeros(n_colliders + 1, np.int64)   # (C + 1,) pairs of collider k
+        # the same pairs grouped by particle (the compiled loop's one pass over all colliders):
+        # particle v of the u candidates is by_particle[v], its colliders (increasing)
+        # by_particle_collider[by_particle_start[v]:by_particle_start[v + 1]]
+        self.by_particle = np.zeros(0, np.int64)            # (u,) int64
+        self.by_particle_start = np.zeros(1, np.int64)      # (u + 1,) int64
+        self.by_particle_collider = np.zeros(0, np.int64)   # (q,) int64
         # --- contact state of the current substep (allocated once, reset every substep)
         self.depth = np.zeros(n)                 # (n,) float64 [m] normal correction this substep
         self.used = np.zeros(n)                  # (n,) float64 [m] friction distance spent
@@ -41,6 +47,13 @@ class Contacts:
         self.pair_start = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))).astype(np.int64)
         self.pair_particle = np.concatenate(per_collider).astype(np.int64) if per_collider \
             else np.zeros(0, np.int64)
+        pair_collider = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+        order = np.lexsort((pair_collider, self.pair_particle))      # by particle, then collider
+        p = self.pair_particle[order]
+        first = np.r_[True, p[1:] != p[:-1]] if p.size else np.zeros(0, bool)
+        self.by_particle = p[first]
+        self.by_particle_start = np.r_[np.nonzero(first)[0], p.size].astype(np.int64)
+        self.by_particle_collider = pair_collider[order]
 
     def kernel_args(self):
         """The contacts group of loop.run_substeps' arguments (the loop resets them per

@@ -164,72 +164,103 @@ def _bounded(x0, x1, x2, xp0, xp1, xp2, m0, m1, m2, n0, n1, n2, d, allowance):
     return corr, corr - min(corr, max(into, 0.0))
 
 
+@njit(cache=True, fastmath=False, inline="always")
+def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
+                      sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider,
+                      allowance, lift, lifted):
+    """Particle i against collider k (the arguments of project_collider)."""
+    d0 = X[0, i] - t[0]
+    d1 = X[1, i] - t[1]
+    d2 = X[2, i] - t[2]
+    q0 = d0 * R[0, 0] + d1 * R[1, 0] + d2 * R[2, 0]
+    q1 = d0 * R[0, 1] + d1 * R[1, 1] + d2 * R[2, 1]
+    q2 = d0 * R[0, 2] + d1 * R[1, 2] + d2 * R[2, 2]
+    if approximate:
+        phi, g0, g1, g2 = _approx_sdf(shape, a, b, c, s[0], s[1], q0, q1, q2)
+    else:
+        phi, g0, g1, g2 = _local_sdf(shape, a, b, c, q0, q1, q2)
+    pen = phi - thickness - radius[i]
+    if not pen < 0:
+        return
+    d = -pen
+    n0 = R[0, 0] * g0 + R[0, 1] * g1 + R[0, 2] * g2
+    n1 = R[1, 0] * g0 + R[1, 1] * g1 + R[1, 2] * g2
+    n2 = R[2, 0] * g0 + R[2, 1] * g1 + R[2, 2] * g2
+    m0 = 0.0
+    m1 = 0.0
+    m2 = 0.0
+    if moving:
+        m0, m1, m2 = _motion(R, t, s, Rb, tb, sb, X[0, i] + n0 * d, X[1, i] + n1 * d,
+                             X[2, i] + n2 * d)
+    corr, lf = _bounded(X[0, i], X[1, i], X[2, i], Xp[0, i], Xp[1, i], Xp[2, i], m0, m1,
+                        m2, n0, n1, n2, d, allowance)
+    y0 = X[0, i] + n0 * corr
+    y1 = X[1, i] + n1 * corr
+    y2 = X[2, i] + n2 * corr
+    dep = depth[i] + corr
+    u = used[i]
+    t0, t1, t2, scale, take = _friction(y0 - Xp[0, i] - m0, y1 - Xp[1, i] - m1,
+                                        y2 - Xp[2, i] - m2, n0, n1, n2, dep, u, mu_s, mu_k)
+    X[0, i] = y0 - t0 * scale
+    X[1, i] = y1 - t1 * scale
+    X[2, i] = y2 - t2 * scale
+    depth[i] = dep
+    used[i] = u + take
+    touching[i] = True
+    normal[i, 0] = n0
+    normal[i, 1] = n1
+    normal[i, 2] = n2
+    motion[i, 0] = m0
+    motion[i, 1] = m1
+    motion[i, 2] = m2
+    collider[i] = k
+    if lf > 0:
+        lift[i, 0] += n0 * lf
+        lift[i, 1] += n1 * lf
+        lift[i, 2] += n2 * lf
+        lifted[i] = True
+
+
 @njit(cache=True, parallel=True, fastmath=False)
 def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
                      sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider,
                      allowance, lift, lifted):
     """Scalar mirror of collision/project.project_collider: one collider, exact SDF (local_sdf)
-    or, with ``approximate``, the first-order one (approx_local_sdf) of a sphere, cylinder or capsule
-    under a non-uniform scale; candidates idx (unique ids); (a, b, c) from sdf.placement. One kernel for both keeps the compile paid once.
+    or, with ``approximate``, the first-order one (approx_local_sdf) of a sphere, cylinder or
+    capsule under a non-uniform scale; candidates idx (unique ids); (a, b, c) from
+    sdf.placement. One kernel for both keeps the compile paid once.
     X, Xp (3, n) float64 [m] positions (updated) and previous positions; radius (n,) [m];
     R, Rb (3, 3), t, tb (3,) [m], s, sb (3,) the frame now and at the substep's start;
     depth, used (n,) [m], touching (n,) bool, normal (n, 3), motion (n, 3) [m],
     collider (n,) int64: the contact state, written for particles that touch; allowance [m],
     lift (n, 3) [m], lifted (n,) bool: the bounded depenetration (collision/project.py)."""
-    s0 = s[0]
-    s1 = s[1]
     for m in prange(idx.shape[0]):
-        i = idx[m]
-        d0 = X[0, i] - t[0]
-        d1 = X[1, i] - t[1]
-        d2 = X[2, i] - t[2]
-        q0 = d0 * R[0, 0] + d1 * R[1, 0] + d2 * R[2, 0]
-        q1 = d0 * R[0, 1] + d1 * R[1, 1] + d2 * R[2, 1]
-        q2 = d0 * R[0, 2] + d1 * R[1, 2] + d2 * R[2, 2]
-        if approximate:
-            phi, g0, g1, g2 = _approx_sdf(shape, a, b, c, s0, s1, q0, q1, q2)
-        else:
-            phi, g0, g1, g2 = _local_sdf(shape, a, b, c, q0, q1, q2)
-        pen = phi - thickness - radius[i]
-        if not pen < 0:
-            continue
-        d = -pen
-        n0 = R[0, 0] * g0 + R[0, 1] * g1 + R[0, 2] * g2
-        n1 = R[1, 0] * g0 + R[1, 1] * g1 + R[1, 2] * g2
-        n2 = R[2, 0] * g0 + R[2, 1] * g1 + R[2, 2] * g2
-        m0 = 0.0
-        m1 = 0.0
-        m2 = 0.0
-        if moving:
-            m0, m1, m2 = _motion(R, t, s, Rb, tb, sb, X[0, i] + n0 * d, X[1, i] + n1 * d,
-                                 X[2, i] + n2 * d)
-        corr, lf = _bounded(X[0, i], X[1, i], X[2, i], Xp[0, i], Xp[1, i], Xp[2, i], m0, m1,
-                            m2, n0, n1, n2, d, allowance)
-        y0 = X[0, i] + n0 * corr
-        y1 = X[1, i] + n1 * corr
-        y2 = X[2, i] + n2 * corr
-        dep = depth[i] + corr
-        u = used[i]
-        t0, t1, t2, scale, take = _friction(y0 - Xp[0, i] - m0, y1 - Xp[1, i] - m1,
-                                            y2 - Xp[2, i] - m2, n0, n1, n2, dep, u, mu_s, mu_k)
-        X[0, i] = y0 - t0 * scale
-        X[1, i] = y1 - t1 * scale
-        X[2, i] = y2 - t2 * scale
-        depth[i] = dep
-        used[i] = u + take
-        touching[i] = True
-        normal[i, 0] = n0
-        normal[i, 1] = n1
-        normal[i, 2] = n2
-        motion[i, 0] = m0
-        motion[i, 1] = m1
-        motion[i, 2] = m2
-        collider[i] = k
-        if lf > 0:
-            lift[i, 0] += n0 * lf
-            lift[i, 1] += n1 * lf
-            lift[i, 2] += n2 * lf
-            lifted[i] = True
+        _project_particle(X, Xp, idx[m], shape, approximate, a, b, c, thickness, radius, R, t, s,
+                          Rb, tb, sb, moving, mu_s, mu_k, k, depth, used, touching, normal,
+                          motion, collider, allowance, lift, lifted)
+
+
+@njit(cache=True, parallel=True, fastmath=False)
+def project_colliders(X, Xp, particles, particle_start, pair_collider, shape, approximate, abc,
+                      thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, depth, used,
+                      touching, normal, motion, collider, allowance, lift, lifted):
+    """Every collider in one parallel pass (what the compiled loop runs): particle after
+    particle, each against its candidate colliders in increasing order. A particle's contact
+    touches only that particle, so this gives the same bits as project_collider run collider
+    after collider (the NumPy loop's order), with one wait instead of one per collider.
+    particles (u,) int64 the candidates, particle_start (u + 1,) and pair_collider (q,) int64
+    their colliders: pair_collider[particle_start[v]:particle_start[v + 1]] for particles[v]
+    (contacts.Contacts); per collider (C,): shape, approximate, abc (C, 3), thickness, the
+    frames R (C, 3, 3), t, s (C, 3) and Rb, tb, sb at the substep's start, moving, mu_s, mu_k;
+    the rest as project_collider."""
+    for v in prange(particles.shape[0]):
+        i = particles[v]
+        for r in range(particle_start[v], particle_start[v + 1]):
+            k = pair_collider[r]
+            _project_particle(X, Xp, i, shape[k], approximate[k], abc[k, 0], abc[k, 1],
+                              abc[k, 2], thickness[k], radius, R[k], t[k], s[k], Rb[k], tb[k],
+                              sb[k], moving[k], mu_s[k], mu_k[k], k, depth, used, touching,
+                              normal, motion, collider, allowance, lift, lifted)
 
 
 @njit(cache=True, fastmath=False)

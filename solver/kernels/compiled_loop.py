@@ -12,7 +12,7 @@ from numba import njit
 
 from .compiled import (apply_drag, damp_shapes, predict, solve_shapes, solve_soft_pins,
                        solve_sticks, solve_volumes)
-from .compiled_contact import project_collider, project_points, release_overlap, restitution
+from .compiled_contact import project_colliders, project_points, release_overlap, restitution
 
 
 @njit(cache=True, fastmath=False)
@@ -38,7 +38,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     (m_particles, m_rest_offset, m_start, m_color_offsets, m_mass, m_rigid, m_w, m_alpha, m_lam,
      m_boost, m_damping, m_keep, m_any_damped) = shapes
     (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, radius, pair_particle, pair_start,
-     approximate, abc, R, t, sc, Rb, tb, sb, moving) = colliders
+     by_particle, by_particle_start, by_particle_collider, approximate, abc, R, t, sc, Rb, tb, sb,
+     moving) = colliders
     rank_start, rank_points, tet, weight, inv_c2 = points
     (depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred, lift,
      lifted) = contacts
@@ -83,15 +84,14 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             if v_rest.shape[0]:
                 solve_volumes(X, v_particles, v_particle_start, v_tris, v_tri_start, v_w, v_rest,
                               v_alpha, v_lam)
-            for k in range(n_colliders):
-                idx = pair_particle[pair_start[k]:pair_start[k + 1]]
-                if idx.shape[0] == 0:
-                    continue
-                project_collider(X, Xp, idx, c_shape[k], approximate[s, k], abc[s, k, 0],
-                                 abc[s, k, 1], abc[s, k, 2], c_thickness[k], radius, R[s, k],
-                                 t[s, k], sc[s, k], Rb[s, k], tb[s, k], sb[s, k], moving[s, k],
-                                 c_mu_s[k], c_mu_k[k], k, depth, used, touching, normal, motion,
-                                 collider, allowance, lift, lifted)
+            # every collider in one pass (loop.py goes collider by collider: the same bits,
+            # since a contact touches its own particle only)
+            if by_particle.shape[0]:
+                project_colliders(X, Xp, by_particle, by_particle_start, by_particle_collider,
+                                  c_shape, approximate[s], abc[s], c_thickness, radius, R[s],
+                                  t[s], sc[s], Rb[s], tb[s], sb[s], moving[s], c_mu_s, c_mu_k,
+                                  depth, used, touching, normal, motion, collider, allowance,
+                                  lift, lifted)
             if rank_points.shape[0] and n_colliders:
                 project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, c_shape,
                                c_thickness, c_mu_s, c_mu_k, approximate[s], abc[s], R[s], t[s],
