@@ -98,6 +98,9 @@ class Body:
         self.rest_matrix = np.array(matrix_world, dtype=np.float64)   # (4, 4) at the start
         self.topology_hash = topo_hash
         self.pin_local = pin_local          # (p,) int64 vertex indices that are pinned, or None
+        self.pin_weight = None              # (p,) float64 their pin group weights in [0, 1]
+        self.pin_soft = None                # (p,) bool soft pins (the rest are hard)
+        self.pin_stiffness = None           # the pin_stiffness their compliance was set for
 
 
 class SceneSim:
@@ -147,6 +150,7 @@ class SceneSim:
             d = scene.objects[body.name].verlet
             if getattr(d, "damping", 0.0) > 0 and body.kind != "SOFT":   # SOFT: see _add_kind
                 self.sim.set_damping(body.ids, min(d.damping, 1.0))
+        self._update_pin_strength()
         self.fps = scene.render.fps / scene.render.fps_base
 
     # ------------------------------------------------------------------ building
@@ -185,14 +189,28 @@ class SceneSim:
             ids = self._add_kind(b, obj, mesh, kind, x, faces, mass, radius)
         except ValueError as exc:
             raise BridgeError(f"{obj.name}: {exc}") from None
-        pin_local = None
+        body = Body(obj, kind, ids, x, mw, bridge.topology_hash(n, faces))
         if obj.verlet.pin_group:
-            w = bridge.group_weights(obj, mesh, obj.verlet.pin_group)
-            pin_local = np.nonzero(w > 0)[0]
-            if pin_local.size == 0:
-                raise BridgeError(f"{obj.name}: pin group '{obj.verlet.pin_group}' is empty")
-            b.pin(ids[pin_local])
-        self.bodies.append(Body(obj, kind, ids, x, mw, bridge.topology_hash(n, faces), pin_local))
+            self._add_pins(b, obj, mesh, body)
+        self.bodies.append(body)
+
+    def _add_pins(self, b, obj, mesh, body):
+        """Pins from the pin group: strength = weight x pin_stiffness (properties.py). Full
+        strength that cannot change is a hard pin; anything else a soft pin, whose compliance
+        _update_pin_strength sets before every step (the first one included)."""
+        w = bridge.group_weights(obj, mesh, obj.verlet.pin_group)
+        pin_local = np.nonzero(w > 0)[0]
+        if pin_local.size == 0:
+            raise BridgeError(f"{obj.name}: pin group '{obj.verlet.pin_group}' is empty")
+        weight = np.minimum(w[pin_local], 1.0)
+        soft = weight * _settings(obj, "pin_stiffness", 1.0) < 1.0
+        if _animated(obj, "verlet.pin_stiffness"):
+            soft[:] = True
+        if soft.any():
+            b.pin(body.ids[pin_local[soft]], compliance=0.0)
+        if not soft.all():
+            b.pin(body.ids[pin_local[~soft]])
+        body.pin_local, body.pin_weight, body.pin_soft = pin_local, weight, soft
 
     def _add_kind(self, b, obj, mesh, kind, x, faces, mass, radius):
         n = len(x)
@@ -250,9 +268,26 @@ class SceneSim:
         raise BridgeError(f"{obj.name}: unknown kind {kind!r}")
 
     # ------------------------------------------------------------------ stepping
+    def _update_pin_strength(self):
+        """Soft pins' compliance from each body's pin_stiffness at the current frame (it may be
+        animated) and its pin group weights; set only when the stiffness changed."""
+        for body in self.bodies:
+            if body.pin_soft is None or not body.pin_soft.any():
+                continue
+            obj = self.scene.objects[body.name]
+            k = _settings(obj, "pin_stiffness", 1.0)
+            if k == body.pin_stiffness:
+                continue
+            from .properties import pin_compliance
+            ids = body.ids[body.pin_local[body.pin_soft]]
+            self.sim.set_pin_compliance(ids, pin_compliance(body.pin_weight[body.pin_soft] * k,
+                                                            self.model.particle_mass[ids]))
+            body.pin_stiffness = k
+
     def step_to(self, depsgraph):
         """Advance one frame to the scene's current (already evaluated) frame: colliders and pins
         take their evaluated placement at that frame, reached at the end of the step."""
+        self._update_pin_strength()
         for name, k, offset in self.colliders:
             obj = self.scene.objects[name].evaluated_get(depsgraph)
             self.sim.set_collider_matrix(k, np.array(obj.matrix_world, dtype=np.float64) @ offset)
@@ -290,6 +325,27 @@ class SceneSim:
         if body.kind == "RIGID":
             return rigid_transform(body.rest_world, x) @ body.rest_matrix
         return bridge.to_local(getattr(body, "matrix", body.rest_matrix), x)
+
+
+def _animated(obj, path):
+    """Whether obj's property at data path ``path`` is keyframed or driven (then its value may
+    change during the simulation). Reads layered actions (Blender 4.4+) and legacy ones."""
+    ad = obj.animation_data
+    if ad is None:
+        return False
+    if any(d.data_path == path for d in ad.drivers):
+        return True
+    action = ad.action
+    if action is None:
+        return False
+    curves = []
+    for layer in getattr(action, "layers", ()):
+        for strip in layer.strips:
+            for bag in getattr(strip, "channelbags", ()):
+                curves += list(bag.fcurves)
+    if not curves:
+        curves = list(getattr(action, "fcurves", ()))
+    return any(fc.data_path == path for fc in curves)
 
 
 def _tapered(obj, taper, pairs):
