@@ -13,6 +13,7 @@ import numpy as np
 
 from ..solver import Builder, Simulation
 from ..solver.geometry import polygon_areas, rigid_transform, strand_areas, strand_supports
+from ..solver.strands import edge_frames
 from ..solver.mesh import cloth_topology, normalize_faces
 from . import bridge
 from . import kernels as compiled
@@ -101,6 +102,7 @@ class Body:
         self.pin_weight = None              # (p,) float64 their pin group weights in [0, 1]
         self.pin_soft = None                # (p,) bool soft pins (the rest are hard)
         self.pin_stiffness = None           # the pin_stiffness their compliance was set for
+        self.frames = None                  # strands: ((e,) frame particle ids, (e, 3) rest [m])
 
 
 class SceneSim:
@@ -186,10 +188,11 @@ class SceneSim:
             raise BridgeError(f"{obj.name}: mass must be > 0 kg, got {mass:g} kg")
         radius = _settings(obj, "thickness", 0.0)
         try:
-            ids = self._add_kind(b, obj, mesh, kind, x, faces, mass, radius)
+            ids, frames = self._add_kind(b, obj, mesh, kind, x, faces, mass, radius)
         except ValueError as exc:
             raise BridgeError(f"{obj.name}: {exc}") from None
         body = Body(obj, kind, ids, x, mw, bridge.topology_hash(n, faces))
+        body.frames = frames
         if obj.verlet.pin_group:
             self._add_pins(b, obj, mesh, body)
         self.bodies.append(body)
@@ -221,7 +224,7 @@ class SceneSim:
             return b.add_cloth(x, faces, density=mass / max(area, 1e-12), radius=radius,
                                stretch_compliance=compliance(obj, "stretch_stiffness", 0.0),
                                shear_compliance=compliance(obj, "shear_stiffness", 0.0),
-                               bend_compliance=compliance(obj, "bend_stiffness", 1e-3))
+                               bend_compliance=compliance(obj, "bend_stiffness", 1e-3)), None
         if kind == "PLANT":
             taper = None
             if getattr(obj.verlet, "taper_group", ""):
@@ -238,14 +241,17 @@ class SceneSim:
                 if len(e) == 0:
                     raise BridgeError(f"{obj.name}: a plant needs faces or edges")
                 # strands have no faces: wind and drag act on an exposed area of half of each
-                # incident edge times the strand's width (twice the thickness, at least 5 mm)
-                ids = b.add_particles(x, mass=mass / n, radius=radius,
-                                      area=strand_areas(x, e, max(2.0 * radius, STRAND_WIDTH)))
-                b.add_sticks(ids[e], compliance=compliance(obj, "stretch_stiffness", 0.0))
-                support = strand_supports(e)
+                # incident edge times the strand's width (twice the thickness, at least 5 mm);
+                # bend and twist through frame particles and joints (solver/strands.py)
+                ids, frame_ids = b.add_strands(
+                    x, e, mass=mass / n, radius=radius,
+                    area=strand_areas(x, e, max(2.0 * radius, STRAND_WIDTH)),
+                    stretch_compliance=compliance(obj, "stretch_stiffness", 0.0),
+                    bend_compliance=_tapered(obj, taper, np.repeat(np.arange(n)[:, None], 2, 1)))
+                return ids, (frame_ids, edge_frames(x, e))
             if len(support):
                 b.add_sticks(ids[support], compliance=_tapered(obj, taper, support))
-            return ids
+            return ids, None
         ids = b.add_particles(x, mass=mass / n, radius=radius)
         if kind == "SOFT":
             e = bridge.edges(mesh)
@@ -261,10 +267,10 @@ class SceneSim:
                                  pressure=max(getattr(obj.verlet, "pressure", 1.0), 1e-3))
                 except ValueError:
                     pass        # an open surface encloses no volume: shape matching alone
-            return ids
+            return ids, None
         if kind == "RIGID":
             b.add_shape_match(ids, stiffness=1.0)
-            return ids
+            return ids, None
         raise BridgeError(f"{obj.name}: unknown kind {kind!r}")
 
     # ------------------------------------------------------------------ stepping
@@ -283,6 +289,18 @@ class SceneSim:
             self.sim.set_pin_compliance(ids, pin_compliance(body.pin_weight[body.pin_soft] * k,
                                                             self.model.particle_mass[ids]))
             body.pin_stiffness = k
+
+    def _move_pinned_frames(self, body, matrix):
+        """Strands: the frame particles of pinned edges (pinned with them, solver/strands.py)
+        follow the object's transform from its rest placement to ``matrix`` (4, 4)."""
+        if body.frames is None:
+            return
+        frame_ids, rest = body.frames
+        pinned = self.model.particle_inv_mass[frame_ids] == 0
+        if pinned.any():
+            move = matrix @ np.linalg.inv(body.rest_matrix)
+            self.sim.set_pin_targets(frame_ids[pinned],
+                                     rest[pinned] @ move[:3, :3].T + move[:3, 3])
 
     def step_to(self, depsgraph):
         """Advance one frame to the scene's current (already evaluated) frame: colliders and pins
@@ -309,6 +327,7 @@ class SceneSim:
                                       f"simulation ({len(body.ids)} -> {len(x)}); a modifier "
                                       "changes the topology")
                 self.sim.set_pin_targets(body.ids[body.pin_local], x[body.pin_local])
+                self._move_pinned_frames(body, np.array(obj_eval.matrix_world, np.float64))
         self.sim.step(1.0 / self.fps)
         # Added: deforming results are in the object's space at this frame, as Blender Cloth
         # does; they were relative to its matrix at the start, so an animated object (a flag
@@ -349,8 +368,9 @@ def _animated(obj, path):
 
 
 def _tapered(obj, taper, pairs):
-    """Compliance [m/N] of plant support sticks: the bend stiffness, scaled toward the tips by
-    the taper group's weight (mean of the stick's two ends; weight 1 = full stiffness)."""
+    """Compliance [m/N] of plant support sticks (pairs (k, 2)) or strand joints (a vertex twice
+    per row): the bend stiffness, scaled toward the tips by the taper group's weight (mean of
+    the two; weight 1 = full stiffness)."""
     stiffness = _settings(obj, "bend_stiffness", 0.375)
     from .properties import compliance_from_stiffness
     if taper is None:
