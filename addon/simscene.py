@@ -12,7 +12,7 @@ import bpy
 import numpy as np
 
 from ..solver import Builder, Simulation
-from ..solver.geometry import polygon_areas, rigid_transform, strand_areas, strand_supports
+from ..solver.geometry import polygon_areas, rigid_transform, strand_areas
 from ..solver.strands import edge_frames
 from ..solver.mesh import cloth_topology, normalize_faces
 from . import bridge
