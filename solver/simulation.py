@@ -341,6 +341,7 @@ class Simulation:
         self._collide(dt, acc)
         drag = self._drag_terms(h)
         keep, a_h2, lim = self._integration_terms(h, acc)
+        self._allowance = self.max_depenetration_speed * h     # [m] the contacts' bound
         last = self.iterations - 1
         for s in range(S):
             self.colliders.begin_substep(ctl, s, S)
@@ -349,7 +350,6 @@ class Simulation:
             self.contacts.reset_substep()
             self._begin_substep(h)
             self.soft_pins.begin_substep(ctl, h, s, S)
-            self._allowance = self.max_depenetration_speed * h     # [m] this substep's bound
             for it in range(self.iterations):
                 self._relax(it == 0, it == last)
             self._velocity_pass(h)
