@@ -14,7 +14,8 @@ modifiers applied:
   instead into our point attribute DISPLAY_ATTRIBUTE (one foreach_set), which our Geometry Nodes
   modifier DISPLAY_MODIFIER, kept LAST in the stack, writes over the position. The key is not
   used then (it is removed). Reading the evaluated mesh for the simulation (reset, pins) happens
-  with that modifier off (display_modifiers_off), so the user's own stack is what is read.
+  with that modifier off, and our key muted (display_modifiers_off), so the user's own stack is
+  what is read.
 """
 
 import contextlib
@@ -277,20 +278,30 @@ def remove_display(obj):
 
 @contextlib.contextmanager
 def display_modifiers_off(objs):
-    """Turn our display modifiers off in the viewport (restored after), so that the evaluated
-    meshes read meanwhile are the user's stack only. Yields True when something was turned off:
-    the caller must then get a freshly evaluated depsgraph."""
-    off = []
+    """Turn our display off (restored after): our display modifiers in the viewport, and our
+    display shape keys (muted), so that the evaluated meshes read meanwhile are the user's own
+    (pins' targets: a soft pin read from the displayed key chased its own sag). Yields True
+    when something was turned off: the caller must then get a freshly evaluated depsgraph."""
+    off, muted = [], []
     for obj in objs:
-        mod = obj.modifiers.get(DISPLAY_MODIFIER) if obj.type == "MESH" else None
+        if obj.type != "MESH":
+            continue
+        mod = obj.modifiers.get(DISPLAY_MODIFIER)
         if mod is not None and mod.show_viewport:
             mod.show_viewport = False
             off.append(mod)
+        keys = obj.data.shape_keys
+        kb = keys.key_blocks.get(DISPLAY_KEY) if keys is not None else None
+        if kb is not None and not kb.mute:
+            kb.mute = True
+            muted.append(kb)
     try:
-        yield bool(off)
+        yield bool(off or muted)
     finally:
         for mod in off:
             mod.show_viewport = True
+        for kb in muted:
+            kb.mute = False
 
 
 def _key_co(kb):

@@ -112,6 +112,7 @@ class PHYSICS_PT_verlet_shape(VerletPanel, bpy.types.Panel):
         s = obj.verlet
         col = settings_column(layout, obj)
         col.prop_search(s, "pin_group", obj, "vertex_groups", text="Pin Group")
+        col.prop(s, "pin_stiffness", text="Pin Stiffness")
         if s.kind == "PLANT":
             col.prop_search(s, "taper_group", obj, "vertex_groups", text="Stiffness Taper")
 

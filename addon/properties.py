@@ -88,6 +88,29 @@ def stiffness_from_compliance(compliance):
     return float(s) if s.ndim == 0 else s
 
 
+# Pin strength. A vertex of the pin group with weight w, on an object whose pin_stiffness is k,
+# is pinned with strength s = w k (clamped to [0, 1]): s = 1 follows the (deformed) mesh
+# exactly (a hard pin, unless the stiffness is animated), s = 0 is free, and in between the vertex
+# hangs from a soft pin (solver/constraints/pins.py) whose compliance sags it under its own
+# weight by (1/s - 1) PIN_SAG: 1 cm at s = 0.5, 9 cm at 0.1, 99 cm at 0.01. Defined through the
+# vertex's own weight, a strength means the same sag on a light or a heavy cloth.
+PIN_SAG = 0.01              # [m] sag under its own weight of a vertex pinned at strength 0.5
+STANDARD_GRAVITY = 9.80665  # [m/s^2] sets the scale of PIN_SAG (not the scene's gravity)
+
+
+def pin_compliance(strength, mass):
+    """(k,) XPBD compliance [m/N] of soft pins of strength (k,) in [0, 1] (clamped) on vertices
+    of mass (k,) [kg]: (1/s - 1) PIN_SAG / (m g0); strength 0 gives inf (released). NaN raises
+    ValueError."""
+    s = np.asarray(strength, dtype=np.float64)
+    if not np.all(np.isfinite(s)):
+        raise ValueError(f"pin strength: must be a finite number in [0, 1], got {strength!r}")
+    s = np.clip(s, 0.0, 1.0)
+    scale = PIN_SAG / (np.asarray(mass, dtype=np.float64) * STANDARD_GRAVITY)
+    with np.errstate(divide="ignore"):
+        return np.where(s > 0, (1.0 / s - 1.0) * scale, np.inf)
+
+
 # default bend stiffness: the solver's default cloth bend compliance (1e-3 m/N -> 0.375)
 DEFAULT_BEND_STIFFNESS = stiffness_from_compliance(CLOTH_BEND_COMPLIANCE)
 
@@ -144,7 +167,13 @@ class VerletObjectSettings(bpy.types.PropertyGroup):
     kind: EnumProperty(name="Kind", items=KINDS, default="NONE",
                        description="How this object takes part in the simulation")
     pin_group: StringProperty(name="Pin Group",
-                              description="Vertex group of vertices that follow the mesh")
+                              description="Vertex group of vertices that follow the mesh; a "
+                                          "vertex's weight scales its pin's stiffness")
+    pin_stiffness: FloatProperty(
+        name="Pin Stiffness", default=1.0, min=0.0, max=1.0, precision=3,
+        description="Strength of the pins, times each vertex's pin group weight: 1 follows the "
+                    "mesh exactly, lower hangs from a spring (a vertex sags (1/s - 1) cm under "
+                    "its own weight), 0 lets go; animate it to release a cloth gradually")
     # no hard minimum: a negative or zero mass from a script is refused by name when the
     # simulation is built (simscene), instead of becoming a different, tiny mass
     # hard minimum 0, not a small positive mass: a script's 0 or negative mass (clamped to 0) is

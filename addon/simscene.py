@@ -12,7 +12,8 @@ import bpy
 import numpy as np
 
 from ..solver import Builder, Simulation
-from ..solver.geometry import polygon_areas, rigid_transform, strand_areas, strand_supports
+from ..solver.geometry import polygon_areas, rigid_transform, strand_areas
+from ..solver.strands import edge_frames
 from ..solver.mesh import cloth_topology, normalize_faces
 from . import bridge
 from . import kernels as compiled
@@ -98,6 +99,10 @@ class Body:
         self.rest_matrix = np.array(matrix_world, dtype=np.float64)   # (4, 4) at the start
         self.topology_hash = topo_hash
         self.pin_local = pin_local          # (p,) int64 vertex indices that are pinned, or None
+        self.pin_weight = None              # (p,) float64 their pin group weights in [0, 1]
+        self.pin_soft = None                # (p,) bool soft pins (the rest are hard)
+        self.pin_stiffness = None           # the pin_stiffness their compliance was set for
+        self.frames = None                  # strands: ((e,) frame particle ids, (e, 3) rest [m])
 
 
 class SceneSim:
@@ -151,6 +156,7 @@ class SceneSim:
             d = scene.objects[body.name].verlet
             if getattr(d, "damping", 0.0) > 0 and body.kind != "SOFT":   # SOFT: see _add_kind
                 self.sim.set_damping(body.ids, min(d.damping, 1.0))
+        self._update_pin_strength()
         self.fps = scene.render.fps / scene.render.fps_base
         from .fields import FieldReader
         self.field_reader = FieldReader(scene, self.bodies, self.model.particle_count)
@@ -210,19 +216,34 @@ class SceneSim:
             raise BridgeError(f"{obj.name}: mass must be > 0 kg, got {mass:g} kg")
         radius = _settings(obj, "thickness", 0.0)
         try:
-            ids = self._add_kind(b, obj, mesh, kind, x, faces, mass, radius)
+            ids, frames = self._add_kind(b, obj, mesh, kind, x, faces, mass, radius)
         except BridgeError:
             raise                       # names the object already ("Wire: Wire: ..." was twice)
         except ValueError as exc:
             raise BridgeError(f"{obj.name}: {exc}") from None
-        pin_local = None
+        body = Body(obj, kind, ids, x, mw, bridge.topology_hash(n, faces))
+        body.frames = frames
         if obj.verlet.pin_group:
-            w = bridge.group_weights(obj, mesh, obj.verlet.pin_group)
-            pin_local = np.nonzero(w > 0)[0]
-            if pin_local.size == 0:
-                raise BridgeError(f"{obj.name}: pin group '{obj.verlet.pin_group}' is empty")
-            b.pin(ids[pin_local])
-        self.bodies.append(Body(obj, kind, ids, x, mw, bridge.topology_hash(n, faces), pin_local))
+            self._add_pins(b, obj, mesh, body)
+        self.bodies.append(body)
+
+    def _add_pins(self, b, obj, mesh, body):
+        """Pins from the pin group: strength = weight x pin_stiffness (properties.py). Full
+        strength that cannot change is a hard pin; anything else a soft pin, whose compliance
+        _update_pin_strength sets before every step (the first one included)."""
+        w = bridge.group_weights(obj, mesh, obj.verlet.pin_group)
+        pin_local = np.nonzero(w > 0)[0]
+        if pin_local.size == 0:
+            raise BridgeError(f"{obj.name}: pin group '{obj.verlet.pin_group}' is empty")
+        weight = np.minimum(w[pin_local], 1.0)
+        soft = weight * _settings(obj, "pin_stiffness", 1.0) < 1.0
+        if _animated(obj, "verlet.pin_stiffness"):
+            soft[:] = True
+        if soft.any():
+            b.pin(body.ids[pin_local[soft]], compliance=0.0)
+        if not soft.all():
+            b.pin(body.ids[pin_local[~soft]])
+        body.pin_local, body.pin_weight, body.pin_soft = pin_local, weight, soft
 
     def _add_kind(self, b, obj, mesh, kind, x, faces, mass, radius):
         n = len(x)
@@ -235,7 +256,7 @@ class SceneSim:
             return b.add_cloth(x, faces, density=mass / max(area, 1e-12), radius=radius,
                                stretch_compliance=compliance(obj, "stretch_stiffness", 0.0),
                                shear_compliance=compliance(obj, "shear_stiffness", 0.0),
-                               bend_compliance=compliance(obj, "bend_stiffness", 1e-3))
+                               bend_compliance=compliance(obj, "bend_stiffness", 1e-3)), None
         if kind == "PLANT":
             taper = None
             if getattr(obj.verlet, "taper_group", ""):
@@ -252,14 +273,17 @@ class SceneSim:
                 if len(e) == 0:
                     raise BridgeError(f"{obj.name}: a plant needs faces or edges")
                 # strands have no faces: wind and drag act on an exposed area of half of each
-                # incident edge times the strand's width (twice the thickness, at least 5 mm)
-                ids = b.add_particles(x, mass=mass / n, radius=radius,
-                                      area=strand_areas(x, e, max(2.0 * radius, STRAND_WIDTH)))
-                b.add_sticks(ids[e], compliance=compliance(obj, "stretch_stiffness", 0.0))
-                support = strand_supports(e)
+                # incident edge times the strand's width (twice the thickness, at least 5 mm);
+                # bend and twist through frame particles and joints (solver/strands.py)
+                ids, frame_ids = b.add_strands(
+                    x, e, mass=mass / n, radius=radius,
+                    area=strand_areas(x, e, max(2.0 * radius, STRAND_WIDTH)),
+                    stretch_compliance=compliance(obj, "stretch_stiffness", 0.0),
+                    bend_compliance=_tapered(obj, taper, np.repeat(np.arange(n)[:, None], 2, 1)))
+                return ids, (frame_ids, edge_frames(x, e))
             if len(support):
                 b.add_sticks(ids[support], compliance=_tapered(obj, taper, support))
-            return ids
+            return ids, None
         ids = b.add_particles(x, mass=mass / n, radius=radius)
         if kind == "SOFT":
             e = bridge.edges(mesh)
@@ -280,16 +304,45 @@ class SceneSim:
                     self.warnings.append((obj.name, (
                         f"{obj.name}: its volume is not kept ({exc}); shape matching alone "
                         "holds its shape. Close the mesh, or turn Volume off")))
-            return ids
+            return ids, None
         if kind == "RIGID":
             b.add_shape_match(ids, stiffness=1.0)
-            return ids
+            return ids, None
         raise BridgeError(f"{obj.name}: unknown kind {kind!r}")
 
     # ------------------------------------------------------------------ stepping
+    def _update_pin_strength(self):
+        """Soft pins' compliance from each body's pin_stiffness at the current frame (it may be
+        animated) and its pin group weights; set only when the stiffness changed."""
+        for body in self.bodies:
+            if body.pin_soft is None or not body.pin_soft.any():
+                continue
+            obj = self.scene.objects[body.name]
+            k = _settings(obj, "pin_stiffness", 1.0)
+            if k == body.pin_stiffness:
+                continue
+            from .properties import pin_compliance
+            ids = body.ids[body.pin_local[body.pin_soft]]
+            self.sim.set_pin_compliance(ids, pin_compliance(body.pin_weight[body.pin_soft] * k,
+                                                            self.model.particle_mass[ids]))
+            body.pin_stiffness = k
+
+    def _move_pinned_frames(self, body, matrix):
+        """Strands: the frame particles of pinned edges (pinned with them, solver/strands.py)
+        follow the object's transform from its rest placement to ``matrix`` (4, 4)."""
+        if body.frames is None:
+            return
+        frame_ids, rest = body.frames
+        pinned = self.model.particle_inv_mass[frame_ids] == 0
+        if pinned.any():
+            move = matrix @ np.linalg.inv(body.rest_matrix)
+            self.sim.set_pin_targets(frame_ids[pinned],
+                                     rest[pinned] @ move[:3, :3].T + move[:3, 3])
+
     def step_to(self, depsgraph):
         """Advance one frame to the scene's current (already evaluated) frame: colliders and pins
         take their evaluated placement at that frame, reached at the end of the step."""
+        self._update_pin_strength()
         for name, k, offset in self.colliders:
             obj = self.scene.objects[name].evaluated_get(depsgraph)
             check_scale(obj, obj.matrix_world)      # an animated scale may reach zero
@@ -312,6 +365,7 @@ class SceneSim:
                                       f"simulation ({len(body.ids)} -> {len(x)}); a modifier "
                                       "changes the topology")
                 self.sim.set_pin_targets(body.ids[body.pin_local], x[body.pin_local])
+                self._move_pinned_frames(body, np.array(obj_eval.matrix_world, np.float64))
         # Added: the scene wind and Blender's force fields are read at every frame (keyed
         # strengths, animated fields), as colliders and pins are
         self._read_wind()
@@ -367,9 +421,31 @@ def _refuse_loose_vertices(obj, faces, n):
                           "a face")
 
 
+def _animated(obj, path):
+    """Whether obj's property at data path ``path`` is keyframed or driven (then its value may
+    change during the simulation). Reads layered actions (Blender 4.4+) and legacy ones."""
+    ad = obj.animation_data
+    if ad is None:
+        return False
+    if any(d.data_path == path for d in ad.drivers):
+        return True
+    action = ad.action
+    if action is None:
+        return False
+    curves = []
+    for layer in getattr(action, "layers", ()):
+        for strip in layer.strips:
+            for bag in getattr(strip, "channelbags", ()):
+                curves += list(bag.fcurves)
+    if not curves:
+        curves = list(getattr(action, "fcurves", ()))
+    return any(fc.data_path == path for fc in curves)
+
+
 def _tapered(obj, taper, pairs):
-    """Compliance [m/N] of plant support sticks: the bend stiffness, scaled toward the tips by
-    the taper group's weight (mean of the stick's two ends; weight 1 = full stiffness)."""
+    """Compliance [m/N] of plant support sticks (pairs (k, 2)) or strand joints (a vertex twice
+    per row): the bend stiffness, scaled toward the tips by the taper group's weight (mean of
+    the two; weight 1 = full stiffness)."""
     stiffness = _settings(obj, "bend_stiffness", 0.375)
     from .properties import compliance_from_stiffness
     if taper is None:

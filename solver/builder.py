@@ -14,6 +14,7 @@ from .constraints.coloring import color_order, greedy_colors
 from .constraints.partition import partition_sticks
 from .geometry import fan_triangles, polygon_areas, signed_volume
 from .mesh import cloth_topology, normalize_faces
+from .strands import FRAME_MASS_FRACTION, edge_frames, joints
 from .model import STICK_KINDS, STICK_SOURCES, Model
 
 # default cloth areal density [kg/m^2]: a light cotton (Blender's default vertex mass is 0.3 kg
@@ -109,6 +110,7 @@ class Builder:
         self._n = 0
         self._pinned = []
         self._soft_pins = []         # (ids, compliance [m/N])
+        self._strand_frames = []     # ((e, 2) edge particle ids, (e,) their frame particles)
         self._sticks = []            # (pairs, rest, compliance, kind, source)
         self._clusters = []          # (ids, compliance)
         self._volumes = []           # (tris, rest, compliance)
@@ -234,6 +236,41 @@ class Builder:
             self.add_sticks(ids[pairs], compliance=comp, _source=source)
         self._surface.append(ids[fan_triangles(corners, start, size)])
         return ids
+
+    # ------------------------------------------------------------------ strands
+    def add_strands(self, x, edges, mass=1.0, radius=0.0, area=0.0, stretch_compliance=0.0,
+                    bend_compliance=CLOTH_BEND_COMPLIANCE):
+        """Edge-only strands with bend and twist stiffness (strands.py): x (n, 3) [m], edges
+        (e, 2) int ids local to x; mass [kg], radius [m], area [m^2] per vertex as in
+        add_particles; stretch_compliance [m/N] of the edges; bend_compliance [m/N] (scalar or
+        (n,)) of the joint at each vertex (0 = rigid). Adds a frame particle per edge; one whose
+        edge has both ends pinned by ``pin`` (hard) is pinned too, at its build position until
+        Simulation.set_pin_targets moves it. Returns ((n,) vertex ids, (e,) frame ids)."""
+        x = _points(x, "x")
+        n = x.shape[0]
+        e = _ids(edges, n, "edges", shape=(None, 2))
+        if len(e) == 0:
+            raise ValueError("edges: a strand needs edges")
+        length = np.linalg.norm(x[e[:, 0]] - x[e[:, 1]], axis=1)
+        if np.any(length < MIN_REST_LENGTH):
+            k = int(np.argmax(length < MIN_REST_LENGTH))
+            raise ValueError(f"x: vertices {e[k, 0]} and {e[k, 1]} of edge {k} coincide (a "
+                             "zero-length edge)")
+        mass = _masses(mass, n)
+        bend = _per_item(bend_compliance, n, "bend_compliance")
+        stretch = _per_item(stretch_compliance, len(e), "stretch_compliance")
+        ids = self.add_particles(x, mass=mass, radius=radius, area=area)
+        frame_mass = FRAME_MASS_FRACTION * 0.5 * (mass[e[:, 0]] + mass[e[:, 1]])
+        frames_ = self.add_particles(edge_frames(x, e), mass=frame_mass)
+        self.add_sticks(ids[e], compliance=stretch)
+        self.add_sticks(np.concatenate([np.column_stack([frames_, ids[e[:, 0]]]),
+                                        np.column_stack([frames_, ids[e[:, 1]]])]),
+                        compliance=np.concatenate([stretch, stretch]))
+        every = np.concatenate([ids, frames_])
+        for v, members in zip(*joints(e, n)):
+            self.add_shape_match(every[members], compliance=bend[v])
+        self._strand_frames.append((ids[e], frames_))
+        return ids, frames_
 
     # ------------------------------------------------------------------ shape matching
     def add_shape_match(self, ids, stiffness=1.0, compliance=None, damping=0.0):
@@ -369,6 +406,8 @@ class Builder:
         inv_mass = 1.0 / mass
         if self._pinned:
             inv_mass[np.concatenate(self._pinned)] = 0.0
+        for ends, frame in self._strand_frames:      # a pinned edge pins its frame (strands.py)
+            inv_mass[frame[(inv_mass[ends] == 0).all(axis=1)]] = 0.0
         soft_ids, soft_comp = _soft_pins(self._soft_pins, self._pinned)
 
         # sticks, merged and coloured

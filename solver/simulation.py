@@ -210,12 +210,17 @@ class Simulation:
             raise ValueError(f"{name}: contains NaN or infinity")
         return p
 
-    def set_collider_matrix(self, k, matrix):
-        """Where collider k is at the end of the next step (interpolated over its substeps)."""
+    def set_collider_matrix(self, k, matrix, teleport=False):
+        """Where collider k is at the end of the next step (interpolated over its substeps, so
+        it sweeps and pushes what it meets). teleport: it is there at once, without motion;
+        what it then overlaps comes out at max_depenetration_speed, without being launched."""
         k = _check_int(k, "k", 0)
         if k >= self.colliders.count:
             raise ValueError(f"k: collider index out of range 0..{self.colliders.count - 1}")
-        self.control.collider_target[k] = frames.decompose(matrix, "matrix")
+        frame = frames.decompose(matrix, "matrix")
+        self.control.collider_target[k] = frame
+        if teleport:
+            self.control.collider_frame[k] = frame       # the same frame: at rest (colliders.py)
 
     def set_pin_targets(self, ids, positions):
         """Where the targets of pinned particles ``ids`` (hard or soft pins) go during the next

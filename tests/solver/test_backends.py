@@ -280,7 +280,25 @@ def soft_pinned_cloth():
     return b, dict(substeps=10, iterations=2), drive
 
 
-SCENARIOS = [started_inside_colliders, soft_pinned_cloth, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
+def tree_of_strands_in_wind():
+    """Strands with frame particles and joint clusters (solver/strands.py): a trunk and two
+    branches, rooted (so the root edge's frame is pinned), a taper of bend compliance, in gusty
+    wind, falling branches hitting a box."""
+    trunk = np.column_stack([np.zeros(6), np.zeros(6), np.linspace(0.0, 1.0, 6)])
+    left = np.column_stack([np.linspace(-0.15, -0.6, 3), np.full(3, 0.1), np.linspace(0.7, 0.9, 3)])
+    right = np.column_stack([np.linspace(0.15, 0.5, 3), np.full(3, -0.1), np.linspace(0.85, 1.1, 3)])
+    x = np.vstack([trunk, left, right])
+    e = np.array([(i, i + 1) for i in range(5)] + [(3, 6), (6, 7), (7, 8), (4, 9), (9, 10),
+                                                   (10, 11)])
+    b = Builder()
+    ids, _ = b.add_strands(x, e, mass=0.05, area=0.004, stretch_compliance=1e-6,
+                           bend_compliance=np.linspace(1e-5, 1e-3, len(x)))
+    b.pin(ids[:2])
+    b.add_collider("box", matrix=_translate(0.4, 0.0, 0.3), size=(0.4, 0.4, 0.4))
+    return b, dict(substeps=10), lambda s: s.set_wind((8.0, 3.0, 0.0), turbulence=0.5, seed=2)
+
+
+SCENARIOS = [started_inside_colliders, soft_pinned_cloth, tree_of_strands_in_wind, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
              balloon_and_moving_collider, cloth_on_elliptic_colliders, moving_elliptic_colliders,
              tetra_bodies_on_colliders, damped_soft_bodies_and_odd_clusters]
 
