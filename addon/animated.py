@@ -1,7 +1,8 @@
 """The settings an artist may keyframe, read at every frame of a bake or of live playback.
 
 Gravity (the scene's, its Use Gravity and our Gravity Scale), the scene's damping and air drag,
-each object's damping and stiffness (stretch, shear, bend, shape) and each collider's friction
+each object's damping, stiffness (stretch, shear, bend, shape) and pressure, and each collider's
+friction
 and restitution are read at the frame being simulated and handed to the Simulation's setters
 (solver/animated.py): they act from that frame's step on, and the solver keeps them in its
 Control, so a resumed simulation carries them. Wind and Blender's force fields are read beside
@@ -9,7 +10,7 @@ them (simscene.py, fields.py). A setting is only handed over when it changed, so
 nothing animated costs a few attribute reads per object and frame.
 
 Settings that cannot change while a simulation runs (kind, mass, thickness, collider shape,
-vertex groups, Keep Volume, Pressure, substeps, iterations, the frame range) are not keyframable
+vertex groups, Keep Volume, substeps, iterations, the frame range) are not keyframable
 (properties.py), so Blender offers no keyframe for them.
 """
 
@@ -82,6 +83,9 @@ class AnimatedSettings:
                                   lambda d: sim.set_shape_damping(ids, min(d, 1.0))))
             self.channels.append(((name, "shape_stiffness"), name, lambda: s.shape_stiffness,
                                   lambda v: sim.set_shape_compliance(ids, shape_compliance(v))))
+            # a volume the body has (closed mesh, Keep Volume): its pressure inflates it
+            self.channels.append(((name, "pressure"), name, lambda: s.pressure,
+                                  lambda p: sim.set_volume_pressure(ids, max(p, 1e-3))))
         else:
             self.channels.append(((name, "damping"), name, lambda: s.damping,
                                   lambda d: sim.set_damping(ids, min(d, 1.0))))

@@ -187,7 +187,7 @@ class VerletObjectSettings(bpy.types.PropertyGroup):
         description="Soft body shape matching: 1 = rigid, lower = softer (solver goal "
                     "compliance (1/s - 1) * 1e-3 m/N)")
     pressure: FloatProperty(
-        name="Pressure", default=1.0, min=0.01, max=100.0, soft_max=5.0, options=FIXED,
+        name="Pressure", default=1.0, min=0.01, max=100.0, soft_max=5.0,
         description="Soft body volume as a multiple of its rest volume (> 1 inflates)")
     use_volume: BoolProperty(
         name="Keep Volume", default=True, options=FIXED,

@@ -10,6 +10,7 @@ change while it runs (topology, masses, collider shapes, substeps) is fixed in t
 import numpy as np
 
 from .builder import _scalar
+from .geometry import signed_volume
 from .model import STICK_SOURCES
 
 
@@ -123,3 +124,20 @@ class AnimatedSettings:
         shape-matching clusters made of particles ``ids`` only, from the next step on."""
         d = _scalar(damping, "damping", 0.0, 1.0)
         self.control.shape_damping[self._clusters_among(ids)] = d
+
+    def set_volume_pressure(self, ids, pressure):
+        """Pressure (> 0, finite: the target volume as a multiple of the rest volume, > 1
+        inflates) of the volume constraints whose surface is made of particles ``ids`` only,
+        from the next step on; the rest volume is the one their surface encloses in the model's
+        rest positions (Builder.add_volume's)."""
+        p = _scalar(pressure, "pressure")
+        if p <= 0:
+            raise ValueError(f"pressure: must be > 0, got {pressure!r}")
+        inside = np.zeros(self.model.particle_count, bool)
+        inside[self._ids(ids)] = True
+        m = self.model
+        start = m.volume_tri_start
+        for k in range(len(start) - 1):     # a few volumes per scene: a loop over them, not
+            tris = m.volume_tris[start[k]:start[k + 1]]         # over particles
+            if inside[tris].all():
+                self.control.volume_rest[k] = signed_volume(m.particle_x0, tris) * p

@@ -143,7 +143,8 @@ class Simulation(AnimatedSettings):
                                shape_damping=model.shape_damping.copy(),
                                collider_friction=model.collider_friction.copy(),
                                collider_static_friction=model.collider_static_friction.copy(),
-                               collider_restitution=model.collider_restitution.copy())
+                               collider_restitution=model.collider_restitution.copy(),
+                               volume_rest=np.array(model.volume_rest, np.float64))
         # scratch, allocated once
         self._acc = np.zeros((n, 3))                # (n, 3) [m/s^2] external acceleration
 
@@ -410,7 +411,7 @@ class Simulation(AnimatedSettings):
         drag = self._drag_terms(h) or _NO_DRAG
         return ((st.X, st.X_prev), (a_h2, keep, lim), drag, pins,
                 self.soft_pins.kernel_args(ctl, h), self.sticks.kernel_args(self.over_relaxation),
-                self.volumes.kernel_args(), self.shapes.kernel_args(),
+                self.volumes.kernel_args(ctl.volume_rest), self.shapes.kernel_args(),
                 self.colliders.kernel_args(ctl, S, self._radius, self.contacts),
                 self.points.kernel_args(), self.contacts.kernel_args(),
                 (S, self.iterations),

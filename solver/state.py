@@ -83,7 +83,8 @@ class Control:
     soft_pin_target: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))  # (s, 3) [m]
     soft_pin_compliance: np.ndarray = field(default_factory=lambda: np.zeros(0))   # (s,) [m/N]
     # Animatable settings (Simulation.set_gravity, set_global_damping, set_stick_compliance,
-    # set_shape_compliance, set_shape_damping, set_collider_friction, set_collider_restitution).
+    # set_shape_compliance, set_shape_damping, set_collider_friction, set_collider_restitution,
+    # set_volume_pressure).
     # None only in a Control read from a file written before they could change: set_state then
     # keeps the simulation's own values, which are the model's, as they were when it was written.
     gravity: np.ndarray = None            # (3,) float64 [m/s^2]
@@ -94,10 +95,12 @@ class Control:
     collider_friction: np.ndarray = None  # (C,) float64 kinetic Coulomb coefficient
     collider_static_friction: np.ndarray = None   # (C,) float64 static coefficient (>= kinetic)
     collider_restitution: np.ndarray = None       # (C,) float64 in [0, 1]
+    volume_rest: np.ndarray = None        # (V,) float64 [m^3] target volume (rest x pressure)
 
     _SOFT = ("soft_pin_anchor", "soft_pin_target", "soft_pin_compliance")
     _ANIMATED = ("gravity", "stick_compliance", "shape_compliance", "shape_damping",
-                 "collider_friction", "collider_static_friction", "collider_restitution")
+                 "collider_friction", "collider_static_friction", "collider_restitution",
+                 "volume_rest")
 
     def copy(self):
         # frames are immutable tuples of arrays nobody writes: the lists are copied, the frames

@@ -13,11 +13,11 @@ import scenes  # noqa: E402
 
 # what an artist may keyframe (read at every frame, addon/animated.py) ...
 OBJECT_ANIMATABLE = ("friction", "restitution", "damping", "stretch_stiffness",
-                     "shear_stiffness", "bend_stiffness", "shape_stiffness")
+                     "shear_stiffness", "bend_stiffness", "shape_stiffness", "pressure")
 SCENE_ANIMATABLE = ("wind_direction", "wind_strength", "wind_turbulence", "air_drag",
                     "gravity_scale", "damping")
 # ... and what a running simulation cannot change
-OBJECT_FIXED = ("kind", "pin_group", "mass", "thickness", "collider_shape", "pressure",
+OBJECT_FIXED = ("kind", "pin_group", "mass", "thickness", "collider_shape",
                 "use_volume", "taper_group", "preset", "cache_id")
 SCENE_FIXED = ("substeps", "iterations", "use_scene_range", "frame_start", "frame_end")
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from solver import Builder, Simulation
+from solver.geometry import signed_volume
 from solver.state import Checkpoint
 
 G = 9.81
@@ -144,6 +145,33 @@ def _grid(n, size=1.0, z=1.0):
     return x, np.stack([idx[:-1, :-1], idx[:-1, 1:], idx[1:, 1:], idx[1:, :-1]], -1).reshape(-1, 4)
 
 
+# the six quads of 8 corners numbered 4 ix + 2 iy + iz
+CUBE_FACES = np.array([[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4],
+                       [1, 5, 7, 3]])
+
+
+def test_pressure_changed_mid_run_inflates_to_the_new_volume():
+    """A closed 0.2 m cube held by its volume alone (no gravity): at pressure 1 it keeps
+    0.008 m^3; set to pressure 2 it inflates to 0.016 m^3 (within 0.5 %) and stays there."""
+    corners = np.array([[x, y, z] for x in (0.0, 0.2) for y in (0.0, 0.2) for z in (0.0, 0.2)])
+    b = Builder()
+    ids = b.add_particles(corners, mass=0.1)
+    b.add_volume(ids[CUBE_FACES])
+    b.add_shape_match(ids, compliance=1e-2)       # soft: shape matching keeps it a cube-ish
+    sim = Simulation(b.build(), substeps=20, gravity=(0.0, 0.0, 0.0), damping=0.9, air_drag=0.0)
+    tris = sim.model.volume_tris
+    for _ in range(12):
+        sim.step(DT)
+    assert abs(signed_volume(np.array(sim.x), tris) / 0.008 - 1.0) < 0.005
+    sim.set_volume_pressure(ids, 2.0)
+    assert sim.control.volume_rest[0] == pytest.approx(0.016, rel=1e-12)
+    for _ in range(48):
+        sim.step(DT)
+    assert abs(signed_volume(np.array(sim.x), tris) / 0.016 - 1.0) < 0.005
+    with pytest.raises(ValueError, match="pressure"):
+        sim.set_volume_pressure(ids, 0.0)
+
+
 def _everything():
     """A chain, a soft cube and a cloth over a plane, all of whose animatable settings the
     driver changes as time goes on."""
@@ -153,6 +181,7 @@ def _everything():
     corners = np.array([[x, y, z] for x in (0.6, 0.8) for y in (-0.1, 0.1) for z in (0.2, 0.4)])
     soft = b.add_particles(corners, mass=0.2)
     b.add_shape_match(soft, stiffness=0.5, damping=0.1)
+    b.add_volume(soft[CUBE_FACES], pressure=1.2)
     k = b.add_collider("plane", friction=0.3, restitution=0.2)
     return b, cloth, soft, k
 
@@ -166,6 +195,7 @@ def _drive(sim, cloth, soft, k, t):
     sim.set_shape_damping(soft, min(0.2 * t, 1.0))
     sim.set_collider_friction(k, 0.3 + 0.2 * t, static_friction=0.5 + 0.2 * t)
     sim.set_collider_restitution(k, min(0.1 * t, 1.0))
+    sim.set_volume_pressure(soft, 1.2 + 0.5 * t)
 
 
 def test_checkpoint_resumes_changed_settings_bit_identically():
@@ -200,7 +230,7 @@ def test_checkpoint_without_the_settings_keeps_the_model_values():
               if key.rpartition(".")[2] not in ("gravity", "damping", "stick_compliance",
                                                 "shape_compliance", "shape_damping",
                                                 "collider_friction", "collider_static_friction",
-                                                "collider_restitution")}
+                                                "collider_restitution", "volume_rest")}
     resumed = Simulation(model, substeps=8)
     resumed.set_state(Checkpoint.from_arrays(arrays))
     for _ in range(6):

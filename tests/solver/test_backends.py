@@ -280,6 +280,11 @@ def soft_pinned_cloth():
     return b, dict(substeps=10, iterations=2), drive
 
 
+# the six quads of 8 corners numbered 4 ix + 2 iy + iz
+CUBE_FACES = np.array([[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4],
+                       [1, 5, 7, 3]])
+
+
 def animated_settings():
     """Every animatable setting (solver/animated.py) changed between steps."""
     b = Builder()
@@ -288,6 +293,7 @@ def animated_settings():
     corners = np.array([[x, y, z] for x in (0.6, 0.8) for y in (-0.1, 0.1) for z in (0.2, 0.4)])
     soft = b.add_particles(corners, mass=0.2)
     b.add_shape_match(soft, stiffness=0.5, damping=0.1)
+    b.add_volume(soft[CUBE_FACES], pressure=1.2)
     k = b.add_collider("plane", friction=0.3, restitution=0.2)
 
     def drive(sim):
@@ -302,6 +308,7 @@ def animated_settings():
         sim.set_shape_damping(soft, min(0.2 * t, 1.0))
         sim.set_collider_friction(k, 0.3 + 0.2 * t, static_friction=0.5 + 0.2 * t)
         sim.set_collider_restitution(k, min(0.3 * t, 1.0))
+        sim.set_volume_pressure(soft, 1.2 + 0.5 * t)
     return b, dict(substeps=8), drive
 
 
