@@ -147,3 +147,97 @@ def test_keyframed_damping_takes_effect_mid_bake(extension):
     v24 = -(z[24] - z[23]) * fps
     assert abs(v24 - expected) < 0.05 * expected
     assert v24 < 0.5 * g * 22.5 / fps
+
+
+def _volume(obj, local):
+    from verlet_physics.solver.geometry import signed_volume
+    # fans from each polygon's first corner, as the solver triangulates (solver/geometry.py): a
+    # bulging quad's volume depends on the diagonal
+    tris = np.array([(p.vertices[0], p.vertices[i], p.vertices[i + 1])
+                     for p in obj.data.polygons for i in range(1, len(p.vertices) - 1)])
+    return abs(signed_volume(np.asarray(local, np.float64), tris))
+
+
+def test_keyframed_pressure_inflates_a_soft_body_mid_bake(extension):
+    """A soft 0.4 m cube without gravity, pressure keyed 1 -> 2 at frame 6: it keeps its
+    0.064 m^3 up to frame 5, then inflates toward twice that."""
+    scene = scenes.set_range(1, 40, substeps=10)
+    scene.use_gravity = False
+    box = scenes.cube(size=0.4, location=(0.0, 0.0, 2.0), kind="SOFT")
+    box.verlet.shape_stiffness = 0.01            # soft: the volume, not the shape, decides
+    box.verlet.stretch_stiffness = 0.25          # edges that stretch as it inflates
+    box.verlet.damping = 0.5
+    box.verlet.pressure = 1.0
+    box.keyframe_insert("verlet.pressure", frame=1)
+    box.verlet.pressure = 2.0
+    box.keyframe_insert("verlet.pressure", frame=6)
+    _constant(box)
+    scene.frame_set(1)
+    assert scenes.bake_op() == {"FINISHED"}
+    assert scene.get("verlet_error", "") == ""
+    scene.frame_set(5)
+    v5 = _volume(box, scenes.display_key(box))
+    scene.frame_set(40)
+    v40 = _volume(box, scenes.display_key(box))
+    assert abs(v5 / 0.064 - 1.0) < 0.01
+    assert abs(v40 / 0.128 - 1.0) < 0.03
+
+
+def test_keyframed_stretch_stiffness_lets_a_hanging_cloth_stretch(extension):
+    """Stretch, shear and bend stiffness keyed 1 -> 0.125 (0.1 m/N) at frame 12 on a cloth
+    hanging from its top row: inextensible up to frame 11 (its height within 1 % of 0.5 m), then
+    it stretches under its own weight (more than 2 % taller; 3.9 % measured)."""
+    scene = scenes.set_range(1, 48, substeps=20)
+    scene.verlet.air_drag = 0.0
+    c = scenes.cloth(n=6, size=0.5, location=(0.0, 0.0, 2.0))
+    c.rotation_euler = (np.pi / 2, 0.0, 0.0)           # hanging in the XZ plane
+    top = [i for i, v in enumerate(c.data.vertices) if v.co.y > 0.24]
+    c.vertex_groups.new(name="Top").add(top, 1.0, "REPLACE")
+    c.verlet.pin_group = "Top"
+    c.verlet.mass = 0.2
+    c.verlet.damping = 0.5
+    for prop in ("stretch_stiffness", "shear_stiffness", "bend_stiffness"):
+        setattr(c.verlet, prop, 1.0)
+        c.keyframe_insert(f"verlet.{prop}", frame=1)
+        setattr(c.verlet, prop, 0.125)
+        c.keyframe_insert(f"verlet.{prop}", frame=12)
+    _constant(c)
+    scene.frame_set(1)
+    assert scenes.bake_op() == {"FINISHED"}
+    assert scene.get("verlet_error", "") == ""
+    height = {}
+    for f in (11, 48):
+        scene.frame_set(f)
+        z = scenes.world(c, scenes.display_key(c))[:, 2]
+        height[f] = float(z.max() - z.min())
+    assert abs(height[11] / 0.5 - 1.0) < 0.01
+    assert height[48] > 1.02 * 0.5
+
+
+def test_tapered_bend_stiffness_is_read_per_stick(extension):
+    """A plant's bend stiffness changed between frames reaches each support stick as the
+    compliance of stiffness x its taper weight (mean of its two ends), as at build time."""
+    from verlet_physics.addon import simscene
+    from verlet_physics.addon.properties import compliance_from_stiffness
+
+    scenes.set_range(1, 10, substeps=4)
+    obj = _grass()
+    weights = 1.0 - 0.12 * np.arange(7)
+    taper = obj.vertex_groups.new(name="Taper")
+    for i, w in enumerate(weights):
+        taper.add([i], float(w), "REPLACE")
+    obj.verlet.taper_group = "Taper"
+    obj.verlet.bend_stiffness = 0.9
+    ss = simscene.SceneSim(bpy.context.scene, bpy.context.evaluated_depsgraph_get())
+    ids = ss.bodies[0].ids
+    sel = ss.sim.sticks_among(ids, "bend support")
+    local = ss.sim.model.stick_particles[sel] - ids[0]
+    w = 0.5 * (weights[local[:, 0]] + weights[local[:, 1]])
+    built = ss.sim.control.stick_compliance[sel].copy()
+    # (float32 settings and weights: equal to 1e-6)
+    assert np.allclose(built, compliance_from_stiffness(0.9 * w), rtol=1e-6, atol=0)
+    obj.verlet.bend_stiffness = 0.5
+    ss.animated.read()
+    now = ss.sim.control.stick_compliance[sel]
+    assert np.allclose(now, compliance_from_stiffness(0.5 * w), rtol=1e-6, atol=0)
+    assert np.all(now > 10 * built)          # a different value, not the build's
