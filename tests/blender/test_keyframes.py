@@ -241,3 +241,37 @@ def test_tapered_bend_stiffness_is_read_per_stick(extension):
     now = ss.sim.control.stick_compliance[sel]
     assert np.allclose(now, compliance_from_stiffness(0.5 * w), rtol=1e-6, atol=0)
     assert np.all(now > 10 * built)          # a different value, not the build's
+
+
+def test_scene_and_collider_settings_reach_the_solver_each_frame(extension):
+    """What animated.read() hands over between frames: gravity (scene gravity x scale, off with
+    Use Gravity), scene damping and air drag, a collider's friction and restitution, a soft
+    body's damping; a NaN from a driver or script is refused naming the owner and setting."""
+    from verlet_physics.addon import simscene
+    from verlet_physics.addon.bridge import BridgeError
+
+    scene = scenes.set_range(1, 10, substeps=4)
+    floor = scenes.ground()
+    jelly = scenes.cube(size=0.4, location=(0.0, 0.0, 1.0), kind="SOFT")
+    ss = simscene.SceneSim(scene, bpy.context.evaluated_depsgraph_get())
+    ctl, k = ss.sim.control, ss.colliders[0][1]
+    scene.gravity = (1.0, 0.0, -5.0)
+    scene.verlet.gravity_scale = 0.5
+    scene.verlet.damping = 0.3
+    scene.verlet.air_drag = 2.0
+    floor.verlet.friction = 0.7
+    floor.verlet.restitution = 0.4
+    jelly.verlet.damping = 0.25
+    ss.animated.read()
+    assert np.allclose(ss.sim.gravity, [0.5, 0.0, -2.5])
+    assert ctl.damping == pytest.approx(0.3) and ctl.air_drag == pytest.approx(2.0)
+    assert ctl.collider_friction[k] == pytest.approx(0.7)
+    assert ctl.collider_static_friction[k] == pytest.approx(0.7)
+    assert ctl.collider_restitution[k] == pytest.approx(0.4)
+    assert np.allclose(ctl.shape_damping, 0.25)
+    scene.use_gravity = False
+    ss.animated.read()
+    assert np.all(ss.sim.gravity == 0.0)
+    floor.verlet.friction = float("nan")
+    with pytest.raises(BridgeError, match="Ground: friction"):
+        ss.animated.read()
