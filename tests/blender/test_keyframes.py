@@ -37,8 +37,8 @@ def test_only_settings_the_solver_reads_per_frame_are_keyframable(extension):
         scene.keyframe_insert("verlet.substeps", frame=1)
 
 
-def _constant(owner):
-    """Step interpolation for every key of owner (Blender 5's layered actions included)."""
+def _curves(owner):
+    """owner's F-curves (Blender 5's layered actions included)."""
     action = owner.animation_data.action
     curves = list(getattr(action, "fcurves", ()) or ())
     for layer in getattr(action, "layers", ()):
@@ -46,7 +46,12 @@ def _constant(owner):
             for bag in strip.channelbags:
                 curves += list(bag.fcurves)
     assert curves
-    for fc in curves:
+    return curves
+
+
+def _constant(owner):
+    """Step interpolation for every key of owner."""
+    for fc in _curves(owner):
         for kp in fc.keyframe_points:
             kp.interpolation = "CONSTANT"
 
@@ -83,6 +88,15 @@ def test_keyframed_wind_moves_the_grass(extension):
     after = scenes.display_key(obj)[-1].astype(np.float64)
     assert abs(before[0]) < 1e-3              # still air up to frame 11: the grass stands
     assert after[0] > 0.05                    # then blown several centimetres downwind
+    # keyed settings differ from frame to frame, not from the bake: the bake is up to date
+    assert not obj.get("verlet_outdated"), obj.get("verlet_status")
+    scene.frame_set(11)
+    assert not obj.get("verlet_outdated"), obj.get("verlet_status")
+    # a changed key does outdate it
+    fc = _curves(scene)[0]
+    fc.keyframe_points[-1].co.y = 10.0
+    scene.frame_set(12)
+    assert obj.get("verlet_outdated") == "settings"
 
 
 def test_keyframed_collider_friction_stops_a_slide(extension):
