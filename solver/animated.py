@@ -109,7 +109,8 @@ class AnimatedSettings:
         inside[self._ids(ids)] = True
         m = self.model
         K = len(m.shape_cluster_start) - 1
-        outside = np.bincount(m.shape_cluster, weights=(~inside[m.shape_particles]).astype(np.float64), minlength=K)
+        outside = np.bincount(m.shape_cluster, minlength=K,
+                              weights=(~inside[m.shape_particles]).astype(np.float64))
         return np.nonzero(outside == 0)[0]
 
     def set_shape_compliance(self, ids, compliance):

@@ -161,7 +161,8 @@ class Builder:
         None = the current distance); kind "equal", "min" (only pushes apart) or "max" (only
         pulls together); source: what they are, a name in model.STICK_SOURCES ("stick", or
         "bend support" for the sticks that give a plant or strand its bend stiffness), for
-        messages and for Simulation.set_stick_compliance to tell them apart. Returns (m,) int64 indices of the sticks in the order they were given
+        messages and for Simulation.set_stick_compliance to tell them apart. Returns (m,)
+        int64 indices of the sticks in the order they were given
         (stable across build(), which reorders them internally)."""
         pairs = _ids(pairs, self._n, "pairs", shape=(None, 2)) if np.size(pairs) else \
             np.zeros((0, 2), np.int64)

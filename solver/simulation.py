@@ -36,12 +36,12 @@ import math
 import numpy as np
 
 from . import backend as _backend
+from .animated import AnimatedSettings, _check_int, _vec3
 from .builder import _scalar
 from .collision import frames
 from .collision.colliders import Colliders
 from .collision.contacts import Contacts
 from .collision.points import TetraPoints
-from .animated import AnimatedSettings, _check_int, _vec3
 from .constraints.pins import SoftPinSolver
 from .constraints.shapes import ShapeSolver
 from .constraints.sticks import StickSolver
@@ -183,6 +183,15 @@ class Simulation(AnimatedSettings):
     def damping(self):
         """Fraction of every particle's velocity removed per second (set_global_damping)."""
         return self.control.damping
+
+    # assignment, as when these were plain attributes, goes through the checked setters
+    @gravity.setter
+    def gravity(self, value):
+        self.set_gravity(value)
+
+    @damping.setter
+    def damping(self, value):
+        self.set_global_damping(value)
 
     @property
     def air_drag(self):
