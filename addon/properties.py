@@ -139,6 +139,11 @@ def invalid_settings(settings):
     return bad
 
 
+# bpy property options of a setting fixed for the whole simulation: no 'ANIMATABLE', so
+# Blender offers no keyframe for it (the solver reads it once, when the simulation is built)
+FIXED = set()
+
+
 # ---------------------------------------------------------------------- effector weights
 def _weight(name, what):
     # Blender's EffectorWeights range; a weight <= 0 switches the field off (effect.cc)
@@ -164,9 +169,12 @@ class VerletEffectorWeights(bpy.types.PropertyGroup):
 
 # ---------------------------------------------------------------------- object settings
 class VerletObjectSettings(bpy.types.PropertyGroup):
-    kind: EnumProperty(name="Kind", items=KINDS, default="NONE",
+    # Keyframable (read at every frame, addon/animated.py): friction, restitution, damping and
+    # the stiffnesses. What a running simulation cannot change (what the object is, its mass,
+    # size and groups) has options=FIXED: Blender offers no keyframe for it.
+    kind: EnumProperty(name="Kind", items=KINDS, default="NONE", options=FIXED,
                        description="How this object takes part in the simulation")
-    pin_group: StringProperty(name="Pin Group",
+    pin_group: StringProperty(name="Pin Group", options=FIXED,
                               description="Vertex group of vertices that follow the mesh; a "
                                           "vertex's weight scales its pin's stiffness")
     pin_stiffness: FloatProperty(
@@ -174,17 +182,18 @@ class VerletObjectSettings(bpy.types.PropertyGroup):
         description="Strength of the pins, times each vertex's pin group weight: 1 follows the "
                     "mesh exactly, lower hangs from a spring (a vertex sags (1/s - 1) cm under "
                     "its own weight), 0 lets go; animate it to release a cloth gradually")
-    # no hard minimum: a negative or zero mass from a script is refused by name when the
-    # simulation is built (simscene), instead of becoming a different, tiny mass
     # hard minimum 0, not a small positive mass: a script's 0 or negative mass (clamped to 0) is
     # refused by name when the simulation is built, instead of becoming a feather that flies
-    mass: FloatProperty(name="Mass", default=1.0, min=0.0, soft_min=1e-6, max=1e9, soft_max=1000.0,
-                        unit="MASS", description="Total mass of the object [kg]")
+    mass: FloatProperty(name="Mass", default=1.0, min=0.0, soft_min=1e-6, max=1e9,
+                        soft_max=1000.0, unit="MASS", options=FIXED,
+                        description="Total mass of the object [kg]")
     friction: FloatProperty(name="Friction", default=0.5, min=0.0, max=10.0, soft_max=2.0,
-                            description="Coulomb friction coefficient")
+                            description="Coulomb friction coefficient (keyframable)")
     thickness: FloatProperty(name="Thickness", default=0.0, min=0.0, max=100.0, soft_max=0.1,
-                             unit="LENGTH", description="Collision offset from the surface [m]")
+                             unit="LENGTH", options=FIXED,
+                             description="Collision offset from the surface [m]")
     collider_shape: EnumProperty(name="Collider Shape", items=COLLIDER_SHAPES, default="AUTO",
+                                 options=FIXED,
                                  description="Shape used when this object is a collider")
 
     # stiffness: 0..1 mapped to XPBD compliance by compliance_from_stiffness (module docstring)
@@ -211,10 +220,10 @@ class VerletObjectSettings(bpy.types.PropertyGroup):
         name="Pressure", default=1.0, min=0.01, max=100.0, soft_max=5.0,
         description="Soft body volume as a multiple of its rest volume (> 1 inflates)")
     use_volume: BoolProperty(
-        name="Keep Volume", default=True,
+        name="Keep Volume", default=True, options=FIXED,
         description="Soft body: keep the volume enclosed by the (closed) surface")
     taper_group: StringProperty(
-        name="Taper Group",
+        name="Taper Group", options=FIXED,
         description="Plant: vertex group scaling stiffness per vertex (weight 1 = full "
                     "stiffness, e.g. at the root; 0 = limp, e.g. at the tip); empty = uniform")
     damping: FloatProperty(
@@ -222,7 +231,7 @@ class VerletObjectSettings(bpy.types.PropertyGroup):
         description="Fraction of this object's velocity removed per second (0 = none), the "
                     "same at any substep count")
     preset: StringProperty(
-        name="Preset", description="The last preset applied (informational)")
+        name="Preset", options=FIXED, description="The last preset applied (informational)")
     # Added: what the object's cache file is named after (ids.py), issued at its first bake and
     # kept across renames; not a setting (left out of the settings hash and the presets)
     cache_id: StringProperty(
@@ -259,19 +268,21 @@ def _range_setter(key):
 
 
 class VerletSceneSettings(bpy.types.PropertyGroup):
+    # Keyframable (read at every frame): wind, air drag, gravity scale, damping, field weights.
+    # The step counts and the frame range are FIXED for a simulation: not keyframable.
     # Changed: bounded above (2**31 substeps used to be accepted, and would hang the bake)
     substeps: IntProperty(name="Substeps", default=DEFAULT_SUBSTEPS, min=1, max=MAX_SUBSTEPS,
-                          soft_max=200,
+                          soft_max=200, options=FIXED,
                           description="Solver substeps per frame (more = stiffer, costlier)")
     iterations: IntProperty(name="Iterations", default=DEFAULT_ITERATIONS, min=1,
-                            max=MAX_ITERATIONS, soft_max=20,
+                            max=MAX_ITERATIONS, soft_max=20, options=FIXED,
                             description="Constraint iterations per substep")
-    use_scene_range: BoolProperty(name="Follow Scene Range", default=True,
+    use_scene_range: BoolProperty(name="Follow Scene Range", default=True, options=FIXED,
                                   description="Simulate the scene's frame range")
-    frame_start: IntProperty(name="Start", description="First simulated frame",
+    frame_start: IntProperty(name="Start", description="First simulated frame", options=FIXED,
                              get=_range_getter("frame_start", "frame_start", 1),
                              set=_range_setter("frame_start"))
-    frame_end: IntProperty(name="End", description="Last simulated frame",
+    frame_end: IntProperty(name="End", description="Last simulated frame", options=FIXED,
                            get=_range_getter("frame_end", "frame_end", 250),
                            set=_range_setter("frame_end"))
 

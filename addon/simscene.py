@@ -17,6 +17,7 @@ from ..solver.strands import edge_frames
 from ..solver.mesh import cloth_topology, normalize_faces
 from . import bridge
 from . import kernels as compiled
+from .animated import AnimatedSettings
 from .bridge import BridgeError
 
 DEFORMING = ("CLOTH", "PLANT", "SOFT")
@@ -115,6 +116,7 @@ class SceneSim:
         # [(object name, message)]: what the simulation leaves out of an object's settings, for
         # the bake's report and status (the message names the object and the cause)
         self.warnings = []
+        self.tapers = {}                    # {plant name: (n,) taper weights} (animated.py)
         from .properties import invalid_settings
         bad = invalid_settings(scene.verlet)
         if bad:
@@ -152,10 +154,10 @@ class SceneSim:
                               air_drag=getattr(s, "air_drag", 1.0), backend=kernels)
         self._wind = None
         self._read_wind()
-        for body in self.bodies:
-            d = scene.objects[body.name].verlet
-            if getattr(d, "damping", 0.0) > 0 and body.kind != "SOFT":   # SOFT: see _add_kind
-                self.sim.set_damping(body.ids, min(d.damping, 1.0))
+        # keyframable settings (damping, stiffness, friction, gravity...), read every frame
+        self.animated = AnimatedSettings(scene, self.sim, self.bodies, self.colliders,
+                                         self.tapers)
+        self.animated.read()
         self._update_pin_strength()
         self.fps = scene.render.fps / scene.render.fps_base
         from .fields import FieldReader
@@ -261,6 +263,7 @@ class SceneSim:
             taper = None
             if getattr(obj.verlet, "taper_group", ""):
                 taper = bridge.group_weights(obj, mesh, obj.verlet.taper_group)
+                self.tapers[obj.name] = taper
             if len(faces):
                 area = float(polygon_areas(x, *normalize_faces(faces, n)).sum())
                 ids = b.add_cloth(x, faces, density=mass / max(area, 1e-12), radius=radius,
@@ -282,7 +285,8 @@ class SceneSim:
                     bend_compliance=_tapered(obj, taper, np.repeat(np.arange(n)[:, None], 2, 1)))
                 return ids, (frame_ids, edge_frames(x, e))
             if len(support):
-                b.add_sticks(ids[support], compliance=_tapered(obj, taper, support))
+                b.add_sticks(ids[support], compliance=_tapered(obj, taper, support),
+                             source="bend support")
             return ids, None
         ids = b.add_particles(x, mass=mass / n, radius=radius)
         if kind == "SOFT":
@@ -366,9 +370,10 @@ class SceneSim:
                                       "changes the topology")
                 self.sim.set_pin_targets(body.ids[body.pin_local], x[body.pin_local])
                 self._move_pinned_frames(body, np.array(obj_eval.matrix_world, np.float64))
-        # Added: the scene wind and Blender's force fields are read at every frame (keyed
-        # strengths, animated fields), as colliders and pins are
+        # Added: the scene wind, Blender's force fields and every keyframable setting are read
+        # at every frame (keyed strengths, animated fields), as colliders and pins are
         self._read_wind()
+        self.animated.read()
         self.sim.set_force_fields(self.field_reader.read(depsgraph))
         self.sim.step(1.0 / self.fps)
         # Added: deforming results are in the object's space at this frame, as Blender Cloth

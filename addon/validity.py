@@ -27,33 +27,83 @@ def settings_hash(scene):
     Objects enter anonymously, as a sorted list of their settings per kind, not by name (a
     rename leaves a bake up to date) nor by cache id (random: the same scene baked in two files
     must give the same cache header); adding, removing or retyping a Verlet object changes it.
-    (Two bodies trading their settings exactly would not.)"""
-    data = {k: _plain(getattr(scene.verlet, k, None)) for k in SCENE_SETTINGS}
+    (Two bodies trading their settings exactly would not.) A keyframed setting enters by its
+    keys, not by its value at the current frame, so the hash is the same on every frame of the
+    timeline (it used to call a bake with keyed wind outdated on every frame but one)."""
+    keyed = _keyed(scene)
+    data = {k: _plain(getattr(scene.verlet, k, None), keyed, f"verlet.{k}")
+            for k in SCENE_SETTINGS}
     data["gravity"] = list(scene.gravity) if scene.use_gravity else [0, 0, 0]
+    if "gravity" in keyed or "use_gravity" in keyed:      # (unkeyed: the hash of 0.1.x)
+        data["gravity"] = [_plain(list(scene.gravity), keyed, "gravity"),
+                           _plain(scene.use_gravity, keyed, "use_gravity")]
     data["fps"] = scene.render.fps / scene.render.fps_base
     objects = []
     for obj in scene.objects:
         if getattr(obj, "verlet", None) is None or obj.verlet.kind == "NONE":
             continue
-        s = {p.identifier: _plain(getattr(obj.verlet, p.identifier))
+        keyed = _keyed(obj)
+        s = {p.identifier: _plain(getattr(obj.verlet, p.identifier), keyed,
+                                  f"verlet.{p.identifier}")
              for p in obj.verlet.bl_rna.properties if p.identifier not in NOT_SETTINGS}
         objects.append(json.dumps(s, sort_keys=True, default=str))
     data["objects"] = sorted(objects)
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _plain(v):
+def _fcurves(anim):
+    """The F-curves of an AnimData's action: Blender 4.2's flat action, or the channel bag of
+    its slot in a layered action (4.4 and later; 5.0 has no flat list)."""
+    action = anim.action
+    if action is None:
+        return []
+    layers = getattr(action, "layers", None)
+    if layers is None or (not len(layers) and len(getattr(action, "fcurves", ()))):
+        return list(action.fcurves)
+    slot = getattr(anim, "action_slot", None)
+    curves = []
+    for layer in layers:
+        for strip in layer.strips:
+            bag = strip.channelbag(slot) if slot is not None else None
+            if bag is not None:
+                curves += list(bag.fcurves)
+    return curves
+
+
+def _keyed(idblock):
+    """{data path: {array index: keys}} of idblock's F-curves (keys: every point's position,
+    handles and interpolation, and the curve's extrapolation and modifier count)."""
+    anim = getattr(idblock, "animation_data", None)
+    if anim is None:
+        return {}
+    out = {}
+    for fc in _fcurves(anim):
+        keys = [(tuple(k.co), tuple(k.handle_left), tuple(k.handle_right), k.interpolation)
+                for k in fc.keyframe_points]
+        out.setdefault(fc.data_path, {})[fc.array_index] = (keys, fc.extrapolation,
+                                                             len(fc.modifiers), fc.mute)
+    return out
+
+
+def _plain(v, keyed=None, path=""):
     # nested settings (effector_weights) by value and a datablock (its collection) by name:
-    # their default str() holds a memory address, which differs in every session
+    # their default str() holds a memory address, which differs in every session; a keyed
+    # setting (or component) by its keys
     if isinstance(v, bpy.types.ID):
         return v.name
     if isinstance(v, bpy.types.PropertyGroup):
-        return {p.identifier: _plain(getattr(v, p.identifier)) for p in v.bl_rna.properties
-                if p.identifier not in ("rna_type", "name")}
+        return {p.identifier: _plain(getattr(v, p.identifier), keyed, f"{path}.{p.identifier}")
+                for p in v.bl_rna.properties if p.identifier not in ("rna_type", "name")}
+    curves = (keyed or {}).get(path)
     try:
-        return list(v) if not isinstance(v, str) else v
+        value = list(v) if not isinstance(v, str) else v
     except TypeError:
-        return v
+        value = v
+    if not curves:
+        return value
+    if isinstance(value, list):
+        return [curves.get(i, value[i]) for i in range(len(value))]
+    return curves.get(0, value)
 
 
 def stored_path(obj):

@@ -156,12 +156,15 @@ class Builder:
             self._soft_pins.append((ids, _per_item(compliance, ids.size, "compliance")))
 
     # ------------------------------------------------------------------ sticks
-    def add_sticks(self, pairs, compliance=0.0, rest_length=None, kind="equal", _source=0):
+    def add_sticks(self, pairs, compliance=0.0, rest_length=None, kind="equal", source="stick"):
         """Distance constraints between particle pairs (m, 2).
 
         compliance [m/N] (scalar or (m,), 0 = rigid, XPBD); rest_length [m] (scalar or (m,),
         None = the current distance); kind "equal", "min" (only pushes apart) or "max" (only
-        pulls together). Returns (m,) int64 indices of the sticks in the order they were given
+        pulls together); source: what they are, a name in model.STICK_SOURCES ("stick", or
+        "bend support" for the sticks that give a plant or strand its bend stiffness), for
+        messages and for Simulation.set_stick_compliance to tell them apart. Returns (m,)
+        int64 indices of the sticks in the order they were given
         (stable across build(), which reorders them internally)."""
         pairs = _ids(pairs, self._n, "pairs", shape=(None, 2)) if np.size(pairs) else \
             np.zeros((0, 2), np.int64)
@@ -170,6 +173,8 @@ class Builder:
             raise ValueError("pairs: a stick joins a particle to itself")
         if not isinstance(kind, str) or kind not in STICK_KINDS:    # (a list raised TypeError)
             raise ValueError(f"kind: expected one of {sorted(STICK_KINDS)}, got {kind!r}")
+        if not isinstance(source, str) or source not in STICK_SOURCES:
+            raise ValueError(f"source: expected one of {STICK_SOURCES}, got {source!r}")
         if rest_length is None:
             x = self._positions()
             rest = np.linalg.norm(x[pairs[:, 0]] - x[pairs[:, 1]], axis=1)
@@ -184,7 +189,7 @@ class Builder:
         comp = _per_item(compliance, m, "compliance")
         first = sum(s[0].shape[0] for s in self._sticks)
         self._sticks.append((pairs, rest, comp, np.full(m, STICK_KINDS[kind], np.int8),
-                             np.full(m, _source, np.int8)))
+                             np.full(m, STICK_SOURCES.index(source), np.int8)))
         return np.arange(first, first + m, dtype=np.int64)
 
     # ------------------------------------------------------------------ cloth
@@ -233,7 +238,7 @@ class Builder:
         ids = self.add_particles(x, mass=mass, radius=radius)
         self._area[-1] = vert_area
         for pairs, comp, source in groups:
-            self.add_sticks(ids[pairs], compliance=comp, _source=source)
+            self.add_sticks(ids[pairs], compliance=comp, source=STICK_SOURCES[source])
         self._surface.append(ids[fan_triangles(corners, start, size)])
         return ids
 
@@ -350,7 +355,7 @@ class Builder:
         weights = np.column_stack([w123, 1.0 - w123.sum(axis=1)])
         ids = self.add_particles(c, mass=mass / 4.0)
         pairs = ids[np.array([[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]])]
-        self.add_sticks(pairs, compliance=0.0, _source=4)
+        self.add_sticks(pairs, compliance=0.0, source="tetrahedron edge")
         self._tetras.append((ids, weights))
         return ids, len(self._tetras) - 1
 
@@ -501,7 +506,7 @@ def _soft_pins(soft, hard):
 # 0.106 and 99th percentile 0.060 in this order, 0.167 / 0.079 with all sources coloured
 # together, 0.185 / 0.077 with stretch first.
 _SOURCE_ORDER = tuple(STICK_SOURCES.index(name) for name in (
-    "cloth shear", "cloth bend", "stick", "tetrahedron edge", "cloth stretch"))
+    "cloth shear", "cloth bend", "bend support", "stick", "tetrahedron edge", "cloth stretch"))
 
 
 def _grouped_colors(pairs, source, n):

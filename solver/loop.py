@@ -23,7 +23,7 @@ exactly the same ones:
     pins       (ids, start, target)            (p,) int64, (p, 3) [m] at the step's start, (p, 3) [m]
     soft_pins  constraints/pins.SoftPinSolver.kernel_args(control, h)
     sticks     constraints/sticks.StickSolver.kernel_args(omega)
-    volumes    constraints/volume.VolumeSolver.kernel_args()
+    volumes    constraints/volume.VolumeSolver.kernel_args(rest)
     shapes     constraints/shapes.ShapeSolver.kernel_args()
     colliders  collision/colliders.Colliders.kernel_args(...): per collider and per substep
     points     collision/points.TetraPoints.kernel_args()

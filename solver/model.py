@@ -14,8 +14,11 @@ import numpy as np
 
 STICK_EQUAL, STICK_MIN, STICK_MAX = 0, 1, 2
 STICK_KINDS = {"equal": STICK_EQUAL, "min": STICK_MIN, "max": STICK_MAX}
-# where a stick came from, for messages: index into STICK_SOURCES
-STICK_SOURCES = ("stick", "cloth stretch", "cloth shear", "cloth bend", "tetrahedron edge")
+# where a stick came from, for messages and Simulation.set_stick_compliance: index into
+# STICK_SOURCES ("bend support": the sticks across a vertex that give plants and strands their
+# bend stiffness, Builder.add_sticks(source=...))
+STICK_SOURCES = ("stick", "cloth stretch", "cloth shear", "cloth bend", "tetrahedron edge",
+                 "bend support")
 
 
 @dataclass

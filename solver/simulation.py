@@ -36,6 +36,7 @@ import math
 import numpy as np
 
 from . import backend as _backend
+from .animated import AnimatedSettings, _check_int, _vec3
 from .builder import _scalar
 from .collision import frames
 from .collision.colliders import Colliders
@@ -79,20 +80,7 @@ _NO_DRAG = (np.zeros(0, np.int64), np.zeros((3, 0)), np.zeros((3, 0)), np.zeros(
             np.zeros(0), np.zeros(3))
 
 
-def _check_int(value, name, lo):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
-        raise ValueError(f"{name}: expected an integer >= {lo}, got {value!r}")
-    return int(value)
-
-
-def _vec3(value, name):
-    a = np.asarray(value, dtype=np.float64)
-    if a.shape != (3,) or not np.all(np.isfinite(a)):
-        raise ValueError(f"{name}: expected 3 finite numbers, got {value!r}")
-    return a
-
-
-class Simulation:
+class Simulation(AnimatedSettings):
     """Steps a Model. See the module docstring for the algorithm and the README for the API."""
 
     def __init__(self, model, substeps=DEFAULT_SUBSTEPS, iterations=DEFAULT_ITERATIONS,
@@ -102,8 +90,8 @@ class Simulation:
         self.model = model
         self.substeps = _check_int(substeps, "substeps", 1)
         self.iterations = _check_int(iterations, "iterations", 1)
-        self.gravity = _vec3(gravity, "gravity")
-        self.damping = _scalar(damping, "damping", 0.0, 1.0)
+        gravity = _vec3(gravity, "gravity")
+        damping = _scalar(damping, "damping", 0.0, 1.0)
         self.over_relaxation = _scalar(over_relaxation, "over_relaxation", 0.1, 1.99)
         self.max_depenetration_speed = _scalar(max_depenetration_speed,
                                                "max_depenetration_speed", 0.0)   # [m/s]
@@ -148,7 +136,15 @@ class Simulation:
                                air_drag=_scalar(air_drag, "air_drag", 0.0),
                                soft_pin_anchor=self.state.x[self._soft].copy(),
                                soft_pin_target=self.state.x[self._soft].copy(),
-                               soft_pin_compliance=model.soft_pin_compliance.copy())
+                               soft_pin_compliance=model.soft_pin_compliance.copy(),
+                               gravity=gravity, damping=damping,
+                               stick_compliance=model.stick_compliance.copy(),
+                               shape_compliance=model.shape_compliance.copy(),
+                               shape_damping=model.shape_damping.copy(),
+                               collider_friction=model.collider_friction.copy(),
+                               collider_static_friction=model.collider_static_friction.copy(),
+                               collider_restitution=model.collider_restitution.copy(),
+                               volume_rest=np.array(model.volume_rest, np.float64))
         # scratch, allocated once
         self._acc = np.zeros((n, 3))                # (n, 3) [m/s^2] external acceleration
 
@@ -175,6 +171,27 @@ class Simulation:
     @property
     def wind(self):
         return self.control.wind
+
+    @property
+    def gravity(self):
+        """(3,) float64 [m/s^2] gravity (set_gravity changes it; a read-only view)."""
+        v = self.control.gravity.view()
+        v.flags.writeable = False
+        return v
+
+    @property
+    def damping(self):
+        """Fraction of every particle's velocity removed per second (set_global_damping)."""
+        return self.control.damping
+
+    # assignment, as when these were plain attributes, goes through the checked setters
+    @gravity.setter
+    def gravity(self, value):
+        self.set_gravity(value)
+
+    @damping.setter
+    def damping(self, value):
+        self.set_global_damping(value)
 
     @property
     def air_drag(self):
@@ -214,9 +231,7 @@ class Simulation:
         """Where collider k is at the end of the next step (interpolated over its substeps, so
         it sweeps and pushes what it meets). teleport: it is there at once, without motion;
         what it then overlaps comes out at max_depenetration_speed, without being launched."""
-        k = _check_int(k, "k", 0)
-        if k >= self.colliders.count:
-            raise ValueError(f"k: collider index out of range 0..{self.colliders.count - 1}")
+        k = self._collider(k)
         frame = frames.decompose(matrix, "matrix")
         self.control.collider_target[k] = frame
         if teleport:
@@ -376,8 +391,10 @@ class Simulation:
         elif h != st.h:
             xp[:] = x - (x - xp) * (h / st.h)       # time-corrected Verlet for a new h
         st.h = h
-        for family in (self.sticks, self.shapes, self.volumes):
-            family.begin_step(h)
+        ctl = self.control
+        self.sticks.begin_step(h, ctl.stick_compliance)
+        self.shapes.begin_step(h, ctl.shape_compliance, ctl.shape_damping)
+        self.volumes.begin_step(h)
 
     def _collide(self, dt, acc):
         """The collide stage: candidate contacts for this step (collision/colliders.py)."""
@@ -399,7 +416,7 @@ class Simulation:
         st, ctl, S = self.state, self.control, self.substeps
         # (1 - damping)^h is the same per second at any substep count; multiplying by exactly
         # 1.0 changes nothing, so no branch is needed
-        keep = ((1.0 - self.damping) * (1.0 - ctl.particle_damping)) ** h
+        keep = ((1.0 - ctl.damping) * (1.0 - ctl.particle_damping)) ** h
         if field_keep is not None:                  # force fields' drag, exact per substep
             keep = keep * field_keep
         a_h2 = np.ascontiguousarray((acc * (h * h)).T)
@@ -408,7 +425,7 @@ class Simulation:
         drag = self._drag_terms(h) or _NO_DRAG
         return ((st.X, st.X_prev), (a_h2, keep, lim), drag, pins,
                 self.soft_pins.kernel_args(ctl, h), self.sticks.kernel_args(self.over_relaxation),
-                self.volumes.kernel_args(), self.shapes.kernel_args(),
+                self.volumes.kernel_args(ctl.volume_rest), self.shapes.kernel_args(),
                 self.colliders.kernel_args(ctl, S, self._radius, self.contacts),
                 self.points.kernel_args(), self.contacts.kernel_args(),
                 (S, self.iterations),

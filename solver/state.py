@@ -3,7 +3,8 @@
 - State: what the step integrates (positions and the previous positions that hold Verlet's
   velocity, the substep length, the clock). The step reads and writes it.
 - Control: what the user sets between steps (pin targets, soft pins' targets and compliance,
-  collider placements, wind, air drag, per-particle damping). The step reads it and never
+  collider placements and materials, wind, air drag, gravity, damping, the compliance of sticks
+  and shape-matching clusters: everything an artist may animate). The step reads it and never
   writes it, except that a collider's target becomes its placement, and a soft pin's target
   its anchor, once a step has reached them.
 - Checkpoint: a State and a Control, copied. Resuming from one is bit-identical (bake equals
@@ -11,7 +12,7 @@
 
 Contacts (collision/contacts.py) are neither: they are found afresh every step by the collide
 stage and hold nothing a resume needs. n = particles, p = pinned particles, s = soft pins,
-C = colliders.
+m = sticks, K = shape-matching clusters, C = colliders.
 """
 
 from dataclasses import dataclass, field, fields, replace
@@ -81,8 +82,25 @@ class Control:
     soft_pin_anchor: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))  # (s, 3) [m]
     soft_pin_target: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))  # (s, 3) [m]
     soft_pin_compliance: np.ndarray = field(default_factory=lambda: np.zeros(0))   # (s,) [m/N]
+    # Animatable settings (Simulation.set_gravity, set_global_damping, set_stick_compliance,
+    # set_shape_compliance, set_shape_damping, set_collider_friction, set_collider_restitution,
+    # set_volume_pressure).
+    # None only in a Control read from a file written before they could change: set_state then
+    # keeps the simulation's own values, which are the model's, as they were when it was written.
+    gravity: np.ndarray = None            # (3,) float64 [m/s^2]
+    damping: float = None                 # fraction of every particle's velocity removed per s
+    stick_compliance: np.ndarray = None   # (m,) float64 [m/N] XPBD compliance, model's order
+    shape_compliance: np.ndarray = None   # (K,) float64 [m/N] goal compliance, model's order
+    shape_damping: np.ndarray = None      # (K,) float64 fraction of deformation velocity per s
+    collider_friction: np.ndarray = None  # (C,) float64 kinetic Coulomb coefficient
+    collider_static_friction: np.ndarray = None   # (C,) float64 static coefficient (>= kinetic)
+    collider_restitution: np.ndarray = None       # (C,) float64 in [0, 1]
+    volume_rest: np.ndarray = None        # (V,) float64 [m^3] target volume (rest x pressure)
 
     _SOFT = ("soft_pin_anchor", "soft_pin_target", "soft_pin_compliance")
+    _ANIMATED = ("gravity", "stick_compliance", "shape_compliance", "shape_damping",
+                 "collider_friction", "collider_static_friction", "collider_restitution",
+                 "volume_rest")
 
     def copy(self):
         # frames are immutable tuples of arrays nobody writes: the lists are copied, the frames
@@ -92,7 +110,9 @@ class Control:
                        collider_frame=list(self.collider_frame),
                        collider_target=list(self.collider_target),
                        wind=self.wind.copy(),
-                       **{k: getattr(self, k).copy() for k in self._SOFT})
+                       **{k: getattr(self, k).copy() for k in self._SOFT},
+                       **{k: None if getattr(self, k) is None else getattr(self, k).copy()
+                          for k in self._ANIMATED})
 
     def assign(self, other):
         if other.pin_target.shape != self.pin_target.shape \
@@ -108,6 +128,16 @@ class Control:
         self.fields = other.fields
         for k in self._SOFT:
             getattr(self, k)[:] = getattr(other, k)
+        for k in self._ANIMATED:
+            mine, theirs = getattr(self, k), getattr(other, k)
+            if theirs is None:
+                continue                     # a file from before it could change: keep ours
+            if mine is None or np.shape(theirs) != mine.shape:
+                raise ValueError(f"state: its {k} has shape {np.shape(theirs)}, expected "
+                                 f"{None if mine is None else mine.shape}")
+            mine[:] = theirs
+        if other.damping is not None:
+            self.damping = other.damping
 
 
 @dataclass(frozen=True)
@@ -134,8 +164,9 @@ class Checkpoint:
         out["control.pin_target"] = c.pin_target
         out["control.particle_damping"] = c.particle_damping
         out["control.air_drag"] = np.asarray(c.air_drag)
-        for k in Control._SOFT:
-            out[f"control.{k}"] = getattr(c, k)
+        for k in Control._SOFT + Control._ANIMATED + ("damping",):
+            if getattr(c, k) is not None:
+                out[f"control.{k}"] = np.asarray(getattr(c, k))
         return out
 
     @classmethod
@@ -152,9 +183,11 @@ class Checkpoint:
             frames[key] = [Frame(*(p[i] for p in parts)) for i in range(len(parts[0]))]
         wind = Wind.from_arrays({k.rpartition(".")[2]: data[k] for k in data
                                  if k.startswith("control.wind.")})
-        # files written before soft pins existed have none
-        soft = {k: np.array(data[f"control.{k}"]) for k in Control._SOFT
+        # files written before soft pins or the animatable settings existed have none
+        soft = {k: np.array(data[f"control.{k}"]) for k in Control._SOFT + Control._ANIMATED
                 if f"control.{k}" in data}
+        if "control.damping" in data:
+            soft["damping"] = float(data["control.damping"])
         control = Control(np.array(data["control.pin_target"]),
                           np.array(data["control.particle_damping"]), frames["collider_frame"],
                           frames["collider_target"], wind, float(data["control.air_drag"]),

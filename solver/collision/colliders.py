@@ -48,10 +48,8 @@ class Colliders:
     def __init__(self, model):
         self.shape = model.collider_shape                  # (C,) int64 frames.PLANE..CAPSULE
         self.dims = model.collider_dims                    # (C, 3) float64 [m]
-        self.mu_k = model.collider_friction                # (C,) float64
-        self.mu_s = model.collider_static_friction         # (C,) float64
-        # coefficient of restitution per collider (the kernel of that name is its velocity pass)
-        self.e_restitution = model.collider_restitution    # (C,) float64
+        # the material (friction, static friction, restitution) is the Control's: it may change
+        # between steps (Simulation.set_collider_friction / set_collider_restitution)
         self.thickness = model.collider_thickness          # (C,) float64 [m]
         self.count = len(self.shape)
 
@@ -111,9 +109,11 @@ class Colliders:
         return approximate, abc, R, t, sc, Rb, tb, sb, moving
 
     def kernel_args(self, control, substeps, radius, contacts):
-        """The colliders group of loop.run_substeps' arguments: material per collider, the
-        particle radii (n,) [m], the collide stage's candidates and the placements."""
-        return (self.shape, self.thickness, self.mu_s, self.mu_k, self.e_restitution, radius,
+        """The colliders group of loop.run_substeps' arguments: material per collider (the
+        Control's), the particle radii (n,) [m], the collide stage's candidates and the
+        placements."""
+        return (self.shape, self.thickness, control.collider_static_friction,
+                control.collider_friction, control.collider_restitution, radius,
                 contacts.pair_particle, contacts.pair_start, contacts.by_particle,
                 contacts.by_particle_start, contacts.by_particle_collider) \
             + self.placements(control, substeps)

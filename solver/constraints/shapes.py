@@ -204,21 +204,26 @@ class ShapeSolver:
         pinned = model.particle_inv_mass[self.particles] == 0
         # (e,) float64 [1/kg] the cluster's mean inverse mass, 0 for pinned entries
         self.w = np.where(pinned, 0.0, 1.0 / mean_mass[cluster]) if k else np.zeros(0)
-        self.compliance = model.shape_compliance[cluster]    # (e,) float64 [m/N]
-        self.rigid = self.compliance == 0.0                   # (e,) bool entry of a rigid cluster
-        self.damping = model.shape_damping                    # (K,) float64 fraction per second
-        self.any_damped = bool(np.any(self.damping > 0))
+        self.cluster = cluster                                # (e,) int64 cluster of each entry
+        self.compliance = np.zeros(len(self.particles))      # (e,) float64 [m/N] this step's
+        self.rigid = np.zeros(len(self.particles), bool)      # (e,) bool entry of a rigid cluster
+        self.damping = np.zeros(k)                            # (K,) float64 fraction per second
+        self.any_damped = False
         self.keep = np.ones(k)                                # (K,) (1 - damping)^h
         self.lam = np.zeros((len(self.particles), 3))        # (e, 3) float64 accumulated
         self.alpha = np.zeros(len(self.particles))           # (e,) alpha / h^2
-        self._h = None
 
-    def begin_step(self, h):
-        """Recompute alpha~ and the damping's kept fraction when the substep length h changes."""
-        if h != self._h:
-            self.alpha[:] = self.compliance / (h * h)
-            self.keep[:] = (1.0 - self.damping) ** h
-            self._h = h
+    def begin_step(self, h, compliance, damping):
+        """This step's alpha~, rigidity and damping from the Control's per-cluster compliance
+        (K,) [m/N] and damping (K,) [fraction per s], which may change between steps
+        (Simulation.set_shape_compliance / set_shape_damping); a few operations per entry per
+        step, against substeps x iterations solves."""
+        np.take(compliance, self.cluster, out=self.compliance)
+        np.equal(self.compliance, 0.0, out=self.rigid)
+        np.divide(self.compliance, h * h, out=self.alpha)
+        self.damping[:] = damping
+        self.any_damped = bool(np.any(damping > 0))
+        np.power(1.0 - damping, h, out=self.keep)
 
     def kernel_args(self):
         """The shapes group of loop.run_substeps' arguments."""

@@ -44,7 +44,6 @@ class StickSolver:
         self.range_lo = model.stick_range_lo                  # (R,) int64
         self.range_hi = model.stick_range_hi                  # (R,) int64
         self.rest = model.stick_rest_length                   # (m,) float64 [m]
-        self.compliance = model.stick_compliance              # (m,) float64 [m/N]
         self.one_sided = bool(np.any(kind != 0))
         # the compiled kernel streams every stick's data once per sweep, so it reads compact
         # copies (int32 ids, an int8 kind, inverse masses gathered per particle): 25 bytes a
@@ -56,14 +55,14 @@ class StickSolver:
         self.inv_mass = w                                     # (n,) float64 [1/kg]
         self.lam = np.zeros(len(self.rest))                   # (m,) float64 [N s^2] accumulated
         self.alpha = np.zeros(len(self.rest))                 # (m,) float64 alpha / h^2
-        self._h = None
 
-    def begin_step(self, h):
-        """Recompute alpha~ = alpha / h^2 when the substep length h [s] changes. Lambda needs
-        no reset: a substep's first sweep is told to take it as zero."""
-        if h != self._h:
-            self.alpha[:] = self.compliance / (h * h)
-            self._h = h
+    def begin_step(self, h, compliance):
+        """alpha~ = alpha / h^2 for this step from the Control's compliance (m,) [m/N], which
+        may change between steps (Simulation.set_stick_compliance; XPBD takes a new compliance
+        at any step: it is the constraint's stiffness, not state); one division per stick per
+        step, against substeps x iterations sweeps. Lambda needs no reset: a substep's first
+        sweep is told to take it as zero."""
+        np.divide(compliance, h * h, out=self.alpha)
 
     def kernel_args(self, omega):
         """The sticks group of loop.run_substeps' arguments (omega: over-relaxation)."""

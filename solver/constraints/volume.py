@@ -36,11 +36,11 @@ class VolumeSolver:
         self.tris = np.concatenate(tris) if tris else np.zeros((0, 3), np.int64)
         self.tri_start = np.array(tri_start, np.int64)        # (V + 1,) triangles of volume k
         self.w = w[self.particles]                            # (P,) float64 [1/kg]
-        self.rest = np.asarray(model.volume_rest, np.float64)  # (V,) float64 [m^3]
+        # the target volumes are the Control's (kernel_args), as they may change between steps
         self.compliance = np.asarray(model.volume_compliance, np.float64)   # (V,)
-        self.alpha = np.zeros(len(self.rest))                 # (V,) alpha / h^2
-        self.lam = np.zeros(len(self.rest))                   # (V,) accumulated lambda
-        self.count = len(self.rest)
+        self.count = len(model.volume_rest)
+        self.alpha = np.zeros(self.count)                     # (V,) alpha / h^2
+        self.lam = np.zeros(self.count)                       # (V,) accumulated lambda
         self._h = None
 
     def begin_step(self, h):
@@ -49,10 +49,11 @@ class VolumeSolver:
             self.alpha[:] = self.compliance / (h * h)
             self._h = h
 
-    def kernel_args(self):
-        """The volumes group of loop.run_substeps' arguments."""
+    def kernel_args(self, rest):
+        """The volumes group of loop.run_substeps' arguments; rest (V,) [m^3] this step's target
+        volumes (the Control's: Simulation.set_volume_pressure changes them between steps)."""
         return (self.particles, self.particle_start, self.tris, self.tri_start, self.w,
-                self.rest, self.alpha, self.lam)
+                rest, self.alpha, self.lam)
 
 
 def solve_volumes(X, particles, particle_start, tris, tri_start, w, rest, alpha, lam):

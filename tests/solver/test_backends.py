@@ -298,7 +298,39 @@ def tree_of_strands_in_wind():
     return b, dict(substeps=10), lambda s: s.set_wind((8.0, 3.0, 0.0), turbulence=0.5, seed=2)
 
 
-SCENARIOS = [started_inside_colliders, soft_pinned_cloth, tree_of_strands_in_wind, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
+# the six quads of 8 corners numbered 4 ix + 2 iy + iz
+CUBE_FACES = np.array([[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4],
+                       [1, 5, 7, 3]])
+
+
+def animated_settings():
+    """Every animatable setting (solver/animated.py) changed between steps."""
+    b = Builder()
+    x, f = _grid(8, z=0.6)
+    cloth = b.add_cloth(x, f, stretch_compliance=1e-5)
+    corners = np.array([[x, y, z] for x in (0.6, 0.8) for y in (-0.1, 0.1) for z in (0.2, 0.4)])
+    soft = b.add_particles(corners, mass=0.2)
+    b.add_shape_match(soft, stiffness=0.5, damping=0.1)
+    b.add_volume(soft[CUBE_FACES], pressure=1.2)
+    k = b.add_collider("plane", friction=0.3, restitution=0.2)
+
+    def drive(sim):
+        t = sim.time
+        sim.set_gravity((0.5 * t, 0.0, -9.81 * (1.0 + 0.2 * t)))
+        sim.set_global_damping(min(0.1 * t, 1.0))
+        sim.set_air_drag(1.0 + t)
+        sim.set_stick_compliance(cloth, 1e-4 * t, "cloth stretch")
+        sim.set_stick_compliance(cloth, np.linspace(0.0, 1e-2, len(sim.sticks_among(
+            cloth, "cloth bend"))) * t, "cloth bend")
+        sim.set_shape_compliance(soft, 1e-3 * (1.0 + t) if t < 1.5 else 0.0)
+        sim.set_shape_damping(soft, min(0.2 * t, 1.0))
+        sim.set_collider_friction(k, 0.3 + 0.2 * t, static_friction=0.5 + 0.2 * t)
+        sim.set_collider_restitution(k, min(0.3 * t, 1.0))
+        sim.set_volume_pressure(soft, 1.2 + 0.5 * t)
+    return b, dict(substeps=8), drive
+
+
+SCENARIOS = [animated_settings, started_inside_colliders, soft_pinned_cloth, tree_of_strands_in_wind, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
              balloon_and_moving_collider, cloth_on_elliptic_colliders, moving_elliptic_colliders,
              tetra_bodies_on_colliders, damped_soft_bodies_and_odd_clusters]
 
