@@ -8,9 +8,10 @@ check) is a few element-wise loops. Importing this module requires Numba.
 
 import math
 
+import numpy as np
 from numba import njit
 
-from .compiled import (apply_drag, damp_shapes, predict, solve_shapes, solve_soft_pins,
+from .compiled import (damp_shapes, drag_and_predict, solve_shapes, solve_soft_pins,
                        solve_sticks, solve_volumes)
 from .compiled_contact import project_colliders, project_points, release_overlap, restitution
 
@@ -51,11 +52,13 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         if c_restitution[k] > 0:
             any_restitution = True
     n = X.shape[1]
+    drag_slot = np.full(n, -1, np.int64)      # (n,) each particle's drag entry, -1 for none
+    for q in range(d_ids.shape[0]):
+        drag_slot[d_ids[q]] = q
     for s in range(substeps):
-        # drag, then integrate
-        if d_ids.shape[0]:
-            apply_drag(X, Xp, d_ids, d_drift, d_normal, d_along, d_decay, d_g_h2)
-        predict(X, Xp, a_h2, keep, lim)
+        # drag, then integrate (one pass; loop.py makes two calls: the same bits per particle)
+        drag_and_predict(X, Xp, drag_slot, d_drift, d_normal, d_along, d_decay, d_g_h2, a_h2,
+                         keep, lim)
         f1 = (s + 1) / substeps
         f0 = s / substeps
         for q in range(pin_ids.shape[0]):
