@@ -92,8 +92,10 @@ class AnimatedSettings:
         if kind == "CLOTH":
             pairs = _CLOTH
         elif kind == "PLANT":
-            pairs = _PLANT_FACES if len(sim.sticks_among(ids, "cloth stretch")) else _STRAND
-            self.channels.append(self._bend_support(body, s, taper))
+            strand = getattr(body, "frames", None) is not None
+            pairs = _STRAND if strand else _PLANT_FACES
+            self.channels.append(self._strand_joints(body, s, taper) if strand
+                                 else self._bend_support(body, s, taper))
         elif kind == "SOFT":
             pairs = _SOFT
         else:
@@ -116,6 +118,22 @@ class AnimatedSettings:
             weight = np.clip(0.5 * (taper[pairs[:, 0]] + taper[pairs[:, 1]]), 0.0, 1.0)
         return ((body.name, "bend_stiffness"), body.name, lambda: s.bend_stiffness,
                 lambda v: sim.set_stick_compliance(ids, to_c(v * weight), "bend support"))
+
+    def _strand_joints(self, body, s, taper):
+        """The channel of an edge-only plant's bend stiffness: its joint clusters (one per vertex
+        with two or more edges, solver/strands.py, over the vertex, its neighbours and their edge
+        frames), each scaled by the taper weight of its vertex, which is the cluster's first
+        particle."""
+        sim, to_c = self.sim, self._to_compliance
+        every = np.concatenate([body.ids, body.frames[0]])
+        clusters = sim.clusters_among(every)
+        m = sim.model
+        weight = 1.0
+        if taper is not None:
+            joint = m.shape_particles[m.shape_cluster_start[clusters]] - body.ids[0]
+            weight = np.clip(taper[joint], 0.0, 1.0)
+        return ((body.name, "bend_stiffness"), body.name, lambda: s.bend_stiffness,
+                lambda v: sim.set_shape_compliance(every, to_c(v * weight)))
 
     def _read_gravity(self):
         """(use gravity, gravity, gravity scale) of the scene at this frame, checked."""

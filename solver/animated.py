@@ -97,7 +97,7 @@ class AnimatedSettings:
             raise ValueError("compliance: must be finite and >= 0 [m/N]")
         self.control.stick_compliance[sel] = c
 
-    def _clusters_among(self, ids):
+    def clusters_among(self, ids):
         """(k,) int64 shape-matching clusters whose every particle is in ``ids``."""
         inside = np.zeros(self.model.particle_count, bool)
         inside[self._ids(ids)] = True
@@ -110,15 +110,22 @@ class AnimatedSettings:
     def set_shape_compliance(self, ids, compliance):
         """Goal compliance [m/N] (finite, >= 0; 0 = rigid) of the shape-matching clusters made
         of particles ``ids`` only, from the next step on (Builder.add_shape_match maps a
-        stiffness s to (1 / s - 1) 1e-3 m/N)."""
-        c = _scalar(compliance, "compliance")
-        self.control.shape_compliance[self._clusters_among(ids)] = c
+        stiffness s to (1 / s - 1) 1e-3 m/N): a scalar, or one value per cluster in
+        clusters_among(ids)'s order."""
+        clusters = self.clusters_among(ids)
+        c = np.asarray(compliance, dtype=np.float64)
+        if c.ndim == 0:
+            c = np.full(clusters.size, _scalar(compliance, "compliance"))
+        if c.shape != clusters.shape or not np.all(np.isfinite(c)) or np.any(c < 0):
+            raise ValueError(f"compliance: expected a finite number >= 0 [m/N] or {clusters.size} "
+                             "of them (one per cluster of clusters_among(ids))")
+        self.control.shape_compliance[clusters] = c
 
     def set_shape_damping(self, ids, damping):
         """Fraction of the deformation velocity removed per second, in [0, 1], of the
         shape-matching clusters made of particles ``ids`` only, from the next step on."""
         d = _scalar(damping, "damping", 0.0, 1.0)
-        self.control.shape_damping[self._clusters_among(ids)] = d
+        self.control.shape_damping[self.clusters_among(ids)] = d
 
     def set_volume_pressure(self, ids, pressure):
         """Pressure (> 0, finite: the target volume as a multiple of the rest volume, > 1

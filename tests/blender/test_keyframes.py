@@ -230,9 +230,10 @@ def test_keyframed_stretch_stiffness_lets_a_hanging_cloth_stretch(extension):
     assert height[48] > 1.02 * 0.5
 
 
-def test_tapered_bend_stiffness_is_read_per_stick(extension):
-    """A plant's bend stiffness changed between frames reaches each support stick as the
-    compliance of stiffness x its taper weight (mean of its two ends), as at build time."""
+def test_tapered_bend_stiffness_is_read_per_joint(extension):
+    """An edge-only plant's bend stiffness changed between frames reaches each joint cluster of
+    its strand (solver/strands.py: one per vertex with two edges, the vertex first) as the
+    compliance of stiffness x the taper weight of its vertex, as at build time."""
     from verlet_physics.addon import simscene
     from verlet_physics.addon.properties import compliance_from_stiffness
 
@@ -245,16 +246,17 @@ def test_tapered_bend_stiffness_is_read_per_stick(extension):
     obj.verlet.taper_group = "Taper"
     obj.verlet.bend_stiffness = 0.9
     ss = simscene.SceneSim(bpy.context.scene, bpy.context.evaluated_depsgraph_get())
-    ids = ss.bodies[0].ids
-    sel = ss.sim.sticks_among(ids, "bend support")
-    local = ss.sim.model.stick_particles[sel] - ids[0]
-    w = 0.5 * (weights[local[:, 0]] + weights[local[:, 1]])
-    built = ss.sim.control.stick_compliance[sel].copy()
+    body, m = ss.bodies[0], ss.sim.model
+    clusters = ss.sim.clusters_among(np.concatenate([body.ids, body.frames[0]]))
+    joint = m.shape_particles[m.shape_cluster_start[clusters]] - body.ids[0]
+    assert sorted(joint.tolist()) == [1, 2, 3, 4, 5]     # the inner vertices of the blade
+    w = weights[joint]
+    built = ss.sim.control.shape_compliance[clusters].copy()
     # (float32 settings and weights: equal to 1e-6)
     assert np.allclose(built, compliance_from_stiffness(0.9 * w), rtol=1e-6, atol=0)
     obj.verlet.bend_stiffness = 0.5
     ss.animated.read()
-    now = ss.sim.control.stick_compliance[sel]
+    now = ss.sim.control.shape_compliance[clusters]
     assert np.allclose(now, compliance_from_stiffness(0.5 * w), rtol=1e-6, atol=0)
     assert np.all(now > 10 * built)          # a different value, not the build's
 
