@@ -92,20 +92,21 @@ class Colliders:
         R, Rb = np.zeros((S, C, 3, 3)), np.zeros((S, C, 3, 3))
         for k in range(C):
             f0, f1 = control.collider_frame[k], control.collider_target[k]
-            if f1 is f0:
-                now = before = [f0] * S
-            else:
-                now = [frames.interpolate(f0, f1, (s + 1) / S) for s in range(S)]
-                before = [f0] + now[:-1]
-            for s in range(S) if f1 is not f0 else range(1):
-                R[s, k], t[s, k], sc[s, k] = now[s]
-                Rb[s, k], tb[s, k], sb[s, k] = before[s]
-                moving[s, k] = before[s] is not now[s]
-                approximate[s, k], abc[s, k] = sdf.placement(self.shape[k], self.dims[k],
-                                                             now[s].scale)
             if f1 is f0:                               # at rest: every substep the same
-                for arr in (approximate, moving, abc, R, t, sc, Rb, tb, sb):
-                    arr[1:, k] = arr[0, k]
+                R[:, k], t[:, k], sc[:, k] = f0
+                moving_k = False
+            else:
+                R[:, k], t[:, k], sc[:, k], moving_k = frames.interpolate_steps(f0, f1, S)
+            Rb[0, k], tb[0, k], sb[0, k] = f0              # a substep starts where the last ended
+            Rb[1:, k], tb[1:, k], sb[1:, k] = R[:-1, k], t[:-1, k], sc[:-1, k]
+            moving[:, k] = moving_k
+            if moving_k and not np.array_equal(f0.scale, f1.scale):
+                for s in range(S):                     # the SDF's dimensions follow the scale
+                    approximate[s, k], abc[s, k] = sdf.placement(self.shape[k], self.dims[k],
+                                                                 sc[s, k])
+            else:
+                approximate[:, k], abc[:, k] = sdf.placement(self.shape[k], self.dims[k],
+                                                             sc[0, k])
         return approximate, abc, R, t, sc, Rb, tb, sb, moving
 
     def kernel_args(self, control, substeps, radius, contacts):

@@ -120,6 +120,50 @@ def interpolate(f0, f1, s):
                  f0.scale + s * (f1.scale - f0.scale))
 
 
+def interpolate_steps(f0, f1, substeps):
+    """The frames at the ends of the ``substeps`` substeps from f0 to f1, as arrays: rotation
+    (S, 3, 3), translation (S, 3) [m], scale (S, 3); the same frames as
+    interpolate(f0, f1, (s + 1) / S) for every s (the last is f1 exactly), computed at once.
+    Returns (rotation, translation, scale, moving): moving False when the frames are equal
+    (interpolate then gives f0 itself: at rest)."""
+    S = int(substeps)
+    frac = (np.arange(S - 1) + 1.0) / S                     # (S - 1,) all but the last
+    rot = np.empty((S, 3, 3))
+    same_rot = np.array_equal(f0.rotation, f1.rotation)
+    if same_rot and np.array_equal(f0.translation, f1.translation) \
+            and np.array_equal(f0.scale, f1.scale):
+        rot[:] = f0.rotation
+        return rot, np.tile(f0.translation, (S, 1)), np.tile(f0.scale, (S, 1)), False
+    if same_rot:
+        rot[:-1] = f0.rotation
+    else:
+        mirror = np.linalg.det(f1.rotation) < 0
+        q0, q1 = to_quaternion(f0.rotation), to_quaternion(f1.rotation)
+        dot = float(q0 @ q1)
+        if dot < 0:
+            q1, dot = -q1, -dot
+        if dot > 0.9995:
+            q = q0 + frac[:, None] * (q1 - q0)
+        else:
+            theta = np.arccos(dot)
+            q = (np.sin((1 - frac) * theta)[:, None] * q0
+                 + np.sin(frac * theta)[:, None] * q1) / np.sin(theta)
+        q = q / np.linalg.norm(q, axis=1)[:, None]
+        w, x, y, z = q.T
+        rot[:-1] = np.stack([
+            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)],
+            axis=1)
+        if mirror:
+            rot[:-1] *= np.array([1.0, 1.0, -1.0])
+    rot[-1] = f1.rotation
+    trans = np.vstack([f0.translation + frac[:, None] * (f1.translation - f0.translation),
+                       f1.translation])
+    scale = np.vstack([f0.scale + frac[:, None] * (f1.scale - f0.scale), f1.scale])
+    return rot, trans, scale, True
+
+
 def to_local(frame, x):
     """(n, 3) points x [m] in the rotation-only frame of the collider."""
     return (x - frame.translation) @ frame.rotation
