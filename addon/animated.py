@@ -124,6 +124,7 @@ class AnimatedSettings:
         with two or more edges, solver/strands.py, over the vertex, its neighbours and their edge
         frames), each scaled by the taper weight of its vertex, which is the cluster's first
         particle."""
+        from .simscene import STRAND_BEND_SCALE
         sim, to_c = self.sim, self._to_compliance
         every = np.concatenate([body.ids, body.frames[0]])
         clusters = sim.clusters_among(every)
@@ -133,7 +134,7 @@ class AnimatedSettings:
             joint = m.shape_particles[m.shape_cluster_start[clusters]] - body.ids[0]
             weight = np.clip(taper[joint], 0.0, 1.0)
         return ((body.name, "bend_stiffness"), body.name, lambda: s.bend_stiffness,
-                lambda v: sim.set_shape_compliance(every, to_c(v * weight)))
+                lambda v: sim.set_shape_compliance(every, STRAND_BEND_SCALE * to_c(v * weight)))
 
     def _read_gravity(self):
         """(use gravity, gravity, gravity scale) of the scene at this frame, checked."""

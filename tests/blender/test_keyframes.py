@@ -74,8 +74,6 @@ def test_keyframed_wind_moves_the_grass(extension):
     scene = scenes.set_range(1, 36, substeps=20)
     scene.verlet.wind_direction = (1.0, 0.0, 0.0)
     obj = _grass()
-    # strands hold their bend through joints (solver/strands.py): a soft blade, as the demo's
-    obj.verlet.bend_stiffness = 0.1
     scene.verlet.wind_strength = 0.0
     scene.keyframe_insert("verlet.wind_strength", frame=1)
     scene.verlet.wind_strength = 20.0
@@ -252,12 +250,13 @@ def test_tapered_bend_stiffness_is_read_per_joint(extension):
     assert sorted(joint.tolist()) == [1, 2, 3, 4, 5]     # the inner vertices of the blade
     w = weights[joint]
     built = ss.sim.control.shape_compliance[clusters].copy()
+    scale = simscene.STRAND_BEND_SCALE
     # (float32 settings and weights: equal to 1e-6)
-    assert np.allclose(built, compliance_from_stiffness(0.9 * w), rtol=1e-6, atol=0)
+    assert np.allclose(built, scale * compliance_from_stiffness(0.9 * w), rtol=1e-6, atol=0)
     obj.verlet.bend_stiffness = 0.5
     ss.animated.read()
     now = ss.sim.control.shape_compliance[clusters]
-    assert np.allclose(now, compliance_from_stiffness(0.5 * w), rtol=1e-6, atol=0)
+    assert np.allclose(now, scale * compliance_from_stiffness(0.5 * w), rtol=1e-6, atol=0)
     assert np.all(now > 10 * built)          # a different value, not the build's
 
 
