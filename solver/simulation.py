@@ -80,6 +80,13 @@ _NO_DRAG = (np.zeros(0, np.int64), np.zeros((3, 0)), np.zeros((3, 0)), np.zeros(
             np.zeros(0), np.zeros(3))
 
 
+def _read_only(a):
+    """A view of a that cannot be written through."""
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
 class Simulation(AnimatedSettings):
     """Steps a Model. See the module docstring for the algorithm and the README for the API."""
 
@@ -152,9 +159,7 @@ class Simulation(AnimatedSettings):
     @property
     def x(self):
         """(n, 3) float64 current positions [m] (read-only view)."""
-        v = self.state.x.view()
-        v.flags.writeable = False
-        return v
+        return _read_only(self.state.x)
 
     @property
     def v(self):
@@ -175,9 +180,7 @@ class Simulation(AnimatedSettings):
     @property
     def gravity(self):
         """(3,) float64 [m/s^2] gravity (set_gravity changes it; a read-only view)."""
-        v = self.control.gravity.view()
-        v.flags.writeable = False
-        return v
+        return _read_only(self.control.gravity)
 
     @property
     def damping(self):

@@ -87,6 +87,33 @@ def from_quaternion(q):
         [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
 
 
+def _slerp(r0, r1, frac):
+    """(k, 3, 3) rotations a fraction frac (k,) of the way from r0 to r1 (3, 3), by spherical
+    interpolation of their quaternions (linear where they are within 0.9995); a mirrored r1 is
+    kept as it is."""
+    mirror = np.linalg.det(r1) < 0
+    q0, q1 = to_quaternion(r0), to_quaternion(r1)
+    dot = float(q0 @ q1)
+    if dot < 0:
+        q1, dot = -q1, -dot
+    if dot > 0.9995:
+        q = q0 + frac[:, None] * (q1 - q0)
+    else:
+        theta = np.arccos(dot)
+        q = (np.sin((1 - frac) * theta)[:, None] * q0
+             + np.sin(frac * theta)[:, None] * q1) / np.sin(theta)
+    q = q / np.linalg.norm(q, axis=1)[:, None]
+    w, x, y, z = q.T
+    rot = np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)],
+        axis=1)
+    if mirror:
+        rot *= np.array([1.0, 1.0, -1.0])
+    return rot
+
+
 def interpolate(f0, f1, s):
     """Frame a fraction s in [0, 1] of the way from f0 to f1: translation and scale linear,
     rotation by spherical interpolation (a mirrored rotation is kept as it is)."""
@@ -103,19 +130,7 @@ def interpolate(f0, f1, s):
     if same_rot:
         return Frame(f0.rotation, f0.translation + s * (f1.translation - f0.translation),
                      f0.scale + s * (f1.scale - f0.scale))
-    mirror = np.linalg.det(f1.rotation) < 0
-    q0, q1 = to_quaternion(f0.rotation), to_quaternion(f1.rotation)
-    dot = float(q0 @ q1)
-    if dot < 0:
-        q1, dot = -q1, -dot
-    if dot > 0.9995:
-        q = q0 + s * (q1 - q0)
-    else:
-        theta = np.arccos(dot)
-        q = (np.sin((1 - s) * theta) * q0 + np.sin(s * theta) * q1) / np.sin(theta)
-    rot = from_quaternion(q / np.linalg.norm(q))
-    if mirror:
-        rot = rot * np.array([1.0, 1.0, -1.0])
+    rot = _slerp(f0.rotation, f1.rotation, np.array([s]))[0]
     return Frame(rot, f0.translation + s * (f1.translation - f0.translation),
                  f0.scale + s * (f1.scale - f0.scale))
 
@@ -137,26 +152,7 @@ def interpolate_steps(f0, f1, substeps):
     if same_rot:
         rot[:-1] = f0.rotation
     else:
-        mirror = np.linalg.det(f1.rotation) < 0
-        q0, q1 = to_quaternion(f0.rotation), to_quaternion(f1.rotation)
-        dot = float(q0 @ q1)
-        if dot < 0:
-            q1, dot = -q1, -dot
-        if dot > 0.9995:
-            q = q0 + frac[:, None] * (q1 - q0)
-        else:
-            theta = np.arccos(dot)
-            q = (np.sin((1 - frac) * theta)[:, None] * q0
-                 + np.sin(frac * theta)[:, None] * q1) / np.sin(theta)
-        q = q / np.linalg.norm(q, axis=1)[:, None]
-        w, x, y, z = q.T
-        rot[:-1] = np.stack([
-            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)],
-            axis=1)
-        if mirror:
-            rot[:-1] *= np.array([1.0, 1.0, -1.0])
+        rot[:-1] = _slerp(f0.rotation, f1.rotation, frac)
     rot[-1] = f1.rotation
     trans = np.vstack([f0.translation + frac[:, None] * (f1.translation - f0.translation),
                        f1.translation])
