@@ -80,11 +80,13 @@ def to_quaternion(rot):
 
 
 def from_quaternion(q):
-    w, x, y, z = q
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    """Rotation matrices (..., 3, 3) of unit quaternions q (..., 4) (w, x, y, z)."""
+    w, x, y, z = np.moveaxis(np.asarray(q, dtype=np.float64), -1, 0)
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)],
+        axis=-2)
 
 
 def _slerp(r0, r1, frac):
@@ -102,13 +104,7 @@ def _slerp(r0, r1, frac):
         theta = np.arccos(dot)
         q = (np.sin((1 - frac) * theta)[:, None] * q0
              + np.sin(frac * theta)[:, None] * q1) / np.sin(theta)
-    q = q / np.linalg.norm(q, axis=1)[:, None]
-    w, x, y, z = q.T
-    rot = np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)],
-        axis=1)
+    rot = from_quaternion(q / np.linalg.norm(q, axis=1)[:, None])
     if mirror:
         rot *= np.array([1.0, 1.0, -1.0])
     return rot
@@ -163,10 +159,6 @@ def interpolate_steps(f0, f1, substeps):
 def to_local(frame, x):
     """(n, 3) points x [m] in the rotation-only frame of the collider."""
     return (x - frame.translation) @ frame.rotation
-
-
-def to_world_points(frame, q):
-    return q @ frame.rotation.T + frame.translation
 
 
 def is_exact(shape, scale):
