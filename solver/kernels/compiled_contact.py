@@ -165,13 +165,13 @@ def _bounded(x0, x1, x2, xp0, xp1, xp2, m0, m1, m2, n0, n1, n2, d, allowance):
 
 
 @njit(cache=True, fastmath=False, inline="always")
-def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
-                      sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider,
-                      allowance, lift, lifted):
-    """Particle i against collider k (the arguments of project_collider)."""
-    d0 = X[0, i] - t[0]
-    d1 = X[1, i] - t[1]
-    d2 = X[2, i] - t[2]
+def _distance(shape, approximate, a, b, c, R, t, s, x0, x1, x2):
+    """Signed distance [m] of world point x to a collider placed at (R, t, s), and the world
+    normal there: x into the rotation-only frame, the exact or first-order SDF, the gradient
+    back to world space (collision/project.py's _to_local, collider_sdf, _to_world)."""
+    d0 = x0 - t[0]
+    d1 = x1 - t[1]
+    d2 = x2 - t[2]
     q0 = d0 * R[0, 0] + d1 * R[1, 0] + d2 * R[2, 0]
     q1 = d0 * R[0, 1] + d1 * R[1, 1] + d2 * R[2, 1]
     q2 = d0 * R[0, 2] + d1 * R[1, 2] + d2 * R[2, 2]
@@ -179,13 +179,22 @@ def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, 
         phi, g0, g1, g2 = _approx_sdf(shape, a, b, c, s[0], s[1], q0, q1, q2)
     else:
         phi, g0, g1, g2 = _local_sdf(shape, a, b, c, q0, q1, q2)
+    return (phi, R[0, 0] * g0 + R[0, 1] * g1 + R[0, 2] * g2,
+            R[1, 0] * g0 + R[1, 1] * g1 + R[1, 2] * g2,
+            R[2, 0] * g0 + R[2, 1] * g1 + R[2, 2] * g2)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
+                      sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider,
+                      allowance, lift, lifted):
+    """Particle i against collider k (the arguments of project_collider)."""
+    phi, n0, n1, n2 = _distance(shape, approximate, a, b, c, R, t, s, X[0, i], X[1, i],
+                                X[2, i])
     pen = phi - thickness - radius[i]
     if not pen < 0:
         return
     d = -pen
-    n0 = R[0, 0] * g0 + R[0, 1] * g1 + R[0, 2] * g2
-    n1 = R[1, 0] * g0 + R[1, 1] * g1 + R[1, 2] * g2
-    n2 = R[2, 0] * g0 + R[2, 1] * g1 + R[2, 2] * g2
     m0 = 0.0
     m1 = 0.0
     m2 = 0.0
@@ -309,23 +318,11 @@ def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, t
                 p0 = c0 * X[0, j0] + c1 * X[0, j1] + c2 * X[0, j2] + c3 * X[0, j3]
                 p1 = c0 * X[1, j0] + c1 * X[1, j1] + c2 * X[1, j2] + c3 * X[1, j3]
                 p2 = c0 * X[2, j0] + c1 * X[2, j1] + c2 * X[2, j2] + c3 * X[2, j3]
-                d0 = p0 - tk[0]
-                d1 = p1 - tk[1]
-                d2 = p2 - tk[2]
-                q0 = d0 * Rk[0, 0] + d1 * Rk[1, 0] + d2 * Rk[2, 0]
-                q1 = d0 * Rk[0, 1] + d1 * Rk[1, 1] + d2 * Rk[2, 1]
-                q2 = d0 * Rk[0, 2] + d1 * Rk[1, 2] + d2 * Rk[2, 2]
-                if ap:
-                    phi, g0, g1, g2 = _approx_sdf(sh, a, b, c, sk[0], sk[1], q0, q1, q2)
-                else:
-                    phi, g0, g1, g2 = _local_sdf(sh, a, b, c, q0, q1, q2)
+                phi, n0, n1, n2 = _distance(sh, ap, a, b, c, Rk, tk, sk, p0, p1, p2)
                 pen = phi - off
                 if not pen < 0:
                     continue
                 d = -pen
-                n0 = Rk[0, 0] * g0 + Rk[0, 1] * g1 + Rk[0, 2] * g2
-                n1 = Rk[1, 0] * g0 + Rk[1, 1] * g1 + Rk[1, 2] * g2
-                n2 = Rk[2, 0] * g0 + Rk[2, 1] * g1 + Rk[2, 2] * g2
                 m0 = 0.0
                 m1 = 0.0
                 m2 = 0.0
