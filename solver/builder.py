@@ -16,6 +16,7 @@ from .geometry import fan_triangles, polygon_areas, signed_volume
 from .mesh import cloth_topology, normalize_faces
 from .strands import FRAME_MASS_FRACTION, edge_frames, joints
 from .model import STICK_KINDS, STICK_SOURCES, Model
+from .sleep import constraint_edges, islands
 
 # default cloth areal density [kg/m^2]: a light cotton (Blender's default vertex mass is 0.3 kg
 # per vertex whatever the resolution; a density keeps the cloth's weight independent of it)
@@ -453,9 +454,14 @@ class Builder:
         tets = [t[0] for t in self._tetras]
         tw = [t[1] for t in self._tetras]
         col = self._colliders
+        tetra_particles = np.array(tets, dtype=np.int64).reshape(-1, 4)
+        volume_tris = np.concatenate(vt) if vt else np.zeros((0, 3), np.int64)
+        island = islands(n, constraint_edges(pairs, sp.astype(np.int64), sc.astype(np.int64),
+                                             volume_tris, tetra_particles))
         return Model(
             particle_x0=x0, particle_mass=mass, particle_inv_mass=inv_mass,
             particle_radius=np.concatenate(self._radius), particle_area=np.concatenate(self._area),
+            particle_island=island,
             soft_pin_particles=soft_ids, soft_pin_compliance=soft_comp,
             stick_particles=pairs[order], stick_rest_length=rest[order],
             stick_compliance=comp[order], stick_kind=kind[order], stick_source=source[order],
@@ -467,11 +473,11 @@ class Builder:
             shape_rest_offset=rest_off, shape_cluster_start=shape_start,
             shape_compliance=shape_comp, shape_damping=shape_damp,
             shape_color_offsets=shape_offsets,
-            volume_tris=np.concatenate(vt) if vt else np.zeros((0, 3), np.int64),
+            volume_tris=volume_tris,
             volume_tri_start=np.concatenate(([0], np.cumsum([len(t) for t in vt]))).astype(np.int64),
             volume_rest=np.array([v[1] for v in self._volumes], dtype=np.float64),
             volume_compliance=np.array([v[2] for v in self._volumes], dtype=np.float64),
-            tetra_particles=np.array(tets, dtype=np.int64).reshape(-1, 4),
+            tetra_particles=tetra_particles,
             tetra_point_body=np.repeat(np.arange(len(tw)), [len(w) for w in tw]).astype(np.int64),
             tetra_point_weight=np.concatenate(tw) if tw else np.zeros((0, 4)),
             tetra_point_start=np.concatenate(([0], np.cumsum([len(w) for w in tw]))).astype(np.int64),

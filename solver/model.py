@@ -29,6 +29,9 @@ class Model:
     particle_inv_mass: np.ndarray    # (n,) float64 [1/kg] 0 = pinned (infinite mass)
     particle_radius: np.ndarray      # (n,) float64 [m] contact radius (0 = a point)
     particle_area: np.ndarray        # (n,) float64 [m^2] share of surface area (aerodynamics)
+    # (n,) int64 island of each particle: the connected components of the constraint graph
+    # (sticks, shape clusters, volumes, tetrahedral bodies), 0..I-1 (sleep.py)
+    particle_island: np.ndarray
 
     # --- soft pins (constraints/pins.py): particles held to targets with finite stiffness
     soft_pin_particles: np.ndarray   # (s,) int64 particle ids (unique; never hard-pinned)
