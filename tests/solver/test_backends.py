@@ -330,7 +330,37 @@ def animated_settings():
     return b, dict(substeps=8), drive
 
 
-SCENARIOS = [animated_settings, started_inside_colliders, soft_pinned_cloth, tree_of_strands_in_wind, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
+def fast_particles_plates_and_sleep():
+    """The tunnelling guard and sleeping (issue 9): particles at up to 150 m/s against a 2 cm
+    box plate and a thin capsule, a plate sweeping up at 60 m/s through resting particles, a
+    rigid box that falls asleep on the ground and is woken by a sphere rolling into it."""
+    b = Builder()
+    x = np.column_stack([np.linspace(-0.4, 0.4, 9), np.linspace(-0.2, 0.2, 9), np.full(9, 1.5)])
+    fast = b.add_particles(x, radius=np.linspace(0.0, 0.01, 9))
+    b.add_particles(np.column_stack([np.linspace(-0.3, 0.3, 4), np.full(4, 1.5), np.full(4, 0.3)]))
+    g = np.array([-0.1, 0.1])
+    box = b.add_particles(np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
+                          + [1.5, 0.0, 0.1])
+    b.add_shape_match(box, stiffness=1.0)
+    b.add_collider("box", matrix=_translate(0, 0, 0.8), size=(1.2, 1.2, 0.02), friction=0.3)
+    b.add_collider("capsule", matrix=_translate(0.6, 0, 0.5), radius=0.01, depth=0.6)
+    plate = b.add_collider("box", matrix=_translate(0, 1.5, 0.0), size=(1.0, 0.5, 0.02))
+    ball = b.add_collider("sphere", matrix=_translate(3.0, 0.0, 0.15), radius=0.15)
+    b.add_collider("plane", friction=0.5)
+
+    def drive(sim):
+        f = int(round(sim.time * 24))
+        if f == 0:
+            v = np.column_stack([np.linspace(-30, 30, 9), np.zeros(9), np.full(9, -150.0)])
+            sim.set_velocities(fast, v)
+        if f < 3:
+            sim.set_collider_matrix(plate, _translate(0, 1.5, 2.5 * (f + 1)))
+        if f >= 40:
+            sim.set_collider_matrix(ball, _translate(3.0 - 3.0 * (f - 39) / 24, 0.0, 0.15))
+    return b, dict(), drive
+
+
+SCENARIOS = [fast_particles_plates_and_sleep, animated_settings, started_inside_colliders, soft_pinned_cloth, tree_of_strands_in_wind, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
              balloon_and_moving_collider, cloth_on_elliptic_colliders, moving_elliptic_colliders,
              tetra_bodies_on_colliders, damped_soft_bodies_and_odd_clusters]
 
