@@ -236,7 +236,8 @@ def _guard(xc, xpc, idx, shape, approximate, abc, thickness, radius, now, before
     else:
         p0, p1, p2 = xpc[:, 0], xpc[:, 1], xpc[:, 2]
     e0, e1, e2 = xc[:, 0] - p0, xc[:, 1] - p1, xc[:, 2] - p2
-    length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+    with np.errstate(over="ignore", invalid="ignore"):    # a runaway is the step's to report
+        length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
     rad = radius[idx]
     sel = np.nonzero((length > np.maximum(thickness + rad, GUARD_MIN_MOTION))
                      & (pen < length))[0]

@@ -217,3 +217,18 @@ def test_islands_are_connected_components():
                                 np.zeros(0, np.int64), np.zeros((0, 3), np.int64),
                                 np.zeros((0, 4), np.int64))) == 0
 
+
+
+def test_force_fields_wake_only_when_they_change():
+    """The add-on sets a new, equal ForceFields every frame (its frame number changes, which
+    without noise changes nothing): that wakes nothing; a stronger field wakes the box."""
+    from solver.fields import ForceFields
+    b, ids = _slope_scene()
+    sim = Simulation(b.build(), backend=BACKENDS[-1])
+    sim.set_force_fields(ForceFields("FORCE", np.eye(4), strength=0.0, frame=1))
+    _settle(sim)
+    assert sim.sleeping.all()
+    sim.set_force_fields(ForceFields("FORCE", np.eye(4), strength=0.0, frame=2))
+    assert sim.sleeping.all()
+    sim.set_force_fields(ForceFields("FORCE", np.eye(4), strength=5.0, frame=3))
+    assert not sim.sleeping.any()
