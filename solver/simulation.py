@@ -516,7 +516,11 @@ class Simulation(AnimatedSettings):
         this step's gravity to the state's speed budget."""
         st, ctl = self.state, self.control
         st.speed_budget += float(np.linalg.norm(self.gravity)) * dt
-        drive = ctl.wind.max_speed + self.max_depenetration_speed + self._collider_speed(dt)
+        swept = self._collider_speed(dt)
+        if swept > st.collider_speed_seen:     # what a collider launches keeps its speed after
+            st.speed_budget += swept - st.collider_speed_seen
+            st.collider_speed_seen = swept
+        drive = ctl.wind.max_speed + self.max_depenetration_speed + swept
         if self._pinned.size:
             moves = ctl.pin_target - st.x[self._pinned]
             drive += float(np.sqrt(np.max(np.einsum("ij,ij->i", moves, moves)))) / dt

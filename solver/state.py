@@ -35,6 +35,9 @@ class State:
     # gravity times the simulated time, plus every velocity kick (initial velocities, explode,
     # set_velocities); the runaway check's allowance (Simulation._speed_limit)
     speed_budget: float = 0.0
+    # [m/s] the fastest any collider surface has moved so far: what a collider launched keeps
+    # its speed after the collider stops, so the budget above rises by each new record
+    collider_speed_seen: float = 0.0
     # sleeping (sleep.py), I = islands (Model.particle_island): how long each island has been
     # still [s], and whether it sleeps (its particles frozen, x == x*)
     island_still: np.ndarray = field(default_factory=lambda: np.zeros(0))            # (I,)
@@ -72,6 +75,7 @@ class State:
         self.v_start[:] = other.v_start
         self.h, self.time, self.step_index = other.h, other.time, other.step_index
         self.speed_budget = other.speed_budget
+        self.collider_speed_seen = other.collider_speed_seen
         if other.island_asleep.shape == self.island_asleep.shape:
             self.island_still[:] = other.island_still
             self.island_asleep[:] = other.island_asleep
@@ -189,6 +193,8 @@ class Checkpoint:
                       np.array(data["state.v_start"]), None if np.isnan(h) else h,
                       float(data["state.time"]), int(data["state.step_index"]),
                       float(data["state.speed_budget"]) if "state.speed_budget" in data else 0.0,
+                      float(data["state.collider_speed_seen"])
+                      if "state.collider_speed_seen" in data else 0.0,
                       np.array(data["state.island_still"] if "state.island_still" in data
                                else np.zeros(0), np.float64),
                       np.array(data["state.island_asleep"] if "state.island_asleep" in data

@@ -99,6 +99,10 @@ def test_fast_plate_sweeps_a_resting_particle_along(kind):
     sim.set_collider_matrix(k, _translate(0, 0, 2 * SPEED * DT))      # and on: it carries them
     sim.step(DT)
     assert np.allclose(sim.x[:, 2], 2 * SPEED * DT + HALF, atol=1e-6)
+    # the plate stops: the particles fly on at its speed (not a runaway: a collider gave it)
+    sim.step(DT)
+    assert np.allclose(sim.v[:, 2], SPEED, rtol=0.01)
+    assert np.all(sim.x[:, 2] > 2 * SPEED * DT + HALF + 0.9 * SPEED * DT)
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
