@@ -409,7 +409,9 @@ class Simulation(AnimatedSettings):
         acc, field_keep = self._external_acceleration(dt)          # accelerate
         self._begin_step(h, acc)
         asleep = self._collide(dt, acc)                            # collide (and wake)
-        failed = self.kernels.run_substeps(*self._loop_args(h, acc, field_keep, asleep))
+        # the substeps; none when every body sleeps (a settled scene costs nothing)
+        failed = -1 if asleep is not None and asleep.size == self.model.particle_count \
+            else self.kernels.run_substeps(*self._loop_args(h, acc, field_keep, asleep))
         if failed >= 0:
             self._fail(backup, failed)
         if asleep is not None:         # sleeping bodies stay exactly where they were

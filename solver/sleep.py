@@ -142,6 +142,32 @@ class Sleep:
             ids = np.nonzero(self.asleep(state))[0]
         return ids if ids.size else None
 
+    def wake_by_contacts(self, state, contacts):
+        """After the collide stage found this step's body contacts (contacts.body_idx (K, 4)
+        int64 particles, -1 for none; collision/bodies.py): wake every sleeping island that a
+        contact joins to a moving one (awake, and not still in the last step: its still clock
+        is 0), repeatedly, so a body woken this way wakes the sleeping bodies it touches; then
+        drop the contacts between sleeping particles only (they would move nothing). A body
+        that is awake but resting does not wake its sleeping neighbours: they would otherwise
+        wake each other in turn and never sleep."""
+        idx = contacts.body_idx
+        if not len(idx) or not state.island_asleep.any():
+            return
+        valid = idx >= 0
+        isl = self.island[np.where(valid, idx, 0)]
+        while True:
+            asleep = valid & state.island_asleep[isl]
+            moving = valid & ~asleep & (state.island_still[isl] == 0.0)
+            mixed = asleep.any(axis=1) & moving.any(axis=1)
+            if not mixed.any():
+                break
+            self.wake_particles(state, idx[mixed][asleep[mixed]])
+        keep = (valid & ~asleep).any(axis=1)
+        if not keep.all():
+            contacts.set_body_contacts(idx[keep], contacts.body_kind[keep],
+                                       contacts.body_side[keep], contacts.body_dist[keep],
+                                       contacts.body_mu[keep], contacts.body_jit[keep])
+
 
 def same_fields(a, b):
     """Whether force fields a and b (fields.ForceFields or None) act the same: the add-on sets

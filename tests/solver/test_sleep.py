@@ -232,3 +232,22 @@ def test_force_fields_wake_only_when_they_change():
     assert sim.sleeping.all()
     sim.set_force_fields(ForceFields("FORCE", np.eye(4), strength=5.0, frame=3))
     assert not sim.sleeping.any()
+
+
+def test_a_scene_that_sleeps_entirely_runs_no_substeps():
+    """When every body sleeps the step runs no substep kernel at all, and time still passes."""
+    b, ids = _slope_scene()
+    sim = Simulation(b.build(), backend=BACKENDS[-1])
+    _settle(sim)
+    assert sim.sleeping.all()
+
+    def refuse(*args):
+        raise AssertionError("the substeps ran")
+    real, sim.kernels.run_substeps = sim.kernels.run_substeps, refuse
+    t0, x0 = sim.time, np.array(sim.x)
+    _settle(sim, 1.0)
+    assert sim.time == pytest.approx(t0 + 1.0) and np.array_equal(sim.x, x0)
+    sim.kernels.run_substeps = real
+    sim.wake()
+    sim.step(DT)
+    assert not sim.sleeping.any()
