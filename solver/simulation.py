@@ -39,6 +39,7 @@ from . import backend as _backend
 from .animated import AnimatedSettings, _check_int, _vec3
 from .builder import _scalar
 from .collision import frames
+from .collision.bodies import BodyContacts
 from .collision.colliders import Colliders
 from .collision.contacts import Contacts
 from .collision.points import TetraPoints
@@ -135,6 +136,7 @@ class Simulation(AnimatedSettings):
         self.points = TetraPoints(model)
         self.colliders = Colliders(model)
         self.contacts = Contacts(n, self.points.count, self.colliders.count)
+        self.bodies = BodyContacts(model)
         self.state = State.at_rest(model.particle_x0)
         placed = self.colliders.initial_frames(model)
         self.control = Control(pin_target=self.state.x[self._pinned].copy(),
@@ -412,6 +414,9 @@ class Simulation(AnimatedSettings):
         reach = 2.0 * (vmax * dt + 0.5 * amax * dt * dt) + 1e-3
         self.colliders.collide(self.control, x, self._free, self._radius_max, reach,
                                self.contacts)
+        # contact between bodies (collision/bodies.py)
+        self.bodies.collide(self.kernels, x, xp, self.state.h, dt, acc, self._pinned,
+                            self.control.pin_target, self.contacts)
 
     def _loop_args(self, h, acc, field_keep=None):
         """loop.run_substeps' argument groups for this step (its docstring lists them).
@@ -431,7 +436,7 @@ class Simulation(AnimatedSettings):
                 self.volumes.kernel_args(ctl.volume_rest), self.shapes.kernel_args(),
                 self.colliders.kernel_args(ctl, S, self._radius, self.contacts),
                 self.points.kernel_args(), self.contacts.kernel_args(),
-                (S, self.iterations),
+                self.contacts.body_args(self.model.particle_inv_mass), (S, self.iterations),
                 (h, float(np.linalg.norm(self.gravity)), self.max_depenetration_speed * h))
 
     def _external_acceleration(self, dt):

@@ -1,0 +1,428 @@
+"""Contact between simulated bodies: particle against particle and vertex against triangle,
+with relative Coulomb friction, solved by Jacobi iteration with constraint averaging.
+
+Every simulated body collides with every other (Macklin, Mueller, Chentanez and Kim, "Unified
+Particle Physics for Real-Time Applications", SIGGRAPH 2014: one particle system, contacts as
+unilateral position constraints, Jacobi solve with averaging, section 4.2; friction at position
+level, section 6.1). Bodies are collision groups (collision/groups.py); a cloth collides with
+itself only when its group self-collides.
+
+Constraints (x = positions, r = particle radius, the contact distance D):
+
+    particle i, particle j:   C = |x_i - x_j| - D >= 0,          D = r_i + r_j
+    vertex v, triangle abc:   C = s (x_v - p) . n - D >= 0,     D = r_v + (r_a + r_b + r_c) / 3
+                              p = a x_a + b x_b + c x_c, the projection of x_v on the
+                              triangle's plane (barycentric a, b, c), n its unit normal
+
+The vertex-triangle constraint acts only while x_v projects inside the triangle (barycentrics
+>= -TOL). s is the side: which side of the triangle the vertex was on when the collide stage
+found the pair at the step's start (Bridson, Fedkiw and Anderson, "Robust treatment of
+collisions, contact and friction for cloth animation", SIGGRAPH 2002: proximity with thickness,
+and a guard so that nothing passes through). Every substep the contact pushes the vertex back to
+D on THAT side, also when it crossed the triangle during the substep, so a layer never passes
+through another even at D = 0. Faces of a closed (solid) surface always have s = +1 (outward):
+nothing ends inside a solid; a vertex behind a solid face by more than its contact band at the
+step's start (band = D + BAND + |relative velocity| dt: it is beyond the body, e.g. under a
+thin slab, not in it) is not paired with that face.
+
+The correction of one contact (inverse masses w, gradient weights 1 for the vertex and
+-a, -b, -c for the triangle's corners, W = w_v + a^2 w_a + b^2 w_b + c^2 w_c; for two particles
+W = w_i + w_j and n = (x_i - x_j) / |x_i - x_j|):
+
+    pen = -C > 0,  r = (relative displacement over the substep) + n pen,  r_t its tangential part
+    take = min(mu pen, |r_t|)        (static friction removes r_t whole when |r_t| <= mu pen;
+                                      beyond, kinetic friction shortens it by mu pen)
+    g = (n pen - r_t take / |r_t|) / W,   dx_v = w_v g,  dx_k = -k w_k g
+
+mu is the mean of the two sides' friction (a triangle's is its corners' mean), the same static
+and kinetic, so a box on a slope slides iff tan(angle) > mu as against colliders
+(collision/project.py). Coincident particles have no normal: n is a direction drawn from a hash
+of (i, j) and the seed 2 (jitter_directions), so they separate the same way every run.
+
+Jacobi with averaging: solve_bodies computes every contact's corrections from the same
+positions (pass 1, in parallel over contacts), then each particle adds the mean of its
+contacts' corrections, summed in a fixed (contact, slot) order (pass 2, in parallel over
+particles). No two threads write one particle, so the result does not depend on the thread
+count; the compiled mirror (kernels/compiled_bodies.py) does the same operations in the same
+order. Contacted particles are marked touching, which weights them in rigid shape matching
+(constraints/shapes.py BOOST) as collider contacts are.
+
+The collide stage (BodyContacts.collide, once per step): every particle's box swept from x to
+its prediction x + v dt + a dt^2 / 2, grown by its radius and a slack (SLACK + |v| dt / 2); a
+triangle's box is its corners' union. find_body_contacts (NumPy here, compiled in
+compiled_bodies.py, the same pairs) hashes particles into a uniform grid of cells at least as
+large as any query, and pairs each triangle (and each particle with a radius) with the particles
+whose boxes overlap its own, after the group filter: different groups not disabled, or one
+self-colliding group and a rest distance above the contact distance. The stage is skipped when
+no two groups' boxes overlap and no group self-collides.
+"""
+
+import numpy as np
+
+TOL = 1e-6          # barycentric tolerance of "projects inside the triangle"
+SLACK = 1e-3        # [m] added to every box: motion the prediction does not foresee
+BAND = 1e-3         # [m] depth behind a solid face that still counts as in contact
+SEED = 2            # the jitter's seed (seed 002)
+DEGENERATE = 1e-30  # squared... a triangle whose normal is shorter than this has no plane
+
+
+# ----------------------------------------------------------------------------- broad phase
+def cell_keys(lo, origin, cell, dims):
+    """(k,) int64 keys of the grid cells that points lo (k, 3) [m] fall in."""
+    c = np.floor((lo - origin) / cell).astype(np.int64)
+    c = np.minimum(np.maximum(c, 0), dims - 1)
+    return (c[:, 0] * dims[1] + c[:, 1]) * dims[2] + c[:, 2]
+
+
+def _cells(lo, origin, cell, dims):
+    c = np.floor((lo - origin) / cell).astype(np.int64)
+    return np.minimum(np.maximum(c, 0), dims - 1)
+
+
+def _query(qlo, qhi, key_sorted, start, end, origin, cell, dims):
+    """For query boxes (q, 3): (pairs_query, particle slot in the sorted order) of every
+    particle hashed in a cell the box covers."""
+    clo = _cells(qlo, origin, cell, dims)
+    chi = _cells(qhi, origin, cell, dims)
+    span = chi - clo + 1
+    count = span[:, 0] * span[:, 1] * span[:, 2]
+    q = np.repeat(np.arange(len(qlo)), count)
+    local = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    s1, s2 = span[q, 1], span[q, 2]
+    cz = local % s2
+    cy = (local // s2) % s1
+    cx = local // (s1 * s2)
+    key = ((clo[q, 0] + cx) * dims[1] + clo[q, 1] + cy) * dims[2] + clo[q, 2] + cz
+    pos = np.searchsorted(key_sorted, key)
+    pos = np.minimum(pos, len(key_sorted) - 1)
+    hit = key_sorted[pos] == key
+    q, pos = q[hit], pos[hit]
+    n = end[pos] - start[pos]
+    q2 = np.repeat(q, n)
+    slot = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n) + np.repeat(start[pos], n)
+    return q2, slot
+
+
+def _allowed(ga, gb, same_ok, disabled, n_groups):
+    """Group filter: different groups not disabled, or the same group where same_ok."""
+    same = ga == gb
+    lo, hi = np.minimum(ga, gb), np.maximum(ga, gb)
+    key = lo * n_groups + hi
+    if disabled.size:
+        pos = np.minimum(np.searchsorted(disabled, key), disabled.size - 1)
+        off = disabled[pos] == key
+    else:
+        off = np.zeros(key.shape, bool)
+    return np.where(same, same_ok, ~off)
+
+
+def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, self_group,
+                       disabled, origin, cell, dims, reach):
+    """The broad phase in NumPy (the kernel table's find_body_contacts). lo, hi (n, 3) [m]
+    particle boxes; radius (n,) [m]; group (n,) int64; inv_mass (n,); x0 (n, 3) [m] rest
+    positions; tris (F, 3) int64 contact triangles, tri_thick (F,) [m]; self_group (G,) bool;
+    disabled (D,) int64 sorted keys; the grid: origin (3,) [m], cell [m], dims (3,) int64;
+    reach [m] the largest box extent of any particle. Returns unsorted int64 arrays
+    (pp_i, pp_j, vt_v, vt_t): particle pairs i < j and vertex-triangle pairs."""
+    n, G = len(lo), len(self_group)
+    keys = cell_keys(lo, origin, cell, dims)
+    order = np.argsort(keys, kind="stable")
+    ks = keys[order]
+    first = np.r_[True, ks[1:] != ks[:-1]]
+    ukey = ks[first]
+    start = np.nonzero(first)[0]
+    end = np.r_[start[1:], n]
+    # vertex-triangle
+    a, b, c = tris[:, 0], tris[:, 1], tris[:, 2]
+    tlo = np.minimum(np.minimum(lo[a], lo[b]), lo[c])
+    thi = np.maximum(np.maximum(hi[a], hi[b]), hi[c])
+    f, slot = _query(tlo - reach, thi, ukey, start, end, origin, cell, dims)
+    v = order[slot]
+    ok = (v != a[f]) & (v != b[f]) & (v != c[f])
+    ok &= np.all(lo[v] <= thi[f], axis=1) & np.all(hi[v] >= tlo[f], axis=1)
+    ok &= (inv_mass[v] > 0) | (inv_mass[a[f]] > 0) | (inv_mass[b[f]] > 0) | (inv_mass[c[f]] > 0)
+    f, v = f[ok], v[ok]
+    ga, gv = group[a[f]], group[v]
+    dmin = np.minimum(np.minimum(_dist2(x0, v, a[f]), _dist2(x0, v, b[f])), _dist2(x0, v, c[f]))
+    reach_rest = radius[v] + tri_thick[f]
+    same_ok = self_group[gv] & (dmin > reach_rest * reach_rest)
+    keep = _allowed(gv, ga, same_ok, disabled, G)
+    vt_v, vt_t = v[keep], f[keep]
+    # particle-particle (particles with a radius)
+    big = np.nonzero(radius > 0)[0]
+    i, slot = _query(lo[big] - reach, hi[big], ukey, start, end, origin, cell, dims)
+    i = big[i]
+    j = order[slot]
+    ok = (j > i) & (radius[j] > 0)
+    ok &= np.all(lo[j] <= hi[i], axis=1) & np.all(hi[j] >= lo[i], axis=1)
+    ok &= (inv_mass[i] > 0) | (inv_mass[j] > 0)
+    i, j = i[ok], j[ok]
+    r = radius[i] + radius[j]
+    same_ok = self_group[group[i]] & (_dist2(x0, i, j) > r * r)
+    keep = _allowed(group[i], group[j], same_ok, disabled, G)
+    return i[keep], j[keep], vt_v, vt_t
+
+
+def _dist2(x, i, j):
+    d0 = x[i, 0] - x[j, 0]
+    d1 = x[i, 1] - x[j, 1]
+    d2 = x[i, 2] - x[j, 2]
+    return d0 * d0 + d1 * d1 + d2 * d2
+
+
+def jitter_directions(i, j):
+    """(k, 3) unit directions drawn from a hash of particle pairs (i, j) and SEED: the normal
+    of a contact between coincident particles (a splitmix64 hash; the same bits every run)."""
+    with np.errstate(over="ignore"):
+        z = (i.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+             + j.astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9) + np.uint64(SEED))
+        out = []
+        for _ in range(2):
+            z = z + np.uint64(0x9E3779B97F4A7C15)
+            y = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            y = (y ^ (y >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            y = y ^ (y >> np.uint64(31))
+            out.append((y >> np.uint64(11)).astype(np.float64) / float(1 << 53))
+    zc = 2.0 * out[0] - 1.0                              # uniform on the sphere
+    phi = 2.0 * np.pi * out[1]
+    s = np.sqrt(np.maximum(1.0 - zc * zc, 0.0))
+    return np.ascontiguousarray(np.column_stack([s * np.cos(phi), s * np.sin(phi), zc]))
+
+
+# ----------------------------------------------------------------------------- the solve
+def solve_bodies(X, Xp, c_idx, c_side, c_dist, c_mu, c_jit, inv_mass, dx, active, g_particle,
+                 g_start, g_slot, touched):
+    """One Jacobi pass over all body contacts (module docstring), in place on X (3, n) [m].
+    Xp (3, n) [m] positions a substep ago; c_idx (K, 4) int64 contact particles (v, a, b, c)
+    or (i, j, -1, -1); c_side (K,) +-1 (0 for particle pairs); c_dist (K,) [m]; c_mu (K,);
+    c_jit (K, 3) the coincident normal; inv_mass (n,); dx (K * 4, 3) [m] and active (K * 4,)
+    bool scratch (each contact corner's correction and whether it acts); the gather:
+    particles g_particle (u,), their slots (contact * 4 + corner) g_slot[g_start[q]:
+    g_start[q + 1]] increasing; touched (n,) bool set for contacted particles."""
+    dx.fill(0.0)
+    active.fill(False)
+    tri = c_idx[:, 2] >= 0
+    _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, dx, active, np.nonzero(tri)[0])
+    _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, dx, active, np.nonzero(~tri)[0])
+    # pass 2: per particle, the mean of its active contacts' corrections, in slot order
+    q = np.repeat(np.arange(len(g_particle)), np.diff(g_start))
+    u = len(g_particle)
+    cnt = np.bincount(q, weights=active[g_slot].astype(np.float64), minlength=u)
+    has = cnt > 0
+    p = g_particle[has]
+    for a in range(3):
+        s = np.bincount(q, weights=dx[g_slot, a], minlength=u)
+        X[a, p] = X[a, p] + s[has] / cnt[has]
+    touched[p] = True
+
+
+def _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, dx, active, k):
+    v, a, b, c = (c_idx[k, j] for j in range(4))
+    s, D, mu = c_side[k], c_dist[k], c_mu[k]
+    xv, xa, xb, xc = (X[:, p] for p in (v, a, b, c))
+    e0 = [xb[i] - xa[i] for i in range(3)]
+    e1 = [xc[i] - xa[i] for i in range(3)]
+    nx = e0[1] * e1[2] - e0[2] * e1[1]
+    ny = e0[2] * e1[0] - e0[0] * e1[2]
+    nz = e0[0] * e1[1] - e0[1] * e1[0]
+    ln2 = nx * nx + ny * ny + nz * nz
+    ok = ln2 > DEGENERATE
+    ln = np.sqrt(np.where(ok, ln2, 1.0))
+    nx, ny, nz = nx / ln, ny / ln, nz / ln
+    d = [xv[i] - xa[i] for i in range(3)]
+    d00 = e0[0] * e0[0] + e0[1] * e0[1] + e0[2] * e0[2]
+    d01 = e0[0] * e1[0] + e0[1] * e1[1] + e0[2] * e1[2]
+    d11 = e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]
+    d20 = d[0] * e0[0] + d[1] * e0[1] + d[2] * e0[2]
+    d21 = d[0] * e1[0] + d[1] * e1[1] + d[2] * e1[2]
+    den = d00 * d11 - d01 * d01
+    den = np.where(ok, den, 1.0)
+    bb = (d11 * d20 - d01 * d21) / den
+    bc = (d00 * d21 - d01 * d20) / den
+    ba = 1.0 - bb - bc
+    ok &= (ba >= -TOL) & (bb >= -TOL) & (bc >= -TOL)
+    mx, my, mz = s * nx, s * ny, s * nz
+    dn = d[0] * mx + d[1] * my + d[2] * mz
+    pen = D - dn
+    wv, wa, wb, wc = (inv_mass[p] for p in (v, a, b, c))
+    W = wv + ba * ba * wa + bb * bb * wb + bc * bc * wc
+    ok &= (pen > 0) & (W > 0)
+    if not ok.any():
+        return
+    sel = np.nonzero(ok)[0]
+    k, v, a, b, c = k[sel], v[sel], a[sel], b[sel], c[sel]
+    ba, bb, bc, pen, W, mu = ba[sel], bb[sel], bc[sel], pen[sel], W[sel], mu[sel]
+    wv, wa, wb, wc = wv[sel], wa[sel], wb[sel], wc[sel]
+    m = (mx[sel], my[sel], mz[sel])
+    r = []
+    for i in range(3):
+        rel = (X[i, v] - Xp[i, v]) - (ba * (X[i, a] - Xp[i, a]) + bb * (X[i, b] - Xp[i, b])
+                                      + bc * (X[i, c] - Xp[i, c]))
+        r.append(rel + m[i] * pen)
+    g = _friction_step(r, m, pen, mu, W)
+    fa, fb, fc = -(ba * wa), -(bb * wb), -(bc * wc)
+    for i in range(3):
+        dx[4 * k, i] = wv * g[i]
+        dx[4 * k + 1, i] = fa * g[i]
+        dx[4 * k + 2, i] = fb * g[i]
+        dx[4 * k + 3, i] = fc * g[i]
+    for j in range(4):
+        active[4 * k + j] = True
+
+
+def _friction_step(r, m, pen, mu, W):
+    """g = (m pen - r_t take / |r_t|) / W per axis (module docstring)."""
+    rn = r[0] * m[0] + r[1] * m[1] + r[2] * m[2]
+    t = [r[i] - m[i] * rn for i in range(3)]
+    tl = np.sqrt(t[0] * t[0] + t[1] * t[1] + t[2] * t[2])
+    take = np.minimum(mu * pen, tl)
+    big = tl > 1e-300
+    scale = np.where(big, take / np.where(big, tl, 1.0), 0.0)
+    return [(m[i] * pen - t[i] * scale) / W for i in range(3)]
+
+
+def _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, dx, active, k):
+    i_, j_ = c_idx[k, 0], c_idx[k, 1]
+    D, mu = c_dist[k], c_mu[k]
+    d = [X[a, i_] - X[a, j_] for a in range(3)]
+    l2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
+    ln = np.sqrt(l2)
+    far = ln > 1e-12
+    lns = np.where(far, ln, 1.0)
+    m = [np.where(far, d[a] / lns, c_jit[k, a]) for a in range(3)]
+    pen = D - ln
+    wi, wj = inv_mass[i_], inv_mass[j_]
+    W = wi + wj
+    ok = (pen > 0) & (W > 0)
+    if not ok.any():
+        return
+    sel = np.nonzero(ok)[0]
+    k, i_, j_, pen, W, mu, wi, wj = k[sel], i_[sel], j_[sel], pen[sel], W[sel], mu[sel], \
+        wi[sel], wj[sel]
+    m = [mm[sel] for mm in m]
+    r = [((X[a, i_] - Xp[a, i_]) - (X[a, j_] - Xp[a, j_])) + m[a] * pen for a in range(3)]
+    g = _friction_step(r, m, pen, mu, W)
+    for a in range(3):
+        dx[4 * k, a] = wi * g[a]
+        dx[4 * k + 1, a] = -wj * g[a]
+    active[4 * k] = True
+    active[4 * k + 1] = True
+
+
+# ----------------------------------------------------------------------------- the stage
+class BodyContacts:
+    """The collide stage of body contacts and their arrays (Contacts holds this step's pairs).
+    Built once from the Model; collide() runs once per step."""
+
+    def __init__(self, model):
+        self.radius = model.particle_radius                   # (n,) [m]
+        self.group = model.particle_group                     # (n,) int64
+        self.inv_mass = model.particle_inv_mass               # (n,) [1/kg]
+        self.friction = model.particle_friction               # (n,)
+        self.x0 = np.ascontiguousarray(model.particle_x0)     # (n, 3) [m]
+        self.tris = model.contact_tris                        # (F, 3) int64
+        self.solid = model.contact_tri_solid                  # (F,) bool
+        r = self.radius
+        t = self.tris
+        # (F,) [m] a triangle's thickness: its corners' mean radius
+        self.tri_thick = (r[t[:, 0]] + r[t[:, 1]] + r[t[:, 2]]) / 3.0 if len(t) else np.zeros(0)
+        f = self.friction
+        self.tri_mu = (f[t[:, 0]] + f[t[:, 1]] + f[t[:, 2]]) / 3.0 if len(t) else np.zeros(0)
+        self.self_group = model.group_self_collision           # (G,) bool
+        self.disabled = model.group_disabled                   # (D,) int64
+        G = len(self.self_group)
+        self.n_groups = G
+        # nothing to touch at all: no contact faces and no particle with a radius
+        self.never = len(t) == 0 and not np.any(r > 0)
+        self.any_self = bool(np.any(self.self_group))
+        self.by_group = np.argsort(self.group, kind="stable")   # particles sorted by group
+        gs = self.group[self.by_group]
+        self.group_start = np.nonzero(np.r_[True, gs[1:] != gs[:-1]])[0] if len(gs) else \
+            np.zeros(0, np.int64)
+
+    def boxes(self, x, xp, h, dt, acc, pinned, pin_target):
+        """(n, 3) lo, hi [m]: each particle's box over the step (module docstring)."""
+        v = (x - xp) / h
+        p = x + v * dt + acc * (0.5 * dt * dt)
+        if len(pinned):
+            p[pinned] = pin_target
+        speed = np.sqrt(np.einsum("ij,ij->i", v, v))
+        grow = (self.radius + SLACK + 0.5 * dt * speed)[:, None]
+        return np.minimum(x, p) - grow, np.maximum(x, p) + grow
+
+    def _groups_apart(self, lo, hi):
+        """True when no two groups' boxes overlap (then no contact can happen this step)."""
+        if self.any_self:
+            return False
+        G = self.n_groups
+        if G < 2:
+            return True
+        if G > 512:                     # not worth an all-pairs test; the grid sorts it out
+            return False
+        glo = np.minimum.reduceat(lo[self.by_group], self.group_start, axis=0)
+        ghi = np.maximum.reduceat(hi[self.by_group], self.group_start, axis=0)
+        over = np.all((glo[:, None, :] <= ghi[None, :, :]) & (ghi[:, None, :] >= glo[None, :, :]),
+                      axis=2)
+        np.fill_diagonal(over, False)
+        return not over.any()
+
+    def collide(self, kernels, x, xp, h, dt, acc, pinned, pin_target, contacts):
+        """Find this step's body contacts into ``contacts`` (set_body_contacts)."""
+        if self.never or len(x) == 0:
+            contacts.clear_body_contacts()
+            return
+        lo, hi = self.boxes(x, xp, h, dt, acc, pinned, pin_target)
+        if self._groups_apart(lo, hi):
+            contacts.clear_body_contacts()
+            return
+        ext = hi - lo
+        reach = float(ext.max())
+        t = self.tris
+        tri_ext = 0.0
+        if len(t):
+            tlo = np.minimum(np.minimum(lo[t[:, 0]], lo[t[:, 1]]), lo[t[:, 2]])
+            thi = np.maximum(np.maximum(hi[t[:, 0]], hi[t[:, 1]]), hi[t[:, 2]])
+            tri_ext = float((thi - tlo).max())
+        origin = lo.min(axis=0) - reach
+        top = hi.max(axis=0)
+        cell = max(tri_ext + reach, 2.0 * reach, float((top - origin).max()) / 2 ** 20, 1e-9)
+        dims = (np.floor((top - origin) / cell).astype(np.int64) + 1)
+        pi, pj, tv, tt = kernels.find_body_contacts(
+            np.ascontiguousarray(lo), np.ascontiguousarray(hi), self.radius, self.group,
+            self.inv_mass, self.x0, t, self.tri_thick, self.self_group, self.disabled, origin,
+            cell, dims, reach)
+        self._store(x, xp, h, dt, pi, pj, tv, tt, contacts)
+
+    def _store(self, x, xp, h, dt, pi, pj, tv, tt, contacts):
+        """Sort the pairs, give each its side, distance, friction and jitter, and store them."""
+        o = np.lexsort((pj, pi))
+        pi, pj = pi[o], pj[o]
+        o = np.lexsort((tt, tv))
+        tv, tt = tv[o], tt[o]
+        r, t = self.radius, self.tris
+        a, b, c = t[tt, 0], t[tt, 1], t[tt, 2]
+        # the side at the step's start (two-sided faces), the band of solid faces
+        e0, e1 = x[b] - x[a], x[c] - x[a]
+        nrm = np.cross(e0, e1)
+        dn = np.einsum("ij,ij->i", x[tv] - x[a], nrm)
+        ln = np.sqrt(np.einsum("ij,ij->i", nrm, nrm))
+        dn = np.where(ln > 0, dn / np.where(ln > 0, ln, 1.0), 0.0)
+        dist = r[tv] + self.tri_thick[tt]
+        solid = self.solid[tt]
+        vel = (x - xp) / h
+        rel = vel[tv] - (vel[a] + vel[b] + vel[c]) / 3.0
+        band = dist + BAND + np.sqrt(np.einsum("ij,ij->i", rel, rel)) * dt
+        keep = ~solid | (dn >= -band)
+        side = np.where(solid | (dn >= 0), 1.0, -1.0)[keep]
+        tv, tt, a, b, c, dist = tv[keep], tt[keep], a[keep], b[keep], c[keep], dist[keep]
+        mu_t = 0.5 * (self.friction[tv] + self.tri_mu[tt])
+        P, T = len(pi), len(tv)
+        idx = np.full((P + T, 4), -1, np.int64)
+        idx[:P, 0], idx[:P, 1] = pi, pj
+        idx[P:] = np.column_stack([tv, a, b, c])
+        jit = np.zeros((P + T, 3))
+        if P:
+            jit[:P] = jitter_directions(pi, pj)
+        contacts.set_body_contacts(
+            idx, np.r_[np.zeros(P), side], np.r_[r[pi] + r[pj], dist],
+            np.r_[0.5 * (self.friction[pi] + self.friction[pj]), mu_t], jit)
