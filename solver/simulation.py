@@ -436,7 +436,8 @@ class Simulation(AnimatedSettings):
                 self.volumes.kernel_args(ctl.volume_rest), self.shapes.kernel_args(),
                 self.colliders.kernel_args(ctl, S, self._radius, self.contacts),
                 self.points.kernel_args(), self.contacts.kernel_args(),
-                self.contacts.body_args(self.model.particle_inv_mass), (S, self.iterations),
+                self.contacts.body_args(self.model.particle_inv_mass,
+                                        self.max_depenetration_speed * h), (S, self.iterations),
                 (h, float(np.linalg.norm(self.gravity)), self.max_depenetration_speed * h))
 
     def _external_acceleration(self, dt):

@@ -29,10 +29,17 @@ The correction of one contact (inverse masses w, gradient weights 1 for the vert
 -a, -b, -c for the triangle's corners, W = w_v + a^2 w_a + b^2 w_b + c^2 w_c; for two particles
 W = w_i + w_j and n = (x_i - x_j) / |x_i - x_j|):
 
-    pen = -C > 0,  r = (relative displacement over the substep) + n pen,  r_t its tangential part
-    take = min(mu pen, |r_t|)        (static friction removes r_t whole when |r_t| <= mu pen;
-                                      beyond, kinetic friction shortens it by mu pen)
-    g = (n pen - r_t take / |r_t|) / W,   dx_v = w_v g,  dx_k = -k w_k g
+    pen = -C > 0,  u = relative displacement over the substep,  into = -u . n
+    c = min(pen, max(into + s_max, 0))         the correction taken (s_max = allowance)
+    r = u + n c,  r_t its tangential part
+    take = min(mu c, |r_t|)          (static friction removes r_t whole when |r_t| <= mu c;
+                                      beyond, kinetic friction shortens it by mu c)
+    g = (n c - r_t take / |r_t|) / W,   dx_v = w_v g,  dx_k = -k w_k g
+    l = c - min(c, max(into, 0)),   x*_v += w_v n l / W,  x*_k -= k w_k n l / W
+
+As against colliders (collision/project.py), overlap the particles did not move into this
+substep (they started inside: a late contact, a stack settling) is resolved at most at
+max_depenetration_speed and without giving speed: its part l moves x* as well (split impulse).
 
 mu is the mean of the two sides' friction (a triangle's is its corners' mean), the same static
 and kinetic, so a box on a slope slides iff tan(angle) > mu as against colliders
@@ -63,6 +70,8 @@ TOL = 1e-6          # barycentric tolerance of "projects inside the triangle"
 SLACK = 1e-3        # [m] added to every box: motion the prediction does not foresee
 BAND = 1e-3         # [m] depth behind a solid face that still counts as in contact
 SEED = 2            # the jitter's seed (seed 002)
+PAIR, VERTEX_TRI, EDGES = 0, 1, 2       # contact kinds
+PARALLEL = 1e-12    # edges with sin^2 of their angle below this are parallel (no edge contact)
 DEGENERATE = 1e-30  # squared... a triangle whose normal is shorter than this has no plane
 
 
@@ -116,22 +125,31 @@ def _allowed(ga, gb, same_ok, disabled, n_groups):
     return np.where(same, same_ok, ~off)
 
 
-def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, self_group,
-                       disabled, origin, cell, dims, reach):
-    """The broad phase in NumPy (the kernel table's find_body_contacts). lo, hi (n, 3) [m]
-    particle boxes; radius (n,) [m]; group (n,) int64; inv_mass (n,); x0 (n, 3) [m] rest
-    positions; tris (F, 3) int64 contact triangles, tri_thick (F,) [m]; self_group (G,) bool;
-    disabled (D,) int64 sorted keys; the grid: origin (3,) [m], cell [m], dims (3,) int64;
-    reach [m] the largest box extent of any particle. Returns unsorted int64 arrays
-    (pp_i, pp_j, vt_v, vt_t): particle pairs i < j and vertex-triangle pairs."""
-    n, G = len(lo), len(self_group)
+def _grid(lo, origin, cell, dims):
+    """Items hashed by the cell of their box's low corner: (order, cell keys, start, end)."""
     keys = cell_keys(lo, origin, cell, dims)
     order = np.argsort(keys, kind="stable")
     ks = keys[order]
-    first = np.r_[True, ks[1:] != ks[:-1]]
-    ukey = ks[first]
+    first = np.r_[True, ks[1:] != ks[:-1]] if ks.size else np.zeros(0, bool)
     start = np.nonzero(first)[0]
-    end = np.r_[start[1:], n]
+    return order, ks[first], start, np.r_[start[1:], len(ks)].astype(np.int64)
+
+
+def _overlap(lo_a, hi_a, lo_b, hi_b):
+    return np.all(lo_a <= hi_b, axis=1) & np.all(hi_a >= lo_b, axis=1)
+
+
+def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edges, edge_thick,
+                       self_group, disabled, origin, cell, dims, reach):
+    """The broad phase in NumPy (the kernel table's find_body_contacts). lo, hi (n, 3) [m]
+    particle boxes; radius (n,) [m]; group (n,) int64; inv_mass (n,); x0 (n, 3) [m] rest
+    positions; tris (F, 3) int64 contact triangles, tri_thick (F,) [m]; edges (E, 2) int64
+    their edges, edge_thick (E,) [m]; self_group (G,) bool; disabled (D,) int64 sorted keys;
+    the grid: origin (3,) [m], cell [m], dims (3,) int64; reach [m] the largest box extent of
+    any particle. Returns unsorted int64 arrays (pp_i, pp_j, vt_v, vt_t, ee_a, ee_b): particle
+    pairs i < j, vertex-triangle pairs and edge pairs a < b."""
+    G = len(self_group)
+    order, ukey, start, end = _grid(lo, origin, cell, dims)
     # vertex-triangle
     a, b, c = tris[:, 0], tris[:, 1], tris[:, 2]
     tlo = np.minimum(np.minimum(lo[a], lo[b]), lo[c])
@@ -139,7 +157,7 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, sel
     f, slot = _query(tlo - reach, thi, ukey, start, end, origin, cell, dims)
     v = order[slot]
     ok = (v != a[f]) & (v != b[f]) & (v != c[f])
-    ok &= np.all(lo[v] <= thi[f], axis=1) & np.all(hi[v] >= tlo[f], axis=1)
+    ok &= _overlap(lo[v], hi[v], tlo[f], thi[f])
     ok &= (inv_mass[v] > 0) | (inv_mass[a[f]] > 0) | (inv_mass[b[f]] > 0) | (inv_mass[c[f]] > 0)
     f, v = f[ok], v[ok]
     ga, gv = group[a[f]], group[v]
@@ -154,13 +172,34 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, sel
     i = big[i]
     j = order[slot]
     ok = (j > i) & (radius[j] > 0)
-    ok &= np.all(lo[j] <= hi[i], axis=1) & np.all(hi[j] >= lo[i], axis=1)
+    ok &= _overlap(lo[j], hi[j], lo[i], hi[i])
     ok &= (inv_mass[i] > 0) | (inv_mass[j] > 0)
     i, j = i[ok], j[ok]
     r = radius[i] + radius[j]
     same_ok = self_group[group[i]] & (_dist2(x0, i, j) > r * r)
     keep = _allowed(group[i], group[j], same_ok, disabled, G)
-    return i[keep], j[keep], vt_v, vt_t
+    pp_i, pp_j = i[keep], j[keep]
+    # edge-edge: edges hashed by their boxes
+    e0, e1 = edges[:, 0], edges[:, 1]
+    elo = np.minimum(lo[e0], lo[e1])
+    ehi = np.maximum(hi[e0], hi[e1])
+    ereach = float((ehi - elo).max()) if len(edges) else 0.0
+    eorder, ekey, estart, eend = _grid(elo, origin, cell, dims)
+    ea, slot = _query(elo - ereach, ehi, ekey, estart, eend, origin, cell, dims)
+    eb = eorder[slot]
+    ok = eb > ea
+    ea, eb = ea[ok], eb[ok]
+    p, q, u, w = e0[ea], e1[ea], e0[eb], e1[eb]
+    ok = (p != u) & (p != w) & (q != u) & (q != w)
+    ok &= _overlap(elo[ea], ehi[ea], elo[eb], ehi[eb])
+    ok &= (inv_mass[p] > 0) | (inv_mass[q] > 0) | (inv_mass[u] > 0) | (inv_mass[w] > 0)
+    ea, eb, p, q, u, w = ea[ok], eb[ok], p[ok], q[ok], u[ok], w[ok]
+    dmin = np.minimum(np.minimum(_dist2(x0, p, u), _dist2(x0, p, w)),
+                      np.minimum(_dist2(x0, q, u), _dist2(x0, q, w)))
+    reach_rest = edge_thick[ea] + edge_thick[eb]
+    same_ok = self_group[group[p]] & (dmin > reach_rest * reach_rest)
+    keep = _allowed(group[p], group[u], same_ok, disabled, G)
+    return pp_i, pp_j, vt_v, vt_t, ea[keep], eb[keep]
 
 
 def _dist2(x, i, j):
@@ -190,20 +229,26 @@ def jitter_directions(i, j):
 
 
 # ----------------------------------------------------------------------------- the solve
-def solve_bodies(X, Xp, c_idx, c_side, c_dist, c_mu, c_jit, inv_mass, dx, active, g_particle,
-                 g_start, g_slot, touched):
+def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl,
+                 active, g_particle, g_start, g_slot, touched):
     """One Jacobi pass over all body contacts (module docstring), in place on X (3, n) [m].
-    Xp (3, n) [m] positions a substep ago; c_idx (K, 4) int64 contact particles (v, a, b, c)
-    or (i, j, -1, -1); c_side (K,) +-1 (0 for particle pairs); c_dist (K,) [m]; c_mu (K,);
-    c_jit (K, 3) the coincident normal; inv_mass (n,); dx (K * 4, 3) [m] and active (K * 4,)
-    bool scratch (each contact corner's correction and whether it acts); the gather:
+    Xp (3, n) [m] positions a substep ago; c_idx (K, 4) int64 contact particles (v, a, b, c),
+    (p, q, u, w) for edges pq and uw, or (i, j, -1, -1); c_kind (K,) int64 PAIR, VERTEX_TRI or
+    EDGES; c_side (K,) +-1 (0 for particle pairs); c_dist (K,) [m]; c_mu (K,);
+    c_jit (K, 3) the coincident normal; inv_mass (n,); allowance [m] the depenetration bound
+    of this substep; dx, dl (K * 4, 3) [m] and active (K * 4,) bool scratch (each contact
+    corner's correction of x and of x* and whether it acts); the gather:
     particles g_particle (u,), their slots (contact * 4 + corner) g_slot[g_start[q]:
     g_start[q + 1]] increasing; touched (n,) bool set for contacted particles."""
     dx.fill(0.0)
+    dl.fill(0.0)
     active.fill(False)
-    tri = c_idx[:, 2] >= 0
-    _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, dx, active, np.nonzero(tri)[0])
-    _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, dx, active, np.nonzero(~tri)[0])
+    _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, active,
+                np.nonzero(c_kind == VERTEX_TRI)[0])
+    _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, active,
+                 np.nonzero(c_kind == EDGES)[0])
+    _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, active,
+                 np.nonzero(c_kind == PAIR)[0])
     # pass 2: per particle, the mean of its active contacts' corrections, in slot order
     q = np.repeat(np.arange(len(g_particle)), np.diff(g_start))
     u = len(g_particle)
@@ -213,10 +258,12 @@ def solve_bodies(X, Xp, c_idx, c_side, c_dist, c_mu, c_jit, inv_mass, dx, active
     for a in range(3):
         s = np.bincount(q, weights=dx[g_slot, a], minlength=u)
         X[a, p] = X[a, p] + s[has] / cnt[has]
+        s = np.bincount(q, weights=dl[g_slot, a], minlength=u)
+        Xp[a, p] = Xp[a, p] + s[has] / cnt[has]
     touched[p] = True
 
 
-def _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, dx, active, k):
+def _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, active, k):
     v, a, b, c = (c_idx[k, j] for j in range(4))
     s, D, mu = c_side[k], c_dist[k], c_mu[k]
     xv, xa, xb, xc = (X[:, p] for p in (v, a, b, c))
@@ -256,32 +303,92 @@ def _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, dx, active, k):
     m = (mx[sel], my[sel], mz[sel])
     r = []
     for i in range(3):
-        rel = (X[i, v] - Xp[i, v]) - (ba * (X[i, a] - Xp[i, a]) + bb * (X[i, b] - Xp[i, b])
-                                      + bc * (X[i, c] - Xp[i, c]))
-        r.append(rel + m[i] * pen)
-    g = _friction_step(r, m, pen, mu, W)
+        r.append((X[i, v] - Xp[i, v]) - (ba * (X[i, a] - Xp[i, a]) + bb * (X[i, b] - Xp[i, b])
+                                         + bc * (X[i, c] - Xp[i, c])))
+    g, lift = _friction_step(r, m, pen, mu, W, allowance)
     fa, fb, fc = -(ba * wa), -(bb * wb), -(bc * wc)
     for i in range(3):
         dx[4 * k, i] = wv * g[i]
         dx[4 * k + 1, i] = fa * g[i]
         dx[4 * k + 2, i] = fb * g[i]
         dx[4 * k + 3, i] = fc * g[i]
+        dl[4 * k, i] = wv * lift[i]
+        dl[4 * k + 1, i] = fa * lift[i]
+        dl[4 * k + 2, i] = fb * lift[i]
+        dl[4 * k + 3, i] = fc * lift[i]
     for j in range(4):
         active[4 * k + j] = True
 
 
-def _friction_step(r, m, pen, mu, W):
-    """g = (m pen - r_t take / |r_t|) / W per axis (module docstring)."""
+def _friction_step(r, m, pen, mu, W, allowance):
+    """From the relative displacement r over the substep (before the correction), the normal
+    m and the penetration pen: g = (m c - r_t take / |r_t|) / W and the lift m l / W per axis
+    (module docstring: c the correction taken, l the part of it owed to x*)."""
+    into = -(r[0] * m[0] + r[1] * m[1] + r[2] * m[2])
+    c = np.minimum(pen, np.maximum(into + allowance, 0.0))
+    lift = c - np.minimum(c, np.maximum(into, 0.0))
+    r = [r[i] + m[i] * c for i in range(3)]
+    pen = c
     rn = r[0] * m[0] + r[1] * m[1] + r[2] * m[2]
     t = [r[i] - m[i] * rn for i in range(3)]
     tl = np.sqrt(t[0] * t[0] + t[1] * t[1] + t[2] * t[2])
     take = np.minimum(mu * pen, tl)
     big = tl > 1e-300
     scale = np.where(big, take / np.where(big, tl, 1.0), 0.0)
-    return [(m[i] * pen - t[i] * scale) / W for i in range(3)]
+    return [(m[i] * pen - t[i] * scale) / W for i in range(3)], \
+        [m[i] * lift / W for i in range(3)]
 
 
-def _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, dx, active, k):
+def _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, active, k):
+    """Edge pq against edge uw: their closest points P = p + s (q - p), Q = u + t (w - u) on the
+    lines, inside both segments; normal m = side (q - p) x (w - u) / |.|; C = (P - Q) . m - D;
+    gradient weights (1 - s, s, -(1 - t), -t)."""
+    p, q, u, w = (c_idx[k, j] for j in range(4))
+    side, D, mu = c_side[k], c_dist[k], c_mu[k]
+    d1 = [X[i, q] - X[i, p] for i in range(3)]
+    d2 = [X[i, w] - X[i, u] for i in range(3)]
+    r = [X[i, p] - X[i, u] for i in range(3)]
+    a = d1[0] * d1[0] + d1[1] * d1[1] + d1[2] * d1[2]
+    e = d2[0] * d2[0] + d2[1] * d2[1] + d2[2] * d2[2]
+    b = d1[0] * d2[0] + d1[1] * d2[1] + d1[2] * d2[2]
+    c = d1[0] * r[0] + d1[1] * r[1] + d1[2] * r[2]
+    f = d2[0] * r[0] + d2[1] * r[1] + d2[2] * r[2]
+    nx = d1[1] * d2[2] - d1[2] * d2[1]
+    ny = d1[2] * d2[0] - d1[0] * d2[2]
+    nz = d1[0] * d2[1] - d1[1] * d2[0]
+    ln2 = nx * nx + ny * ny + nz * nz
+    ok = ln2 > PARALLEL * (a * e)
+    den = np.where(ok, a * e - b * b, 1.0)
+    ln = np.sqrt(np.where(ok, ln2, 1.0))
+    sp = (b * f - c * e) / den
+    tp = (a * f - b * c) / den
+    ok &= (sp >= 0.0) & (sp <= 1.0) & (tp >= 0.0) & (tp <= 1.0)
+    m = [side * (nx / ln), side * (ny / ln), side * (nz / ln)]
+    dn = ((r[0] + sp * d1[0]) - tp * d2[0]) * m[0] + ((r[1] + sp * d1[1]) - tp * d2[1]) * m[1] \
+        + ((r[2] + sp * d1[2]) - tp * d2[2]) * m[2]
+    pen = D - dn
+    c0, c1, c2, c3 = 1.0 - sp, sp, -(1.0 - tp), -tp
+    w0, w1, w2, w3 = (inv_mass[j] for j in (p, q, u, w))
+    W = c0 * c0 * w0 + c1 * c1 * w1 + c2 * c2 * w2 + c3 * c3 * w3
+    ok &= (pen > 0) & (W > 0)
+    if not ok.any():
+        return
+    sel = np.nonzero(ok)[0]
+    k, p, q, u, w = k[sel], p[sel], q[sel], u[sel], w[sel]
+    c0, c1, c2, c3, pen, W, mu = c0[sel], c1[sel], c2[sel], c3[sel], pen[sel], W[sel], mu[sel]
+    w0, w1, w2, w3 = w0[sel], w1[sel], w2[sel], w3[sel]
+    m = [mm[sel] for mm in m]
+    rel = [(c0 * (X[i, p] - Xp[i, p]) + c1 * (X[i, q] - Xp[i, q]))
+           + (c2 * (X[i, u] - Xp[i, u]) + c3 * (X[i, w] - Xp[i, w])) for i in range(3)]
+    g, lift = _friction_step(rel, m, pen, mu, W, allowance)
+    for j, fj in enumerate((c0 * w0, c1 * w1, c2 * w2, c3 * w3)):
+        for i in range(3):
+            dx[4 * k + j, i] = fj * g[i]
+            dl[4 * k + j, i] = fj * lift[i]
+        active[4 * k + j] = True
+
+
+def _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, active, k):
     i_, j_ = c_idx[k, 0], c_idx[k, 1]
     D, mu = c_dist[k], c_mu[k]
     d = [X[a, i_] - X[a, j_] for a in range(3)]
@@ -300,11 +407,13 @@ def _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, dx, active, k):
     k, i_, j_, pen, W, mu, wi, wj = k[sel], i_[sel], j_[sel], pen[sel], W[sel], mu[sel], \
         wi[sel], wj[sel]
     m = [mm[sel] for mm in m]
-    r = [((X[a, i_] - Xp[a, i_]) - (X[a, j_] - Xp[a, j_])) + m[a] * pen for a in range(3)]
-    g = _friction_step(r, m, pen, mu, W)
+    r = [(X[a, i_] - Xp[a, i_]) - (X[a, j_] - Xp[a, j_]) for a in range(3)]
+    g, lift = _friction_step(r, m, pen, mu, W, allowance)
     for a in range(3):
         dx[4 * k, a] = wi * g[a]
         dx[4 * k + 1, a] = -wj * g[a]
+        dl[4 * k, a] = wi * lift[a]
+        dl[4 * k + 1, a] = -wj * lift[a]
     active[4 * k] = True
     active[4 * k + 1] = True
 
@@ -328,6 +437,29 @@ class BodyContacts:
         self.tri_thick = (r[t[:, 0]] + r[t[:, 1]] + r[t[:, 2]]) / 3.0 if len(t) else np.zeros(0)
         f = self.friction
         self.tri_mu = (f[t[:, 0]] + f[t[:, 1]] + f[t[:, 2]]) / 3.0 if len(t) else np.zeros(0)
+        # the triangles' edges, each once, with its (up to two) faces, for edge-edge contact
+        # and for a solid edge's outward normal (the sum of its solid faces' normals)
+        if len(t):
+            e = np.sort(np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]]), axis=1)
+            face = np.tile(np.arange(len(t)), 3)
+            key, inv = np.unique(e, axis=0, return_inverse=True)
+            inv = inv.ravel()
+            order = np.argsort(inv, kind="stable")
+            first = np.r_[True, inv[order][1:] != inv[order][:-1]]
+            start = np.nonzero(first)[0]
+            count = np.diff(np.r_[start, len(inv)])
+            self.edges = np.ascontiguousarray(key.astype(np.int64))      # (E, 2) int64
+            self.edge_face = np.full((len(key), 2), -1, np.int64)       # (E, 2) faces or -1
+            self.edge_face[:, 0] = face[order[start]]
+            two = count > 1
+            self.edge_face[two, 1] = face[order[start[two] + 1]]
+            self.edge_thick = (r[self.edges[:, 0]] + r[self.edges[:, 1]]) / 2.0   # (E,) [m]
+            self.edge_mu = (f[self.edges[:, 0]] + f[self.edges[:, 1]]) / 2.0
+        else:
+            self.edges = np.zeros((0, 2), np.int64)
+            self.edge_face = np.zeros((0, 2), np.int64)
+            self.edge_thick = np.zeros(0)
+            self.edge_mu = np.zeros(0)
         self.self_group = model.group_self_collision           # (G,) bool
         self.disabled = model.group_disabled                   # (D,) int64
         G = len(self.self_group)
@@ -387,13 +519,54 @@ class BodyContacts:
         top = hi.max(axis=0)
         cell = max(tri_ext + reach, 2.0 * reach, float((top - origin).max()) / 2 ** 20, 1e-9)
         dims = (np.floor((top - origin) / cell).astype(np.int64) + 1)
-        pi, pj, tv, tt = kernels.find_body_contacts(
+        pi, pj, tv, tt, ea, eb = kernels.find_body_contacts(
             np.ascontiguousarray(lo), np.ascontiguousarray(hi), self.radius, self.group,
-            self.inv_mass, self.x0, t, self.tri_thick, self.self_group, self.disabled, origin,
-            cell, dims, reach)
-        self._store(x, xp, h, dt, pi, pj, tv, tt, contacts)
+            self.inv_mass, self.x0, t, self.tri_thick, self.edges, self.edge_thick,
+            self.self_group, self.disabled, origin, cell, dims, reach)
+        self._store(x, xp, h, dt, pi, pj, tv, tt, ea, eb, contacts)
 
-    def _store(self, x, xp, h, dt, pi, pj, tv, tt, contacts):
+    def _edge_sides(self, x, vel, dt, ea, eb):
+        """Side and keep mask of edge pairs at the step's start: solid edges push out along
+        their outward normals; two two-sided edges keep the side they are on."""
+        E = self.edges
+        p, q, u, w = E[ea, 0], E[ea, 1], E[eb, 0], E[eb, 1]
+        d1, d2, r = x[q] - x[p], x[w] - x[u], x[p] - x[u]
+        n = np.cross(d1, d2)
+        ln = np.sqrt(np.einsum("ij,ij->i", n, n))
+        a, e = np.einsum("ij,ij->i", d1, d1), np.einsum("ij,ij->i", d2, d2)
+        keep = ln * ln > PARALLEL * a * e
+        n = n / np.where(ln > 0, ln, 1.0)[:, None]
+        b = np.einsum("ij,ij->i", d1, d2)
+        den = np.where(keep, a * e - b * b, 1.0)
+        c, f = np.einsum("ij,ij->i", d1, r), np.einsum("ij,ij->i", d2, r)
+        sp = np.clip((b * f - c * e) / den, 0.0, 1.0)
+        tp = np.clip((a * f - b * c) / den, 0.0, 1.0)
+        dn = np.einsum("ij,ij->i", r + sp[:, None] * d1 - tp[:, None] * d2, n)
+        out_a, out_b = self._edge_out(x, ea), self._edge_out(x, eb)
+        solid = np.any(out_a != 0, axis=1) | np.any(out_b != 0, axis=1)
+        toward = np.einsum("ij,ij->i", out_b - out_a, n)      # direction from b to a, solids
+        side = np.where(solid, np.where(toward >= 0, 1.0, -1.0), np.where(dn >= 0, 1.0, -1.0))
+        dist = self.edge_thick[ea] + self.edge_thick[eb]
+        rel = (vel[p] + vel[q] - vel[u] - vel[w]) * 0.5
+        band = dist + BAND + np.sqrt(np.einsum("ij,ij->i", rel, rel)) * dt
+        keep &= ~solid | ((np.abs(toward) > 1e-6) & (side * dn >= -band))
+        return side, keep
+
+    def _edge_out(self, x, e):
+        """(k, 3) outward normal (sum of its solid faces' unit normals; 0 if none) of edges e."""
+        out = np.zeros((len(e), 3))
+        t = self.tris
+        for j in range(2):
+            fc = self.edge_face[e, j]
+            ok = fc >= 0
+            ok[ok] = self.solid[fc[ok]]
+            fo = fc[ok]
+            nrm = np.cross(x[t[fo, 1]] - x[t[fo, 0]], x[t[fo, 2]] - x[t[fo, 0]])
+            ln = np.sqrt(np.einsum("ij,ij->i", nrm, nrm))
+            out[ok] += nrm / np.where(ln > 0, ln, 1.0)[:, None]
+        return out
+
+    def _store(self, x, xp, h, dt, pi, pj, tv, tt, ea, eb, contacts):
         """Sort the pairs, give each its side, distance, friction and jitter, and store them."""
         o = np.lexsort((pj, pi))
         pi, pj = pi[o], pj[o]
@@ -416,13 +589,21 @@ class BodyContacts:
         side = np.where(solid | (dn >= 0), 1.0, -1.0)[keep]
         tv, tt, a, b, c, dist = tv[keep], tt[keep], a[keep], b[keep], c[keep], dist[keep]
         mu_t = 0.5 * (self.friction[tv] + self.tri_mu[tt])
-        P, T = len(pi), len(tv)
-        idx = np.full((P + T, 4), -1, np.int64)
+        o = np.lexsort((eb, ea))
+        ea, eb = ea[o], eb[o]
+        e_side, e_keep = self._edge_sides(x, vel, dt, ea, eb)
+        ea, eb, e_side = ea[e_keep], eb[e_keep], e_side[e_keep]
+        P, T, E = len(pi), len(tv), len(ea)
+        idx = np.full((P + T + E, 4), -1, np.int64)
         idx[:P, 0], idx[:P, 1] = pi, pj
-        idx[P:] = np.column_stack([tv, a, b, c])
-        jit = np.zeros((P + T, 3))
+        idx[P:P + T] = np.column_stack([tv, a, b, c])
+        idx[P + T:] = np.column_stack([self.edges[ea], self.edges[eb]])
+        kind = np.r_[np.full(P, PAIR), np.full(T, VERTEX_TRI), np.full(E, EDGES)].astype(np.int64)
+        jit = np.zeros((P + T + E, 3))
         if P:
             jit[:P] = jitter_directions(pi, pj)
         contacts.set_body_contacts(
-            idx, np.r_[np.zeros(P), side], np.r_[r[pi] + r[pj], dist],
-            np.r_[0.5 * (self.friction[pi] + self.friction[pj]), mu_t], jit)
+            idx, kind, np.r_[np.zeros(P), side, e_side],
+            np.r_[r[pi] + r[pj], dist, self.edge_thick[ea] + self.edge_thick[eb]],
+            np.r_[0.5 * (self.friction[pi] + self.friction[pj]), mu_t,
+                  0.5 * (self.edge_mu[ea] + self.edge_mu[eb])], jit)

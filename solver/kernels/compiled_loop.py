@@ -45,8 +45,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     rank_start, rank_points, tet, weight, inv_c2 = points
     (depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred, lift,
      lifted) = contacts
-    (b_idx, b_side, b_dist, b_mu, b_jit, b_inv_mass, b_dx, b_active, b_particle, b_start, b_slot,
-     b_touch, b_shape_touch) = bodies
+    (b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass, b_allowance, b_dx, b_dl, b_active,
+     b_particle, b_start, b_slot, b_touch, b_shape_touch) = bodies
     any_bodies = b_idx.shape[0] > 0
     substeps, iterations = counts
     h, gravity_norm, allowance = scalars
@@ -108,8 +108,9 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                                allowance, lift, lifted)
             contact = touching
             if any_bodies:
-                solve_bodies(X, Xp, b_idx, b_side, b_dist, b_mu, b_jit, b_inv_mass, b_dx,
-                             b_active, b_particle, b_start, b_slot, b_touch)
+                solve_bodies(X, Xp, b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass,
+                             b_allowance, b_dx, b_dl, b_active, b_particle, b_start, b_slot,
+                             b_touch)
                 for i in range(n):
                     b_shape_touch[i] = touching[i] or b_touch[i]
                 contact = b_shape_touch
