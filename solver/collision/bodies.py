@@ -71,6 +71,10 @@ SLACK = 1e-3        # [m] added to every box: motion the prediction does not for
 BAND = 1e-3         # [m] depth behind a solid face that still counts as in contact
 SEED = 2            # the jitter's seed (seed 002)
 PAIR, VERTEX_TRI, EDGES = 0, 1, 2       # contact kinds
+# [m] a contact acts from this penetration on: contacts at rounding-error depth (a vertex on a
+# coplanar face of a neighbour in a stack) would otherwise count in the averaging and dilute
+# the ones that carry the load
+ACTIVE = 1e-9
 PARALLEL = 1e-12    # edges with sin^2 of their angle below this are parallel (no edge contact)
 DEGENERATE = 1e-30  # squared... a triangle whose normal is shorter than this has no plane
 
@@ -293,7 +297,7 @@ def _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl,
     pen = D - dn
     wv, wa, wb, wc = (inv_mass[p] for p in (v, a, b, c))
     W = wv + ba * ba * wa + bb * bb * wb + bc * bc * wc
-    ok &= (pen > 0) & (W > 0)
+    ok &= (pen > ACTIVE) & (W > 0)
     if not ok.any():
         return
     sel = np.nonzero(ok)[0]
@@ -370,7 +374,7 @@ def _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl
     c0, c1, c2, c3 = 1.0 - sp, sp, -(1.0 - tp), -tp
     w0, w1, w2, w3 = (inv_mass[j] for j in (p, q, u, w))
     W = c0 * c0 * w0 + c1 * c1 * w1 + c2 * c2 * w2 + c3 * c3 * w3
-    ok &= (pen > 0) & (W > 0)
+    ok &= (pen > ACTIVE) & (W > 0)
     if not ok.any():
         return
     sel = np.nonzero(ok)[0]
@@ -400,7 +404,7 @@ def _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl,
     pen = D - ln
     wi, wj = inv_mass[i_], inv_mass[j_]
     W = wi + wj
-    ok = (pen > 0) & (W > 0)
+    ok = (pen > ACTIVE) & (W > 0)
     if not ok.any():
         return
     sel = np.nonzero(ok)[0]
@@ -453,6 +457,16 @@ class BodyContacts:
             self.edge_face[:, 0] = face[order[start]]
             two = count > 1
             self.edge_face[two, 1] = face[order[start[two] + 1]]
+            # an edge inside a flat solid face (a quad's diagonal) is no feature of the body:
+            # its edge contacts would only push along the face
+            x0 = model.particle_x0
+            nrm = np.cross(x0[t[:, 1]] - x0[t[:, 0]], x0[t[:, 2]] - x0[t[:, 0]])
+            nrm /= np.maximum(np.linalg.norm(nrm, axis=1), 1e-300)[:, None]
+            f0, f1 = self.edge_face[:, 0], self.edge_face[:, 1]
+            flat = two & self.solid[f0] & self.solid[np.maximum(f1, 0)] & \
+                (np.einsum("ij,ij->i", nrm[f0], nrm[np.maximum(f1, 0)]) > 1.0 - 1e-9)
+            self.edges = np.ascontiguousarray(self.edges[~flat])
+            self.edge_face = np.ascontiguousarray(self.edge_face[~flat])
             self.edge_thick = (r[self.edges[:, 0]] + r[self.edges[:, 1]]) / 2.0   # (E,) [m]
             self.edge_mu = (f[self.edges[:, 0]] + f[self.edges[:, 1]]) / 2.0
         else:

@@ -17,6 +17,7 @@ from numba import njit, prange
 _TOL = 1e-6           # collision/bodies.TOL
 _DEGENERATE = 1e-30   # collision/bodies.DEGENERATE
 _PARALLEL = 1e-12     # collision/bodies.PARALLEL
+_ACTIVE = 1e-9        # collision/bodies.ACTIVE
 
 
 @njit(cache=True)
@@ -368,7 +369,7 @@ def _solve_tri(X, Xp, k, v, a, b, c, s, D, mu, inv_mass, allowance, dx, dl, acti
     wb = inv_mass[b]
     wc = inv_mass[c]
     W = wv + ba * ba * wa + bb * bb * wb + bc * bc * wc
-    if not (pen > 0 and W > 0):
+    if not (pen > _ACTIVE and W > 0):
         return
     r0 = (X[0, v] - Xp[0, v]) - (ba * (X[0, a] - Xp[0, a]) + bb * (X[0, b] - Xp[0, b])
                                  + bc * (X[0, c] - Xp[0, c]))
@@ -452,7 +453,7 @@ def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, inv_mass, allowance, dx, dl,
     w2 = inv_mass[u]
     w3 = inv_mass[w]
     W = c0 * c0 * w0 + c1 * c1 * w1 + c2 * c2 * w2 + c3 * c3 * w3
-    if not (pen > 0 and W > 0):
+    if not (pen > _ACTIVE and W > 0):
         return
     u0 = (c0 * (X[0, p] - Xp[0, p]) + c1 * (X[0, q] - Xp[0, q])) \
         + (c2 * (X[0, u] - Xp[0, u]) + c3 * (X[0, w] - Xp[0, w]))
@@ -492,7 +493,7 @@ def _solve_pair(X, Xp, k, i, j, D, mu, jit, inv_mass, allowance, dx, dl, active)
     wi = inv_mass[i]
     wj = inv_mass[j]
     W = wi + wj
-    if not (pen > 0 and W > 0):
+    if not (pen > _ACTIVE and W > 0):
         return
     r0 = (X[0, i] - Xp[0, i]) - (X[0, j] - Xp[0, j])
     r1 = (X[1, i] - Xp[1, i]) - (X[1, j] - Xp[1, j])
