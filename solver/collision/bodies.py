@@ -23,7 +23,10 @@ D on THAT side, also when it crossed the triangle during the substep, so a layer
 through another even at D = 0. Faces of a closed (solid) surface always have s = +1 (outward):
 nothing ends inside a solid; a vertex behind a solid face by more than its contact band at the
 step's start (band = D + BAND + |relative velocity| dt: it is beyond the body, e.g. under a
-thin slab, not in it) is not paired with that face.
+thin slab, not in it) is not paired with that face, unless it is less than half the body's
+depth behind the face (then it is inside, nearer this face than the far side, and leaves
+through it). A vertex of a solid pairs only with solid faces that face it (its outward
+normal opposes theirs), which settles the corners of a stack.
 
 The correction of one contact (inverse masses w, gradient weights 1 for the vertex and
 -a, -b, -c for the triangle's corners, W = w_v + a^2 w_a + b^2 w_b + c^2 w_c; for two particles
@@ -422,6 +425,24 @@ def _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl,
     active[4 * k + 1] = True
 
 
+def _solid_depth(x0, tris, solid, group, budget=20_000_000):
+    """(F,) [m] for each solid face, how deep its body reaches behind it at rest (the largest
+    distance of the body's particles behind the face's plane); 0 for two-sided faces. A vertex
+    less than half that deep behind the face is nearer to it than to the body's far side, so it
+    is inside and leaves through this face."""
+    depth = np.zeros(len(tris))
+    for g in np.unique(group[tris[solid, 0]]) if solid.any() else ():
+        f = np.nonzero(solid & (group[tris[:, 0]] == g))[0]
+        members = np.nonzero(group == g)[0]
+        members = members[::max(1, len(f) * len(members) // budget)]
+        a = x0[tris[f, 0]]
+        n = np.cross(x0[tris[f, 1]] - a, x0[tris[f, 2]] - a)
+        n /= np.maximum(np.linalg.norm(n, axis=1), 1e-300)[:, None]
+        behind = np.einsum("fk,fk->f", a, n)[:, None] - n @ x0[members].T    # (f, members)
+        depth[f] = behind.max(axis=1)
+    return depth
+
+
 # ----------------------------------------------------------------------------- the stage
 class BodyContacts:
     """The collide stage of body contacts and their arrays (Contacts holds this step's pairs).
@@ -474,6 +495,7 @@ class BodyContacts:
             self.edge_face = np.zeros((0, 2), np.int64)
             self.edge_thick = np.zeros(0)
             self.edge_mu = np.zeros(0)
+        self.tri_depth = _solid_depth(model.particle_x0, t, self.solid, self.group)  # (F,) [m]
         self.self_group = model.group_self_collision           # (G,) bool
         self.disabled = model.group_disabled                   # (D,) int64
         G = len(self.self_group)
@@ -564,7 +586,26 @@ class BodyContacts:
         rel = (vel[p] + vel[q] - vel[u] - vel[w]) * 0.5
         band = dist + BAND + np.sqrt(np.einsum("ij,ij->i", rel, rel)) * dt
         keep &= ~solid | ((np.abs(toward) > 1e-6) & (side * dn >= -band))
+        # each solid edge faces the other: its outward normal against the push it gets
+        m = side[:, None] * n
+        solid_a, solid_b = np.any(out_a != 0, axis=1), np.any(out_b != 0, axis=1)
+        keep &= ~solid_a | (np.einsum("ij,ij->i", out_a, m) < -1e-6)
+        keep &= ~solid_b | (np.einsum("ij,ij->i", out_b, m) > 1e-6)
         return side, keep
+
+    def _vertex_out(self, x):
+        """(n, 3) outward normal of each particle on a solid surface (the sum of its solid
+        faces' unit normals; 0 elsewhere)."""
+        t = self.tris[self.solid]
+        out = np.zeros((len(x), 3))
+        if len(t):
+            nrm = np.cross(x[t[:, 1]] - x[t[:, 0]], x[t[:, 2]] - x[t[:, 0]])
+            nrm /= np.maximum(np.sqrt(np.einsum("ij,ij->i", nrm, nrm)), 1e-300)[:, None]
+            ids = t.ravel()
+            for k in range(3):
+                out[:, k] = np.bincount(ids, weights=np.repeat(nrm[:, k], 3),
+                                        minlength=len(x))
+        return out
 
     def _edge_out(self, x, e):
         """(k, 3) outward normal (sum of its solid faces' unit normals; 0 if none) of edges e."""
@@ -591,15 +632,24 @@ class BodyContacts:
         # the side at the step's start (two-sided faces), the band of solid faces
         e0, e1 = x[b] - x[a], x[c] - x[a]
         nrm = np.cross(e0, e1)
-        dn = np.einsum("ij,ij->i", x[tv] - x[a], nrm)
+        d = x[tv] - x[a]
+        dn = np.einsum("ij,ij->i", d, nrm)
         ln = np.sqrt(np.einsum("ij,ij->i", nrm, nrm))
         dn = np.where(ln > 0, dn / np.where(ln > 0, ln, 1.0), 0.0)
         dist = r[tv] + self.tri_thick[tt]
         solid = self.solid[tt]
         vel = (x - xp) / h
         rel = vel[tv] - (vel[a] + vel[b] + vel[c]) / 3.0
-        band = dist + BAND + np.sqrt(np.einsum("ij,ij->i", rel, rel)) * dt
+        band = np.maximum(dist + BAND + np.sqrt(np.einsum("ij,ij->i", rel, rel)) * dt,
+                          0.5 * self.tri_depth[tt])
+        # a vertex behind a solid face by more than the band is beyond the body, not in it
         keep = ~solid | (dn >= -band)
+        # a vertex of a solid touches only solid faces that face it (its outward normal, the
+        # sum of its faces', opposes the face's): a cube's corner on the rim of a coplanar
+        # side face of its neighbour in a stack is no contact with that side face
+        nv = self._vertex_out(x)
+        facing = np.einsum("ij,ij->i", nv[tv], nrm)
+        keep &= ~solid | (facing < 0) | ~np.any(nv[tv] != 0, axis=1)
         side = np.where(solid | (dn >= 0), 1.0, -1.0)[keep]
         tv, tt, a, b, c, dist = tv[keep], tt[keep], a[keep], b[keep], c[keep], dist[keep]
         mu_t = 0.5 * (self.friction[tv] + self.tri_mu[tt])
