@@ -10,7 +10,7 @@ of stick is coloured on its own and cloth stretch comes last in the sweep (_SOUR
 import numpy as np
 
 from .collision import frames as frames
-from .collision.groups import closed as _closed, contact_arrays
+from .collision.groups import GroupsMixin, contact_arrays
 from .constraints.coloring import color_order, greedy_colors
 from .constraints.partition import partition_sticks
 from .geometry import fan_triangles, polygon_areas, signed_volume
@@ -103,7 +103,7 @@ def _scalar(value, name, lo=0.0, hi=np.inf):
     return v
 
 
-class Builder:
+class Builder(GroupsMixin):
     """Collects a scene; ``build()`` returns the Model a Simulation runs."""
 
     def __init__(self):
@@ -160,60 +160,6 @@ class Builder:
 
     def _positions(self):
         return np.concatenate(self._x) if self._x else np.zeros((0, 3))
-
-    # ------------------------------------------------------------------ collision groups
-    def _new_group(self, self_collision=False):
-        self._group_parent.append(len(self._group_parent))
-        self._group_self.append(bool(self_collision))
-        return len(self._group_parent) - 1
-
-    def _root(self, g):
-        while self._group_parent[g] != g:
-            g = self._group_parent[g]
-        return g
-
-    def _groups_now(self):
-        """(n,) int64 every particle's group, merges applied (dense numbering in build())."""
-        if not self._group:
-            return np.zeros(0, np.int64)
-        root = np.array([self._root(g) for g in range(len(self._group_parent))], np.int64)
-        return root[np.concatenate(self._group)]
-
-    def particle_group(self, ids):
-        """(k,) int64 the collision group of particles ``ids`` now (add_shape_match may merge
-        groups later; the Model's particle_group holds the final, densely numbered ones).
-        Particles of one group never collide with each other unless the group self-collides."""
-        return self._groups_now()[_ids(ids, self._n, "ids").ravel()]
-
-    def disable_collision(self, ids_a, ids_b):
-        """The groups of particles ids_a never collide with the groups of ids_b (e.g. two
-        bones joined by a joint). Resolved to groups at build()."""
-        a = _ids(ids_a, self._n, "ids_a").ravel()
-        b = _ids(ids_b, self._n, "ids_b").ravel()
-        if a.size == 0 or b.size == 0:
-            raise ValueError("disable_collision: ids_a and ids_b need at least one particle each")
-        self._disabled.append((a, b))
-
-    def add_contact_surface(self, faces, solid=None):
-        """Triangles (faces over particle ids: (k, 3|4) or a list of index sequences) that
-        other bodies' particles collide with, vertex against face (collision/bodies.py).
-        solid None: closed surfaces are solid (wound outward here; a particle never ends
-        inside), open ones two-sided. Returns (k', 3) int64 the triangles."""
-        corners, start, size = normalize_faces(faces, self._n)
-        tris = fan_triangles(corners, start, size)
-        closed = _closed(tris)
-        solid = closed if solid is None else bool(solid)
-        if solid:
-            if not closed:
-                raise ValueError("surface: a solid surface must be closed (every edge in two "
-                                 "triangles)")
-            v0 = signed_volume(self._positions(), tris)
-            if abs(v0) < 1e-18:
-                raise ValueError("surface: the closed surface encloses no volume")
-            if v0 < 0:
-                tris = tris[:, ::-1].copy()
-        self._contact_surfaces.append((tris.astype(np.int64), solid))
-        return tris
 
     def pin(self, ids, compliance=None):
         """Pin particles to targets that Simulation.set_pin_targets moves (they start at the

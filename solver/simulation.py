@@ -39,7 +39,7 @@ from . import backend as _backend
 from .animated import AnimatedSettings, _check_int, _vec3
 from .builder import _scalar
 from .collision import frames
-from .collision.bodies import BodyContacts
+from .collision.body_stage import BodyContacts
 from .collision.colliders import Colliders
 from .collision.contacts import Contacts
 from .collision.points import TetraPoints
