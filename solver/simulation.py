@@ -39,6 +39,7 @@ from . import backend as _backend
 from .animated import AnimatedSettings, _check_int, _vec3
 from .builder import _scalar
 from .collision import frames
+from .collision.body_stage import BodyContacts
 from .collision.colliders import Colliders
 from .collision.contacts import Contacts
 from .collision.points import TetraPoints
@@ -138,6 +139,7 @@ class Simulation(AnimatedSettings):
         self.points = TetraPoints(model)
         self.colliders = Colliders(model)
         self.contacts = Contacts(n, self.points.count, self.colliders.count)
+        self.bodies = BodyContacts(model)
         # sleeping bodies (sleep.py): islands at rest are frozen until something wakes them
         self.sleep = Sleep(model, sleep)
         self.state = State.at_rest(model.particle_x0, self.sleep.count)
@@ -172,7 +174,10 @@ class Simulation(AnimatedSettings):
         st = self.state
         if st.h is None:
             return st.v_start.copy()
-        return (st.x - st.x_prev) / st.h
+        v = (st.x - st.x_prev) / st.h
+        if st.island_asleep.any():
+            v[self.sleep.asleep(st)] = 0.0          # paused (sleep.py)
+        return v
 
     @property
     def time(self):
@@ -423,7 +428,8 @@ class Simulation(AnimatedSettings):
         self.state.step_index += 1
         self._check_runaway(backup, limit)
         if self.sleep.enabled:
-            self.sleep.update(self.state, dt, self.contacts.touching | ~self._free)
+            self.sleep.update(self.state, dt, self.contacts.touching | self.contacts.body_touch
+                              | ~self._free, backup.state.X, self.contacts.body_idx)
 
     def _begin_step(self, h, acc):
         """Verlet's x* for the substep length h; constraint factors that depend on h."""
@@ -454,9 +460,15 @@ class Simulation(AnimatedSettings):
         else:
             vmax = amax = 0.0
         reach = 2.0 * (vmax * dt + 0.5 * amax * dt * dt) + 1e-3
-        asleep = self.sleep.wake_by_drivers(self.state, self.control, self._pinned, self._soft,
-                                            self.colliders, reach + self._radius_max)
-        free = self._free if asleep is None else self._free & ~self.sleep.asleep(self.state)
+        sleep, st = self.sleep, self.state
+        sleep.wake_by_drivers(st, self.control, self._pinned, self._soft, self.colliders,
+                              reach + self._radius_max)
+        # contact between bodies (collision/bodies.py); a moving body wakes what it touches
+        self.bodies.collide(self.kernels, x, xp, st.h, dt, acc, self._pinned,
+                            self.control.pin_target, self.contacts)
+        sleep.wake_by_contacts(st, self.contacts)
+        asleep = sleep.asleep_ids(st)
+        free = self._free if asleep is None else self._free & ~sleep.asleep(st)
         self.colliders.collide(self.control, x, free, self._radius_max, reach, self.contacts)
         return asleep
 
@@ -471,16 +483,20 @@ class Simulation(AnimatedSettings):
         if field_keep is not None:                  # force fields' drag, exact per substep
             keep = keep * field_keep
         a_h2 = np.ascontiguousarray((acc * (h * h)).T)
-        if asleep is not None:
-            a_h2[:, asleep] = 0.0            # x == x*: the prediction leaves them where they are
+        inv_mass = self.model.particle_inv_mass
+        if asleep is not None:               # restored after the substeps: no work for them,
+            a_h2[:, asleep] = 0.0            # no drag, and immovable in contacts with bodies
+            inv_mass = inv_mass.copy()       # that are awake
+            inv_mass[asleep] = 0.0
         lim = self.max_speed * h if self.max_speed is not None else np.zeros(0)
         pins = (self._pinned, st.x[self._pinned].copy(), ctl.pin_target)
-        drag = self._drag_terms(h, asleep) or _NO_DRAG
+        drag = self._drag_terms(h, inv_mass) or _NO_DRAG
         return ((st.X, st.X_prev), (a_h2, keep, lim), drag, pins,
                 self.soft_pins.kernel_args(ctl, h), self.sticks.kernel_args(self.over_relaxation),
                 self.volumes.kernel_args(ctl.volume_rest), self.shapes.kernel_args(),
                 self.colliders.kernel_args(ctl, S, self._radius, self.contacts),
                 self.points.kernel_args(), self.contacts.kernel_args(),
+                self.contacts.body_args(inv_mass, self.max_depenetration_speed * h),
                 (S, self.iterations),
                 (h, float(np.linalg.norm(self.gravity)), self.max_depenetration_speed * h))
 
@@ -495,19 +511,16 @@ class Simulation(AnimatedSettings):
             acc, self.state.x, self.v, self.model, self.gravity, dt, self.substeps)
         return acc, field_keep
 
-    def _drag_terms(self, h, asleep=None):
+    def _drag_terms(self, h, inv_mass=None):
         """The per-step inputs of the apply_drag kernel (forces.drag_terms); None when no
-        particle feels the air (sleeping particles, (s,) int64 asleep, do not)."""
+        particle feels the air (inv_mass (n,): the model's, 0 for sleeping particles)."""
         m, ctl = self.model, self.control
         if not ctl.air_drag > 0 or not np.any(m.particle_area > 0):
             return None
         x = self.state.x
         normals = vertex_normals(x, m.surface_tris, m.particle_count) \
             if len(m.surface_tris) else np.zeros_like(x)
-        inv_mass = m.particle_inv_mass
-        if asleep is not None:
-            inv_mass = inv_mass.copy()
-            inv_mass[asleep] = 0.0
+        inv_mass = m.particle_inv_mass if inv_mass is None else inv_mass
         terms = drag_terms(x, self.state.time, inv_mass, m.particle_area, normals,
                            self._has_surface, ctl.wind, ctl.air_drag, self.gravity, h)
         return terms if terms[0].size else None

@@ -10,12 +10,14 @@ contact acts between two islands, so freezing one never pulls on another.
 
 Falling asleep: after every step, an island that rests on something (one of its particles
 touched a collider or another body in the step's last substep, or is hard-pinned) and whose
-fastest particle, |x - x*| / h, stays below SLEEP_SPEED for SLEEP_TIME of simulated time in a
-row goes to sleep. A body drifting slowly in free flight does not, nor one hanging on soft pins
-only: a spring approaches its rest exponentially, and freezing it at 1 cm/s would leave it
-visibly short of it (a contact or a hard pin stops the motion it resists within a substep): its x* is set to x (zero
-velocity) and from then on its positions are restored exactly after every step (x == x*: it does
-not creep), while the step skips it where that is cheap (no gravity or drag, no collider
+fastest particle moves slower than SLEEP_SPEED (its displacement over the step / dt) for
+SLEEP_TIME of simulated time in a row goes to sleep. A body drifting slowly in free flight does
+not, nor one hanging on soft pins only: a spring approaches its rest exponentially, and
+freezing it at 1 cm/s would leave it visibly short of it (a contact or a hard pin stops the
+motion it resists within a substep). Asleep, an island is paused: its x and x* are restored
+exactly after every step (it does not creep; Simulation.v reads 0 for it), and waking resumes
+it from that state, so a stack whose contacts hold it with a steady x - x* (split impulse)
+wakes without a jolt. The step skips it where that is cheap (no gravity or drag, no collider
 candidates). Waking (Simulation): a collider that moves near it, a pin whose target moves,
 another body coming into contact, a changed force setting (gravity, wind, air drag, damping,
 force fields, compliance, friction, restitution, pressure), a kick (explode, set_velocities),
@@ -98,38 +100,47 @@ class Sleep:
         state.island_asleep[:] = False
         state.island_still[:] = 0.0
 
-    def update(self, state, dt, supported):
-        """After a step of dt [s]: advance the still clock of each awake island that is
-        supported (one of its particles touched something in the last substep or is
-        hard-pinned:
-        ``supported`` (n,) bool) and whose fastest particle is slower than SLEEP_SPEED
-        (|x - x*| / h); restart the others'. Put to sleep those still for SLEEP_TIME (their x*
-        set to x: zero velocity). A body drifting in free flight never sleeps."""
+    def update(self, state, dt, supported, X_start, body_idx):
+        """After a step of dt [s] that started at positions X_start (3, n) [m]: advance the
+        still clock of each awake island that is supported (one of its particles touched
+        something in the last substep or is hard-pinned: ``supported`` (n,) bool) and whose
+        fastest particle moved slower than SLEEP_SPEED over the step (|x - x_start| / dt: the
+        motion itself, not the last substep's x - x*, which contact corrections can leave
+        non-zero in a body that does not move); restart the others'. Put to sleep those still
+        for SLEEP_TIME (x and x* are then kept as they are: a pause). A body in free flight
+        never sleeps. Islands joined by this step's body contacts (body_idx (K, 4) int64
+        particles, -1 for none: collision/bodies.py) fall asleep together, when the least still
+        of them has been still for SLEEP_TIME (Box2D's islands include contacts): a stack
+        sleeps as one, so no resting body ever leans on a frozen one."""
         if not self.enabled or not self.count:
             return
-        d = state.X - state.X_prev
+        d = state.X - X_start
         with np.errstate(over="ignore", invalid="ignore"):
             speed2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
         fastest = np.maximum.reduceat(speed2[self.order], self.start)
         held = np.logical_or.reduceat(supported[self.order], self.start)
-        limit = (SLEEP_SPEED * state.h) ** 2
+        limit = (SLEEP_SPEED * dt) ** 2
         awake = ~state.island_asleep
         still = held & (fastest < limit)
         state.island_still[awake & ~still] = 0.0
         state.island_still[awake & still] += dt
-        falls = awake & (state.island_still >= SLEEP_TIME)
-        if falls.any():
-            state.island_asleep |= falls
-            ids = np.nonzero(falls[self.island])[0]
-            state.X_prev[:, ids] = state.X[:, ids]
+        clock = state.island_still
+        if len(body_idx):
+            valid = body_idx >= 0
+            isl = self.island[np.where(valid, body_idx, body_idx[:, :1])]   # slot 0 is valid
+            pairs = np.column_stack([np.repeat(isl[:, 0], 3), isl[:, 1:].ravel()])
+            group = islands(self.count, pairs[isl[:, 0].repeat(3) != pairs[:, 1]])
+            least = np.full(int(group.max()) + 1, np.inf)
+            np.minimum.at(least, group, clock)
+            clock = least[group]
+        state.island_asleep |= awake & (clock >= SLEEP_TIME)
 
     def wake_by_drivers(self, state, control, pinned, soft, colliders, margin):
         """Before a step: wake the sleeping islands whose pins' targets move (pinned (p,),
         soft (s,) int64 the hard- and soft-pinned particles), or that a moving collider may
-        reach within ``margin`` [m] (colliders.Colliders.near_moving). Returns the (k,) int64
-        particles that sleep through the step, or None."""
+        reach within ``margin`` [m] (colliders.Colliders.near_moving)."""
         if not state.island_asleep.any():
-            return None
+            return
         if pinned.size:
             self.wake_particles(state, pinned[np.any(control.pin_target != state.x[pinned],
                                                      axis=1)])
@@ -139,7 +150,12 @@ class Sleep:
         ids = np.nonzero(self.asleep(state))[0]
         if ids.size:
             self.wake_particles(state, ids[colliders.near_moving(control, state.x[ids], margin)])
-            ids = np.nonzero(self.asleep(state))[0]
+
+    def asleep_ids(self, state):
+        """(k,) int64 particles of sleeping islands, or None when none sleeps."""
+        if not state.island_asleep.any():
+            return None
+        ids = np.nonzero(self.asleep(state))[0]
         return ids if ids.size else None
 
     def wake_by_contacts(self, state, contacts):

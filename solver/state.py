@@ -39,7 +39,7 @@ class State:
     # its speed after the collider stops, so the budget above rises by each new record
     collider_speed_seen: float = 0.0
     # sleeping (sleep.py), I = islands (Model.particle_island): how long each island has been
-    # still [s], and whether it sleeps (its particles frozen, x == x*)
+    # still [s], and whether it sleeps (its particles' x and x* frozen)
     island_still: np.ndarray = field(default_factory=lambda: np.zeros(0))            # (I,)
     island_asleep: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))     # (I,)
 

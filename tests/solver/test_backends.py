@@ -360,7 +360,27 @@ def fast_particles_plates_and_sleep():
     return b, dict(), drive
 
 
-SCENARIOS = [fast_particles_plates_and_sleep, animated_settings, started_inside_colliders, soft_pinned_cloth, tree_of_strands_in_wind, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
+def contact_between_bodies():
+    """Body contact (collision/bodies.py): a perturbed stack of rigid boxes, a self-colliding
+    cloth dropped over them, balls (particles with a radius) and a coincident pair."""
+    b = Builder()
+    cube = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+    quads = np.array([[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4],
+                      [1, 5, 7, 3]])
+    for i in range(3):
+        c, s = np.cos(0.2 * i), np.sin(0.2 * i)
+        rot = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]])
+        ids = b.add_particles((cube * 0.15) @ rot.T + [0.03 * i, 0, 0.16 + 0.31 * i],
+                              mass=0.2, friction=0.6)
+        b.add_shape_match(ids, surface=ids[quads])
+    x, f = _grid(10, 0.8, 1.2)
+    b.add_cloth(x, f, radius=0.01, self_collision=True)
+    b.add_particles([[0.3, 0.3, 0.3], [0.3, 0.3, 0.3], [0.32, 0.28, 0.6]], radius=0.05)
+    b.add_collider("plane", friction=0.5)
+    return b, dict(substeps=10), None
+
+
+SCENARIOS = [fast_particles_plates_and_sleep, contact_between_bodies, animated_settings, started_inside_colliders, soft_pinned_cloth, tree_of_strands_in_wind, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
              balloon_and_moving_collider, cloth_on_elliptic_colliders, moving_elliptic_colliders,
              tetra_bodies_on_colliders, damped_soft_bodies_and_odd_clusters]
 
