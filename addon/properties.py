@@ -36,7 +36,7 @@ from bpy.props import (BoolProperty, EnumProperty, FloatProperty, FloatVectorPro
 
 from ..solver.builder import CLOTH_BEND_COMPLIANCE
 from ..solver.simulation import (DEFAULT_AIR_DRAG, DEFAULT_DAMPING, DEFAULT_ITERATIONS,
-                                 DEFAULT_SUBSTEPS)
+                                 DEFAULT_SLEEP, DEFAULT_SUBSTEPS)
 
 KINDS = (
     ("NONE", "None", "Not simulated"),
@@ -277,6 +277,10 @@ class VerletSceneSettings(bpy.types.PropertyGroup):
     iterations: IntProperty(name="Iterations", default=DEFAULT_ITERATIONS, min=1,
                             max=MAX_ITERATIONS, soft_max=20, options=FIXED,
                             description="Constraint iterations per substep")
+    use_sleep: BoolProperty(name="Sleeping", default=DEFAULT_SLEEP, options=FIXED,
+                            description="Bodies at rest (slower than 1 cm/s for 0.5 s while "
+                            "resting on something) stop being simulated until a collider, pin, "
+                            "body or force change wakes them: cheaper, and they do not creep")
     use_scene_range: BoolProperty(name="Follow Scene Range", default=True, options=FIXED,
                                   description="Simulate the scene's frame range")
     frame_start: IntProperty(name="Start", description="First simulated frame", options=FIXED,

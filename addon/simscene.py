@@ -13,6 +13,7 @@ import numpy as np
 
 from ..solver import Builder, Simulation
 from ..solver.geometry import polygon_areas, rigid_transform, strand_areas
+from ..solver.simulation import DEFAULT_SLEEP
 from ..solver.strands import edge_frames
 from ..solver.mesh import cloth_topology, normalize_faces
 from . import bridge
@@ -158,7 +159,8 @@ class SceneSim:
         kernels = requested_backend()
         self.sim = Simulation(self.model, substeps=s.substeps, iterations=s.iterations,
                               gravity=g, damping=getattr(s, "damping", 0.0),
-                              air_drag=getattr(s, "air_drag", 1.0), backend=kernels)
+                              air_drag=getattr(s, "air_drag", 1.0), backend=kernels,
+                              sleep=getattr(s, "use_sleep", DEFAULT_SLEEP))
         self._wind = None
         self._read_wind()
         # keyframable settings (damping, stiffness, friction, gravity...), read every frame

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import bridge, cache
 
-SCENE_SETTINGS = ("substeps", "iterations", "wind_direction", "wind_strength", "wind_turbulence",
+SCENE_SETTINGS = ("substeps", "iterations", "use_sleep", "wind_direction", "wind_strength", "wind_turbulence",
                   "wind_seed", "air_drag", "gravity_scale", "damping", "effector_weights")
 
 

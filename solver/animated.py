@@ -1,7 +1,9 @@
 """The settings an artist may animate, as Simulation methods (Simulation inherits them).
 
 Each takes effect from the next step on and is kept in the Control (state.py), so a checkpoint
-carries it and a resume after a change is bit-identical. They change what XPBD may change between
+carries it and a resume after a change is bit-identical. A change wakes the sleeping bodies it
+acts on (sleep.py); setting the value a setting already has (the add-on sets every keyframable
+setting every frame) changes nothing and wakes nothing. They change what XPBD may change between
 steps: a constraint's compliance is its stiffness, not its state (Macklin et al., "XPBD", 2016),
 and a Coulomb coefficient or a damping rate acts afresh every substep. What a simulation cannot
 change while it runs (topology, masses, collider shapes, substeps) is fixed in the Model.
@@ -31,6 +33,11 @@ class AnimatedSettings:
     """Setters of the Control's animatable settings (mixed into Simulation, whose control,
     model, colliders and _ids they use)."""
 
+    def _wake_if_changed(self, old, new, ids):
+        """Wake the bodies of particles ids when a setting changes from old to new."""
+        if np.any(np.asarray(old) != np.asarray(new)):
+            self.wake(ids)
+
     def _collider(self, k):
         k = _check_int(k, "k", 0)
         if k >= self.colliders.count:
@@ -39,16 +46,25 @@ class AnimatedSettings:
 
     def set_gravity(self, gravity):
         """Gravity (3,) [m/s^2] from the next step on."""
-        self.control.gravity[:] = _vec3(gravity, "gravity")
+        g = _vec3(gravity, "gravity")
+        if not np.array_equal(g, self.control.gravity):
+            self.wake()
+        self.control.gravity[:] = g
 
     def set_global_damping(self, damping):
         """The fraction of every particle's velocity removed per second, in [0, 1], from the next
         step on (the constructor's ``damping``; set_damping adds damping per particle)."""
-        self.control.damping = _scalar(damping, "damping", 0.0, 1.0)
+        d = _scalar(damping, "damping", 0.0, 1.0)
+        if d != self.control.damping:
+            self.wake()
+        self.control.damping = d
 
     def set_air_drag(self, drag):
         """The air drag coefficient of surfaces [kg/(m^2 s)], >= 0, from the next step on."""
-        self.control.air_drag = _scalar(drag, "drag", 0.0)
+        d = _scalar(drag, "drag", 0.0)
+        if d != self.control.air_drag:
+            self.wake()
+        self.control.air_drag = d
 
     def set_collider_friction(self, k, friction, static_friction=None):
         """Collider k's Coulomb coefficients from the next step on: ``friction`` (kinetic,
@@ -61,13 +77,19 @@ class AnimatedSettings:
         if mu_s < mu_k:
             raise ValueError(f"static_friction: {mu_s!r} is below friction {mu_k!r} (the static "
                              "coefficient must be >= the kinetic one)")
-        self.control.collider_friction[k] = mu_k
-        self.control.collider_static_friction[k] = mu_s
+        ctl = self.control
+        if ctl.collider_friction[k] != mu_k or ctl.collider_static_friction[k] != mu_s:
+            self.wake()
+        ctl.collider_friction[k] = mu_k
+        ctl.collider_static_friction[k] = mu_s
 
     def set_collider_restitution(self, k, restitution):
         """Collider k's coefficient of restitution in [0, 1] from the next step on."""
         k = self._collider(k)
-        self.control.collider_restitution[k] = _scalar(restitution, "restitution", 0.0, 1.0)
+        e = _scalar(restitution, "restitution", 0.0, 1.0)
+        if e != self.control.collider_restitution[k]:
+            self.wake()
+        self.control.collider_restitution[k] = e
 
     def sticks_among(self, ids, source="stick"):
         """(k,) int64 indices (the Model's order) of the sticks of ``source`` (a name in
@@ -95,6 +117,7 @@ class AnimatedSettings:
                              f"{source} among ids), got shape {c.shape}")
         if not np.all(np.isfinite(c)) or np.any(c < 0):
             raise ValueError("compliance: must be finite and >= 0 [m/N]")
+        self._wake_if_changed(self.control.stick_compliance[sel], c, ids)
         self.control.stick_compliance[sel] = c
 
     def clusters_among(self, ids):
@@ -119,13 +142,16 @@ class AnimatedSettings:
         if c.shape != clusters.shape or not np.all(np.isfinite(c)) or np.any(c < 0):
             raise ValueError(f"compliance: expected a finite number >= 0 [m/N] or {clusters.size} "
                              "of them (one per cluster of clusters_among(ids))")
+        self._wake_if_changed(self.control.shape_compliance[clusters], c, ids)
         self.control.shape_compliance[clusters] = c
 
     def set_shape_damping(self, ids, damping):
         """Fraction of the deformation velocity removed per second, in [0, 1], of the
         shape-matching clusters made of particles ``ids`` only, from the next step on."""
         d = _scalar(damping, "damping", 0.0, 1.0)
-        self.control.shape_damping[self.clusters_among(ids)] = d
+        clusters = self.clusters_among(ids)
+        self._wake_if_changed(self.control.shape_damping[clusters], d, ids)
+        self.control.shape_damping[clusters] = d
 
     def set_volume_pressure(self, ids, pressure):
         """Pressure (> 0, finite: the target volume as a multiple of the rest volume, > 1
@@ -142,4 +168,6 @@ class AnimatedSettings:
         for k in range(len(start) - 1):     # a few volumes per scene: a loop over them, not
             tris = m.volume_tris[start[k]:start[k + 1]]         # over particles
             if inside[tris].all():
-                self.control.volume_rest[k] = signed_volume(m.particle_x0, tris) * p
+                rest = signed_volume(m.particle_x0, tris) * p
+                self._wake_if_changed(self.control.volume_rest[k], rest, ids)
+                self.control.volume_rest[k] = rest

@@ -48,7 +48,7 @@ def _apply_threads():
 
 
 KERNEL_SOURCES = ("kernels/compiled.py", "kernels/compiled_contact.py", "kernels/compiled_loop.py",
-                  "kernels/build.py")
+                  "kernels/compiled_bodies.py", "kernels/build.py")
 
 
 def _cache_key():
@@ -194,6 +194,8 @@ def _warm_up():
     b.add_shape_match(body, stiffness=0.5, damping=0.5)
     b.add_volume(body[np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])])
     b.add_tetra_body(tet + [0.5, 0.0, 0.0], tet[:2] + [0.52, 0.02, 0.32])
+    # body contact (collision/bodies.py): a self-colliding cloth triangle over the body
+    b.add_cloth(tet[:3] + [0.0, 0.0, 0.02], [[0, 1, 2]], radius=0.01, self_collision=True)
     b.add_collider("plane")
     scaled = np.diag([0.2, 0.1, 0.1, 1.0])
     scaled[:3, 3] = (0.5, 0.0, 0.1)

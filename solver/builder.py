@@ -10,12 +10,14 @@ of stick is coloured on its own and cloth stretch comes last in the sweep (_SOUR
 import numpy as np
 
 from .collision import frames as frames
+from .collision.groups import GroupsMixin, contact_arrays
 from .constraints.coloring import color_order, greedy_colors
 from .constraints.partition import partition_sticks
 from .geometry import fan_triangles, polygon_areas, signed_volume
 from .mesh import cloth_topology, normalize_faces
 from .strands import FRAME_MASS_FRACTION, edge_frames, joints
 from .model import STICK_KINDS, STICK_SOURCES, Model
+from .sleep import constraint_edges, islands
 
 # default cloth areal density [kg/m^2]: a light cotton (Blender's default vertex mass is 0.3 kg
 # per vertex whatever the resolution; a density keeps the cloth's weight independent of it)
@@ -102,7 +104,7 @@ def _scalar(value, name, lo=0.0, hi=np.inf):
     return v
 
 
-class Builder:
+class Builder(GroupsMixin):
     """Collects a scene; ``build()`` returns the Model a Simulation runs."""
 
     def __init__(self):
@@ -117,13 +119,25 @@ class Builder:
         self._tetras = []            # (ids (4,), weights (P, 4))
         self._colliders = []
         self._surface = []
+        # contact between bodies (collision/bodies.py): a collision group per particle-creating
+        # call, merged by add_shape_match; contact surfaces (triangles, solid = closed)
+        self._group = []             # (n_call,) int64 per add_particles call: group of each
+        self._friction = []          # (n_call,) float64 per particle
+        self._group_parent = []      # union-find over groups (merged by add_shape_match)
+        self._group_self = []        # (G,) bool self-collision per group
+        self._contact_surfaces = []  # ((k, 3) int64 triangles, solid bool)
+        self._disabled = []          # (ids_a, ids_b) particle ids whose groups never collide
+        self._next_group = None      # the group the next add_particles call joins (internal)
 
     # ------------------------------------------------------------------ particles
-    def add_particles(self, x, mass=1.0, radius=0.0, area=0.0):
+    def add_particles(self, x, mass=1.0, radius=0.0, area=0.0, friction=0.5):
         """Add particles at x (n, 3) [m] with mass [kg] (scalar or (n,), > 0), contact radius
         [m] and exposed area [m^2] (scalars or (n,), >= 0; the area is what air drag and wind
-        act on for particles that are not part of a surface, e.g. strands). Returns (n,) int64
-        particle ids."""
+        act on for particles that are not part of a surface, e.g. strands), and the Coulomb
+        friction coefficient of their contacts with other bodies (scalar or (n,), >= 0; a
+        contact uses the mean of its two sides', collision/bodies.py). The particles form a new
+        collision group (particle_group): they collide with every other group, and not with
+        each other. Returns (n,) int64 particle ids."""
         x = _points(x, "x")
         n = x.shape[0]
         # validate everything before appending anything (was: x appended before mass and radius
@@ -131,10 +145,16 @@ class Builder:
         mass = _masses(mass, n)
         radius = _per_item(radius, n, "radius")
         area = _per_item(area, n, "area")
+        friction = _per_item(friction, n, "friction")
+        group = self._next_group
+        if group is None:
+            group = self._new_group()
         self._x.append(x)
         self._mass.append(mass)
         self._radius.append(radius)
         self._area.append(area)
+        self._friction.append(friction)
+        self._group.append(np.full(n, group, np.int64))
         ids = np.arange(self._n, self._n + n, dtype=np.int64)
         self._n += n
         return ids
@@ -195,13 +215,17 @@ class Builder:
     # ------------------------------------------------------------------ cloth
     def add_cloth(self, x, faces, mass=None, density=CLOTH_DENSITY, radius=0.0,
                   stretch_compliance=0.0, shear_compliance=0.0,
-                  bend_compliance=CLOTH_BEND_COMPLIANCE, bend=True):
+                  bend_compliance=CLOTH_BEND_COMPLIANCE, bend=True, self_collision=False,
+                  friction=0.5):
         """A polygon mesh as cloth: stretch sticks on edges, shear sticks on polygon diagonals,
         bend (support) sticks across every pair of adjacent faces; rest state = x.
 
         x (n, 3) [m]; faces (k, 3) / (k, 4) int or a list of index sequences (ids local to x);
         mass [kg] per particle (scalar or (n,)); if None it is density [kg/m^2] times each
-        vertex's share of the face area. Compliances in [m/N]. Returns (n,) int64 particle ids.
+        vertex's share of the face area. Compliances in [m/N]. radius [m] is the cloth's
+        thickness in contacts; its faces are a two-sided contact surface that other bodies
+        collide with, and with self_collision=True its own particles too (collision/bodies.py);
+        friction: Coulomb coefficient of those contacts. Returns (n,) int64 particle ids.
         """
         x = _points(x, "x")
         corners, start, size = normalize_faces(faces, x.shape[0])
@@ -235,11 +259,18 @@ class Builder:
                 k = int(np.argmax(length < MIN_REST_LENGTH))
                 raise ValueError(f"x: vertices {pairs[k, 0]} and {pairs[k, 1]} coincide, so the "
                                  "cloth stick between them has zero rest length")
-        ids = self.add_particles(x, mass=mass, radius=radius)
+        friction = _per_item(friction, x.shape[0], "friction")
+        self._next_group = self._new_group(self_collision)
+        try:
+            ids = self.add_particles(x, mass=mass, radius=radius, friction=friction)
+        finally:
+            self._next_group = None
         self._area[-1] = vert_area
         for pairs, comp, source in groups:
             self.add_sticks(ids[pairs], compliance=comp, source=STICK_SOURCES[source])
-        self._surface.append(ids[fan_triangles(corners, start, size)])
+        tris = ids[fan_triangles(corners, start, size)]
+        self._surface.append(tris)
+        self._contact_surfaces.append((tris, False))
         return ids
 
     # ------------------------------------------------------------------ strands
@@ -264,9 +295,13 @@ class Builder:
         mass = _masses(mass, n)
         bend = _per_item(bend_compliance, n, "bend_compliance")
         stretch = _per_item(stretch_compliance, len(e), "stretch_compliance")
-        ids = self.add_particles(x, mass=mass, radius=radius, area=area)
-        frame_mass = FRAME_MASS_FRACTION * 0.5 * (mass[e[:, 0]] + mass[e[:, 1]])
-        frames_ = self.add_particles(edge_frames(x, e), mass=frame_mass)
+        self._next_group = self._new_group()      # vertices and frames: one group
+        try:
+            ids = self.add_particles(x, mass=mass, radius=radius, area=area)
+            frame_mass = FRAME_MASS_FRACTION * 0.5 * (mass[e[:, 0]] + mass[e[:, 1]])
+            frames_ = self.add_particles(edge_frames(x, e), mass=frame_mass)
+        finally:
+            self._next_group = None
         self.add_sticks(ids[e], compliance=stretch)
         self.add_sticks(np.concatenate([np.column_stack([frames_, ids[e[:, 0]]]),
                                         np.column_stack([frames_, ids[e[:, 1]]])]),
@@ -278,7 +313,7 @@ class Builder:
         return ids, frames_
 
     # ------------------------------------------------------------------ shape matching
-    def add_shape_match(self, ids, stiffness=1.0, compliance=None, damping=0.0):
+    def add_shape_match(self, ids, stiffness=1.0, compliance=None, damping=0.0, surface=None):
         """One shape-matching cluster over particles ``ids`` (rest shape = current positions).
 
         stiffness in (0, 1]: 1 = rigid; lower values map to a goal compliance
@@ -286,7 +321,10 @@ class Builder:
         damping in [0, 1]: the fraction of the cluster's deformation velocity (its velocity
         relative to the cluster's own rigid motion) removed per second: jelly wobbles and comes
         to rest without slowing its fall. Clusters may overlap and may be planar or collinear.
-        Returns the cluster index."""
+        The particles' collision groups merge into one (a body never collides with itself).
+        surface: (k, 3|4) particle ids (or a list of index sequences) of the body's surface,
+        which other bodies then collide with face by face (add_contact_surface; a closed one is
+        solid). Returns the cluster index (the body id of add_joint)."""
         ids = _ids(ids, self._n, "ids").ravel()
         if ids.size < 2:
             raise ValueError("ids: a shape-matching cluster needs at least 2 particles")
@@ -303,6 +341,12 @@ class Builder:
         if extent < MIN_REST_LENGTH:
             raise ValueError("ids: all particles of the cluster coincide")
         damping = _scalar(damping, "damping", 0.0, 1.0)
+        if surface is not None:
+            self.add_contact_surface(surface)
+        roots = np.unique(self._groups_now()[ids])
+        for g in roots[1:]:                      # merge into the first; self-collision if any
+            self._group_self[int(roots[0])] |= self._group_self[int(g)]
+            self._group_parent[int(g)] = int(roots[0])
         self._clusters.append((ids, compliance, damping))
         return len(self._clusters) - 1
 
@@ -332,6 +376,7 @@ class Builder:
             raise ValueError("pressure: must be > 0")
         self._volumes.append((tris, v0 * pressure, _scalar(compliance, "compliance")))
         self._surface.append(tris)
+        self._contact_surfaces.append((tris.astype(np.int64), True))     # closed: solid
         return len(self._volumes) - 1
 
     # ------------------------------------------------------------------ Jakobsen's rigid body
@@ -453,9 +498,14 @@ class Builder:
         tets = [t[0] for t in self._tetras]
         tw = [t[1] for t in self._tetras]
         col = self._colliders
+        tetra_particles = np.array(tets, dtype=np.int64).reshape(-1, 4)
+        volume_tris = np.concatenate(vt) if vt else np.zeros((0, 3), np.int64)
+        island = islands(n, constraint_edges(pairs, sp.astype(np.int64), sc.astype(np.int64),
+                                             volume_tris, tetra_particles))
         return Model(
             particle_x0=x0, particle_mass=mass, particle_inv_mass=inv_mass,
             particle_radius=np.concatenate(self._radius), particle_area=np.concatenate(self._area),
+            particle_island=island,
             soft_pin_particles=soft_ids, soft_pin_compliance=soft_comp,
             stick_particles=pairs[order], stick_rest_length=rest[order],
             stick_compliance=comp[order], stick_kind=kind[order], stick_source=source[order],
@@ -467,11 +517,11 @@ class Builder:
             shape_rest_offset=rest_off, shape_cluster_start=shape_start,
             shape_compliance=shape_comp, shape_damping=shape_damp,
             shape_color_offsets=shape_offsets,
-            volume_tris=np.concatenate(vt) if vt else np.zeros((0, 3), np.int64),
+            volume_tris=volume_tris,
             volume_tri_start=np.concatenate(([0], np.cumsum([len(t) for t in vt]))).astype(np.int64),
             volume_rest=np.array([v[1] for v in self._volumes], dtype=np.float64),
             volume_compliance=np.array([v[2] for v in self._volumes], dtype=np.float64),
-            tetra_particles=np.array(tets, dtype=np.int64).reshape(-1, 4),
+            tetra_particles=tetra_particles,
             tetra_point_body=np.repeat(np.arange(len(tw)), [len(w) for w in tw]).astype(np.int64),
             tetra_point_weight=np.concatenate(tw) if tw else np.zeros((0, 4)),
             tetra_point_start=np.concatenate(([0], np.cumsum([len(w) for w in tw]))).astype(np.int64),
@@ -483,6 +533,8 @@ class Builder:
             collider_restitution=np.array([c[5] for c in col], dtype=np.float64),
             collider_thickness=np.array([c[6] for c in col], dtype=np.float64),
             surface_tris=np.concatenate(self._surface) if self._surface else np.zeros((0, 3), np.int64),
+            **contact_arrays(self._groups_now(), self._group_self, self._disabled,
+                             np.concatenate(self._friction), self._contact_surfaces),
         )
 
 

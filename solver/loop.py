@@ -8,7 +8,7 @@ Jakobsen's loop ("Advanced Character Physics", section 2), ``substeps`` times pe
                 from their position at the step's start to their target
     relax       ``iterations`` sweeps: sticks, soft pins, volumes, colliders (projection with
                 friction, depenetration bounded by ``allowance``), embedded points of
-                tetrahedral bodies, shape matching
+                tetrahedral bodies, contacts between bodies (Jacobi, averaged), shape matching
     velocity    shape-matching damping, restitution, and the overlap resolved without speed
                 moved into x* (collision/project.release_overlap); all on x* only
 
@@ -28,6 +28,8 @@ exactly the same ones:
     colliders  collision/colliders.Colliders.kernel_args(...): per collider and per substep
     points     collision/points.TetraPoints.kernel_args()
     contacts   collision/contacts.Contacts.kernel_args()
+    bodies     collision/contacts.Contacts.body_args(inv_mass): the body contacts of this step
+               (collision/bodies.py solve_bodies' arrays)
     counts     (substeps, iterations)          int
     scalars    (h, gravity_norm, allowance)    [s], [m/s^2], [m] the depenetration bound per
                                                substep (max_depenetration_speed h)
@@ -39,6 +41,7 @@ import math
 
 import numpy as np
 
+from .collision.bodies import solve_bodies
 from .collision.project import project_collider, project_points, release_overlap, restitution
 from .constraints.pins import solve_soft_pins
 from .constraints.shapes import damp_shapes, solve_shapes
@@ -49,7 +52,7 @@ from .integrator import predict
 
 
 def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shapes, colliders,
-                 points, contacts, counts, scalars):
+                 points, contacts, bodies, counts, scalars):
     X, Xp = state
     a_h2, keep, lim = integrate
     d_ids, d_drift, d_normal, d_along, d_decay, d_g_h2 = drag
@@ -66,6 +69,9 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     rank_start, rank_points, tet, weight, inv_c2 = points
     (depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred, lift,
      lifted) = contacts
+    (b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass, b_allowance, b_dx, b_dl, b_active,
+     b_particle, b_start, b_slot, b_touch, b_shape_touch) = bodies
+    any_bodies = b_idx.shape[0] > 0
     substeps, iterations = counts
     h, gravity_norm, allowance = scalars
     n_colliders = c_shape.shape[0]
@@ -83,6 +89,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         for a in (depth, used, point_depth, point_used):
             a.fill(0.0)
         touching.fill(False)
+        if any_bodies:
+            b_touch.fill(False)
         v_lam.fill(0.0)
         m_lam.fill(0.0)
         # relax
@@ -110,9 +118,16 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                                c_thickness, c_mu_s, c_mu_k, approximate[s], abc[s], R[s], t[s],
                                sc[s], Rb[s], tb[s], sb[s], moving[s], point_depth, point_used,
                                allowance, lift, lifted)
+            contact = touching
+            if any_bodies:                      # other bodies (collision/bodies.py)
+                solve_bodies(X, Xp, b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass,
+                             b_allowance, b_dx, b_dl, b_active, b_particle, b_start, b_slot,
+                             b_touch)
+                np.logical_or(touching, b_touch, out=b_shape_touch)
+                contact = b_shape_touch
             if m_particles.size:
                 solve_shapes(X, m_particles, m_rest_offset, m_start, m_color_offsets, m_mass,
-                             m_rigid, m_w, m_alpha, m_lam, touching, m_boost)
+                             m_rigid, m_w, m_alpha, m_lam, contact, m_boost)
         # velocity pass
         if m_any_damped:
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)

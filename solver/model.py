@@ -5,7 +5,7 @@ A Model is made by ``Builder.build()`` and never changes while a Simulation runs
 n = particles, s = soft pins, m = sticks, S / G / T / R = stick batches / groups / tasks /
 ranges, K = shape-matching clusters, e = cluster entries,
 V = volumes, T = volume triangles, B = tetrahedral bodies, P = embedded points, C = colliders,
-F = surface triangles. Units: metres, kilograms, seconds.
+F = surface triangles, G = collision groups. Units: metres, kilograms, seconds.
 """
 
 from dataclasses import dataclass, fields
@@ -29,6 +29,9 @@ class Model:
     particle_inv_mass: np.ndarray    # (n,) float64 [1/kg] 0 = pinned (infinite mass)
     particle_radius: np.ndarray      # (n,) float64 [m] contact radius (0 = a point)
     particle_area: np.ndarray        # (n,) float64 [m^2] share of surface area (aerodynamics)
+    # (n,) int64 island of each particle: the connected components of the constraint graph
+    # (sticks, shape clusters, volumes, tetrahedral bodies), 0..I-1 (sleep.py)
+    particle_island: np.ndarray
 
     # --- soft pins (constraints/pins.py): particles held to targets with finite stiffness
     soft_pin_particles: np.ndarray   # (s,) int64 particle ids (unique; never hard-pinned)
@@ -82,6 +85,16 @@ class Model:
     # --- surfaces (for aerodynamic area and normals)
     surface_tris: np.ndarray         # (F, 3) int64 particle ids of all cloth and volume faces
 
+    # --- contact between bodies (collision/bodies.py, collision/groups.py); G = collision
+    # groups, D = disabled group pairs, Ft = contact triangles
+    particle_group: np.ndarray = None       # (n,) int64 collision group of each particle
+    particle_friction: np.ndarray = None    # (n,) float64 Coulomb coefficient of its contacts
+    group_self_collision: np.ndarray = None  # (G,) bool the group's particles collide with it
+    group_disabled: np.ndarray = None       # (D,) int64 sorted keys ga * G + gb (ga < gb) of
+    #                                         group pairs that never collide
+    contact_tris: np.ndarray = None         # (Ft, 3) int64 particle ids; solid ones wound out
+    contact_tri_solid: np.ndarray = None    # (Ft,) bool face of a closed (solid) surface
+
     @property
     def particle_count(self):
         return self.particle_x0.shape[0]
@@ -94,6 +107,19 @@ class Model:
         # every array in C order: a compiled kernel is compiled per memory layout of its
         # arguments, and warm_up compiles the C-order ones (np.linalg.solve's transposes and
         # concatenations of them come out in Fortran order, e.g. tetra_point_weight did)
+        n = self.particle_count
+        if self.particle_group is None:           # a Model made by hand: one group per particle
+            self.particle_group = np.arange(n, dtype=np.int64)
+        if self.particle_friction is None:
+            self.particle_friction = np.full(n, 0.5)
+        if self.group_self_collision is None:
+            self.group_self_collision = np.zeros(int(self.particle_group.max()) + 1 if n else 0,
+                                                 bool)
+        if self.group_disabled is None:
+            self.group_disabled = np.zeros(0, np.int64)
+        if self.contact_tris is None:
+            self.contact_tris = np.zeros((0, 3), np.int64)
+            self.contact_tri_solid = np.zeros(0, bool)
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, np.ndarray) and not value.flags.c_contiguous:

@@ -39,6 +39,7 @@ from . import backend as _backend
 from .animated import AnimatedSettings, _check_int, _vec3
 from .builder import _scalar
 from .collision import frames
+from .collision.body_stage import BodyContacts
 from .collision.colliders import Colliders
 from .collision.contacts import Contacts
 from .collision.points import TetraPoints
@@ -49,11 +50,14 @@ from .constraints.volume import VolumeSolver
 from .errors import SolverError
 from .forces import Wind, drag_terms, explosion_kick, vertex_normals
 from .kernels import table
+from .sleep import Sleep, same_fields
 from .state import Checkpoint, Control, State
 
 DEFAULT_SUBSTEPS = 40
 DEFAULT_ITERATIONS = 1
 DEFAULT_DAMPING = 0.0
+# bodies at rest go to sleep (sleep.py): frozen exactly, skipped by most of the step
+DEFAULT_SLEEP = True
 # [kg/(m^2 s)] linear air drag on surfaces: a 150 g/m^2 cloth falls at about 1.5 m/s, as cotton
 # does in still air
 DEFAULT_AIR_DRAG = 1.0
@@ -93,7 +97,7 @@ class Simulation(AnimatedSettings):
     def __init__(self, model, substeps=DEFAULT_SUBSTEPS, iterations=DEFAULT_ITERATIONS,
                  gravity=(0.0, 0.0, -9.81), damping=DEFAULT_DAMPING, over_relaxation=1.0,
                  max_speed=None, air_drag=DEFAULT_AIR_DRAG, backend=None,
-                 max_depenetration_speed=DEFAULT_MAX_DEPENETRATION_SPEED):
+                 max_depenetration_speed=DEFAULT_MAX_DEPENETRATION_SPEED, sleep=DEFAULT_SLEEP):
         self.model = model
         self.substeps = _check_int(substeps, "substeps", 1)
         self.iterations = _check_int(iterations, "iterations", 1)
@@ -135,7 +139,10 @@ class Simulation(AnimatedSettings):
         self.points = TetraPoints(model)
         self.colliders = Colliders(model)
         self.contacts = Contacts(n, self.points.count, self.colliders.count)
-        self.state = State.at_rest(model.particle_x0)
+        self.bodies = BodyContacts(model)
+        # sleeping bodies (sleep.py): islands at rest are frozen until something wakes them
+        self.sleep = Sleep(model, sleep)
+        self.state = State.at_rest(model.particle_x0, self.sleep.count)
         placed = self.colliders.initial_frames(model)
         self.control = Control(pin_target=self.state.x[self._pinned].copy(),
                                particle_damping=np.zeros(n), collider_frame=placed,
@@ -167,11 +174,26 @@ class Simulation(AnimatedSettings):
         st = self.state
         if st.h is None:
             return st.v_start.copy()
-        return (st.x - st.x_prev) / st.h
+        v = (st.x - st.x_prev) / st.h
+        if st.island_asleep.any():
+            v[self.sleep.asleep(st)] = 0.0          # paused (sleep.py)
+        return v
 
     @property
     def time(self):
         return self.state.time
+
+    @property
+    def sleeping(self):
+        """(n,) bool particles of sleeping islands (sleep.py; a copy)."""
+        return self.sleep.asleep(self.state)
+
+    def wake(self, ids=None):
+        """Wake every sleeping body (ids None) or those holding particles ``ids``."""
+        if ids is None:
+            self.sleep.wake_all(self.state)
+        else:
+            self.sleep.wake_particles(self.state, self._ids(ids))
 
     @property
     def wind(self):
@@ -238,6 +260,8 @@ class Simulation(AnimatedSettings):
         frame = frames.decompose(matrix, "matrix")
         self.control.collider_target[k] = frame
         if teleport:
+            if not frames.same(frame, self.control.collider_frame[k]):
+                self.wake()                  # it lands without motion: wake what it may land in
             self.control.collider_frame[k] = frame       # the same frame: at rest (colliders.py)
 
     def set_pin_targets(self, ids, positions):
@@ -263,6 +287,7 @@ class Simulation(AnimatedSettings):
         c = np.broadcast_to(np.asarray(compliance, dtype=np.float64), ids.shape)
         if np.any(np.isnan(c)) or np.any(c < 0):
             raise ValueError("compliance: must be >= 0 [m/N] (inf releases the pin)")
+        self.sleep.wake_particles(self.state, ids[self.control.soft_pin_compliance[slot] != c])
         self.control.soft_pin_compliance[slot] = c
 
     def move_particles(self, ids, positions, keep_velocity=True):
@@ -270,6 +295,7 @@ class Simulation(AnimatedSettings):
         their velocity is unchanged; without, the move becomes velocity (x* stays)."""
         ids = self._ids(ids)
         p = self._positions(positions, ids.size)
+        self.sleep.wake_particles(self.state, ids)
         x, x_prev = self.state.x, self.state.x_prev
         if keep_velocity:
             x_prev[ids] += p - x[ids]
@@ -290,6 +316,7 @@ class Simulation(AnimatedSettings):
         d = np.broadcast_to(np.asarray(damping, dtype=np.float64), ids.shape)
         if not np.all(np.isfinite(d)) or np.any(d < 0) or np.any(d > 1):
             raise ValueError("damping: must be finite and in [0, 1]")
+        self.sleep.wake_particles(self.state, ids[self.control.particle_damping[ids] != d])
         self.control.particle_damping[ids] = d
 
     def set_velocities(self, ids, velocities):
@@ -297,6 +324,7 @@ class Simulation(AnimatedSettings):
         ids = self._ids(ids)
         v = self._positions(velocities, ids.size, "velocities")
         st = self.state
+        self.sleep.wake_particles(st, ids)
         with np.errstate(over="ignore"):
             self._kick(np.linalg.norm(v, axis=1))
         if st.h is None:
@@ -315,6 +343,7 @@ class Simulation(AnimatedSettings):
             raise ValueError(f"strength: an explosion of {strength!r} gives a non-finite velocity "
                              f"change at min_distance {min_distance!r}")
         st = self.state
+        self.sleep.wake_particles(st, np.nonzero(np.any(dv != 0, axis=1))[0])
         with np.errstate(over="ignore"):
             self._kick(np.linalg.norm(dv, axis=1))
         if st.h is None:
@@ -328,15 +357,26 @@ class Simulation(AnimatedSettings):
         velocity = _vec3(velocity, "velocity")
         turbulence = _scalar(turbulence, "turbulence", 0.0)
         scale = _scalar(scale, "scale", 1e-6)
+        seed = _check_int(seed, "seed", 0)
+        ctl = self.control
         if drag is not None:
-            self.control.air_drag = _scalar(drag, "drag", 0.0)
-        self.control.wind = Wind(velocity, turbulence, scale, _check_int(seed, "seed", 0))
+            drag = _scalar(drag, "drag", 0.0)
+            if drag != ctl.air_drag:
+                self.wake()
+            ctl.air_drag = drag
+        old = ctl.wind
+        if not (np.array_equal(old.velocity, velocity) and old.turbulence == turbulence
+                and old.scale == scale and old.seed == seed):
+            self.wake()                 # a new wind (the same one again changes nothing)
+            ctl.wind = Wind(velocity, turbulence, scale, seed)
 
     def set_force_fields(self, fields):
         """Blender-style force fields (a fields.ForceFields, or None for none) acting from the
         next step on; the add-on sets them every frame."""
         if fields is not None:
             fields.check(self.model)
+        if not same_fields(fields, self.control.fields):
+            self.wake()
         self.control.fields = fields
 
     @property
@@ -373,15 +413,23 @@ class Simulation(AnimatedSettings):
         limit = self._speed_limit(dt)
         acc, field_keep = self._external_acceleration(dt)          # accelerate
         self._begin_step(h, acc)
-        self._collide(dt, acc)                                     # collide
-        failed = self.kernels.run_substeps(*self._loop_args(h, acc, field_keep))  # the substeps
+        asleep = self._collide(dt, acc)                            # collide (and wake)
+        # the substeps; none when every body sleeps (a settled scene costs nothing)
+        failed = -1 if asleep is not None and asleep.size == self.model.particle_count \
+            else self.kernels.run_substeps(*self._loop_args(h, acc, field_keep, asleep))
         if failed >= 0:
             self._fail(backup, failed)
+        if asleep is not None:         # sleeping bodies stay exactly where they were
+            self.state.X[:, asleep] = backup.state.X[:, asleep]
+            self.state.X_prev[:, asleep] = backup.state.X_prev[:, asleep]
         self.colliders.end_step(self.control)
         self.control.soft_pin_anchor[:] = self.control.soft_pin_target   # targets reached
         self.state.time += dt
         self.state.step_index += 1
         self._check_runaway(backup, limit)
+        if self.sleep.enabled:
+            self.sleep.update(self.state, dt, self.contacts.touching | self.contacts.body_touch
+                              | ~self._free, backup.state.X, self.contacts.body_idx)
 
     def _begin_step(self, h, acc):
         """Verlet's x* for the substep length h; constraint factors that depend on h."""
@@ -400,7 +448,9 @@ class Simulation(AnimatedSettings):
         self.volumes.begin_step(h)
 
     def _collide(self, dt, acc):
-        """The collide stage: candidate contacts for this step (collision/colliders.py)."""
+        """The collide stage: candidate contacts for this step (collision/colliders.py), after
+        waking the sleeping bodies that a moving pin or collider reaches. Returns the (s,) int64
+        particles that sleep through this step, or None."""
         x, xp = self.state.x, self.state.x_prev
         if x.shape[0]:
             # drag only relaxes a velocity toward the wind's, so the wind's speed bounds it too
@@ -410,12 +460,22 @@ class Simulation(AnimatedSettings):
         else:
             vmax = amax = 0.0
         reach = 2.0 * (vmax * dt + 0.5 * amax * dt * dt) + 1e-3
-        self.colliders.collide(self.control, x, self._free, self._radius_max, reach,
-                               self.contacts)
+        sleep, st = self.sleep, self.state
+        sleep.wake_by_drivers(st, self.control, self._pinned, self._soft, self.colliders,
+                              reach + self._radius_max)
+        # contact between bodies (collision/bodies.py); a moving body wakes what it touches
+        self.bodies.collide(self.kernels, x, xp, st.h, dt, acc, self._pinned,
+                            self.control.pin_target, self.contacts)
+        sleep.wake_by_contacts(st, self.contacts)
+        asleep = sleep.asleep_ids(st)
+        free = self._free if asleep is None else self._free & ~sleep.asleep(st)
+        self.colliders.collide(self.control, x, free, self._radius_max, reach, self.contacts)
+        return asleep
 
-    def _loop_args(self, h, acc, field_keep=None):
+    def _loop_args(self, h, acc, field_keep=None, asleep=None):
         """loop.run_substeps' argument groups for this step (its docstring lists them).
-        field_keep: (n,) velocity fraction the force fields' drag keeps per substep, or None."""
+        field_keep: (n,) velocity fraction the force fields' drag keeps per substep, or None;
+        asleep: (s,) int64 sleeping particles (no acceleration, no drag), or None."""
         st, ctl, S = self.state, self.control, self.substeps
         # (1 - damping)^h is the same per second at any substep count; multiplying by exactly
         # 1.0 changes nothing, so no branch is needed
@@ -423,14 +483,20 @@ class Simulation(AnimatedSettings):
         if field_keep is not None:                  # force fields' drag, exact per substep
             keep = keep * field_keep
         a_h2 = np.ascontiguousarray((acc * (h * h)).T)
+        inv_mass = self.model.particle_inv_mass
+        if asleep is not None:               # restored after the substeps: no work for them,
+            a_h2[:, asleep] = 0.0            # no drag, and immovable in contacts with bodies
+            inv_mass = inv_mass.copy()       # that are awake
+            inv_mass[asleep] = 0.0
         lim = self.max_speed * h if self.max_speed is not None else np.zeros(0)
         pins = (self._pinned, st.x[self._pinned].copy(), ctl.pin_target)
-        drag = self._drag_terms(h) or _NO_DRAG
+        drag = self._drag_terms(h, inv_mass) or _NO_DRAG
         return ((st.X, st.X_prev), (a_h2, keep, lim), drag, pins,
                 self.soft_pins.kernel_args(ctl, h), self.sticks.kernel_args(self.over_relaxation),
                 self.volumes.kernel_args(ctl.volume_rest), self.shapes.kernel_args(),
                 self.colliders.kernel_args(ctl, S, self._radius, self.contacts),
                 self.points.kernel_args(), self.contacts.kernel_args(),
+                self.contacts.body_args(inv_mass, self.max_depenetration_speed * h),
                 (S, self.iterations),
                 (h, float(np.linalg.norm(self.gravity)), self.max_depenetration_speed * h))
 
@@ -445,16 +511,17 @@ class Simulation(AnimatedSettings):
             acc, self.state.x, self.v, self.model, self.gravity, dt, self.substeps)
         return acc, field_keep
 
-    def _drag_terms(self, h):
+    def _drag_terms(self, h, inv_mass=None):
         """The per-step inputs of the apply_drag kernel (forces.drag_terms); None when no
-        particle feels the air."""
+        particle feels the air (inv_mass (n,): the model's, 0 for sleeping particles)."""
         m, ctl = self.model, self.control
         if not ctl.air_drag > 0 or not np.any(m.particle_area > 0):
             return None
         x = self.state.x
         normals = vertex_normals(x, m.surface_tris, m.particle_count) \
             if len(m.surface_tris) else np.zeros_like(x)
-        terms = drag_terms(x, self.state.time, m.particle_inv_mass, m.particle_area, normals,
+        inv_mass = m.particle_inv_mass if inv_mass is None else inv_mass
+        terms = drag_terms(x, self.state.time, inv_mass, m.particle_area, normals,
                            self._has_surface, ctl.wind, ctl.air_drag, self.gravity, h)
         return terms if terms[0].size else None
 
@@ -464,7 +531,11 @@ class Simulation(AnimatedSettings):
         this step's gravity to the state's speed budget."""
         st, ctl = self.state, self.control
         st.speed_budget += float(np.linalg.norm(self.gravity)) * dt
-        drive = ctl.wind.max_speed + self.max_depenetration_speed + self._collider_speed(dt)
+        swept = self._collider_speed(dt)
+        if swept > st.collider_speed_seen:     # what a collider launches keeps its speed after
+            st.speed_budget += swept - st.collider_speed_seen
+            st.collider_speed_seen = swept
+        drive = ctl.wind.max_speed + self.max_depenetration_speed + swept
         if self._pinned.size:
             moves = ctl.pin_target - st.x[self._pinned]
             drive += float(np.sqrt(np.max(np.einsum("ij,ij->i", moves, moves)))) / dt

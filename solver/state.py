@@ -35,12 +35,20 @@ class State:
     # gravity times the simulated time, plus every velocity kick (initial velocities, explode,
     # set_velocities); the runaway check's allowance (Simulation._speed_limit)
     speed_budget: float = 0.0
+    # [m/s] the fastest any collider surface has moved so far: what a collider launched keeps
+    # its speed after the collider stops, so the budget above rises by each new record
+    collider_speed_seen: float = 0.0
+    # sleeping (sleep.py), I = islands (Model.particle_island): how long each island has been
+    # still [s], and whether it sleeps (its particles' x and x* frozen)
+    island_still: np.ndarray = field(default_factory=lambda: np.zeros(0))            # (I,)
+    island_asleep: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))     # (I,)
 
     @classmethod
-    def at_rest(cls, x0):
-        """State of particles at x0 (n, 3) [m] with zero velocity."""
+    def at_rest(cls, x0, islands=0):
+        """State of particles at x0 (n, 3) [m] with zero velocity, ``islands`` islands awake."""
         X = np.ascontiguousarray(np.asarray(x0, np.float64).T)
-        return cls(X, X.copy(), np.zeros((X.shape[1], 3)))
+        return cls(X, X.copy(), np.zeros((X.shape[1], 3)), island_still=np.zeros(islands),
+                   island_asleep=np.zeros(islands, bool))
 
     @property
     def x(self):
@@ -54,7 +62,8 @@ class State:
 
     def copy(self):
         return replace(self, X=self.X.copy(), X_prev=self.X_prev.copy(),
-                       v_start=self.v_start.copy())
+                       v_start=self.v_start.copy(), island_still=self.island_still.copy(),
+                       island_asleep=self.island_asleep.copy())
 
     def assign(self, other):
         """Copy other's values into this State's own arrays (views of them stay valid)."""
@@ -66,6 +75,13 @@ class State:
         self.v_start[:] = other.v_start
         self.h, self.time, self.step_index = other.h, other.time, other.step_index
         self.speed_budget = other.speed_budget
+        self.collider_speed_seen = other.collider_speed_seen
+        if other.island_asleep.shape == self.island_asleep.shape:
+            self.island_still[:] = other.island_still
+            self.island_asleep[:] = other.island_asleep
+        else:                     # a file from before sleeping, or islands that differ: awake
+            self.island_still[:] = 0.0
+            self.island_asleep[:] = False
 
 
 @dataclass
@@ -176,7 +192,13 @@ class Checkpoint:
         state = State(np.array(data["state.X"]), np.array(data["state.X_prev"]),
                       np.array(data["state.v_start"]), None if np.isnan(h) else h,
                       float(data["state.time"]), int(data["state.step_index"]),
-                      float(data["state.speed_budget"]) if "state.speed_budget" in data else 0.0)
+                      float(data["state.speed_budget"]) if "state.speed_budget" in data else 0.0,
+                      float(data["state.collider_speed_seen"])
+                      if "state.collider_speed_seen" in data else 0.0,
+                      np.array(data["state.island_still"] if "state.island_still" in data
+                               else np.zeros(0), np.float64),
+                      np.array(data["state.island_asleep"] if "state.island_asleep" in data
+                               else np.zeros(0, bool), bool))
         frames = {}
         for key in ("collider_frame", "collider_target"):
             parts = [np.array(data[f"control.{key}.{p}"]) for p in Frame._fields]

@@ -78,6 +78,24 @@ class Colliders:
             found.append(ids_free[phi < margin])
         contacts.set_candidates(found)
 
+    def near_moving(self, control, x, margin):
+        """(k,) bool: which of the points x (k, 3) [m] a collider that moves during the next
+        step may come within ``margin`` [m] (+ its thickness) of: the nearer of its distances at
+        the step's start and end, less the farthest any of its points travels on the way there
+        (|t1 - t0| + ||A1 - A0||_2 |x - t0|, A = R S). Wakes sleeping bodies (sleep.py)."""
+        near = np.zeros(len(x), bool)
+        for k in range(self.count):
+            f0, f1 = control.collider_frame[k], control.collider_target[k]
+            if frames.same(f0, f1) or not len(x):
+                continue
+            phi0, _ = sdf.evaluate(self.shape[k], self.dims[k], f0, x)
+            phi1, _ = sdf.evaluate(self.shape[k], self.dims[k], f1, x)
+            turn = float(np.linalg.norm(f1.rotation * f1.scale - f0.rotation * f0.scale, 2))
+            sweep = float(np.linalg.norm(f1.translation - f0.translation)) \
+                + turn * np.linalg.norm(x - f0.translation, axis=1)
+            near |= np.minimum(phi0, phi1) < margin + self.thickness[k] + sweep
+        return near
+
     # ------------------------------------------------------------------ placement per substep
     def placements(self, control, substeps):
         """Every collider's placement in every substep of the next step, as arrays

@@ -40,6 +40,48 @@ class Contacts:
         self.lift = np.zeros((n, 3))             # (n, 3) float64 [m] shift owed to x*
         self.lifted = np.zeros(n, bool)          # (n,) bool lift is non-zero
 
+        self.body_touch = np.zeros(n, bool)      # (n,) bool touched another body this substep
+        self.shape_touch = np.zeros(n, bool)     # (n,) bool touching | body_touch (shapes)
+        self.clear_body_contacts()
+
+    # ------------------------------------------------------------------ body contacts
+    def clear_body_contacts(self):
+        """No body contact this step."""
+        self.set_body_contacts(np.zeros((0, 4), np.int64), np.zeros(0, np.int64), np.zeros(0),
+                               np.zeros(0), np.zeros(0), np.zeros((0, 3)))
+
+    def set_body_contacts(self, idx, kind, side, dist, mu, jit):
+        """Store the body contacts the collide stage found (collision/bodies.py), K of them:
+        idx (K, 4) int64 particles (vertex, triangle corners), (edge, edge) or (i, j, -1, -1);
+        kind (K,) int64 bodies.PAIR | VERTEX_TRI | EDGES; side (K,)
+        +-1 (0 for particle pairs); dist (K,) [m] contact distance; mu (K,) friction; jit
+        (K, 3) coincident-particle normal. Builds the gather: every particle's slots (contact
+        * 4 + corner) in increasing order."""
+        self.body_idx = np.ascontiguousarray(idx, np.int64)   # (K, 4) int64
+        self.body_kind = np.ascontiguousarray(kind, np.int64)     # (K,) int64
+        self.body_side = np.ascontiguousarray(side, np.float64)   # (K,) float64 +-1 or 0
+        self.body_dist = np.ascontiguousarray(dist, np.float64)   # (K,) float64 [m]
+        self.body_mu = np.ascontiguousarray(mu, np.float64)       # (K,) float64
+        self.body_jit = np.ascontiguousarray(jit, np.float64)     # (K, 3) float64 unit
+        flat = self.body_idx.ravel()
+        slots = np.nonzero(flat >= 0)[0]
+        order = np.argsort(flat[slots], kind="stable")
+        p = flat[slots][order]
+        first = np.r_[True, p[1:] != p[:-1]] if p.size else np.zeros(0, bool)
+        self.body_particle = p[first]                                       # (u,) int64
+        self.body_start = np.r_[np.nonzero(first)[0], p.size].astype(np.int64)   # (u + 1,)
+        self.body_slot = slots[order].astype(np.int64)                      # (S,) int64
+        self.body_dx = np.zeros((4 * len(idx), 3))      # (4K, 3) scratch [m]
+        self.body_dl = np.zeros((4 * len(idx), 3))      # (4K, 3) scratch [m] x* shift
+        self.body_active = np.zeros(4 * len(idx), bool)   # (4K,) scratch
+
+    def body_args(self, inv_mass, allowance):
+        """The bodies group of loop.run_substeps' arguments (allowance [m]: the depenetration
+        bound per substep)."""
+        return (self.body_idx, self.body_kind, self.body_side, self.body_dist, self.body_mu, self.body_jit,
+                inv_mass, allowance, self.body_dx, self.body_dl, self.body_active, self.body_particle, self.body_start,
+                self.body_slot, self.body_touch, self.shape_touch)
+
     def set_candidates(self, per_collider):
         """Store the collide stage's result: per_collider, a list of C (k,) int64 particle
         ids (unique within each), one list entry per collider."""

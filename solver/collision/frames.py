@@ -156,6 +156,13 @@ def interpolate_steps(f0, f1, substeps):
     return rot, trans, scale, True
 
 
+def same(f0, f1):
+    """Whether frames f0 and f1 place a collider identically (a collider at rest)."""
+    return f0 is f1 or (np.array_equal(f0.rotation, f1.rotation)
+                        and np.array_equal(f0.translation, f1.translation)
+                        and np.array_equal(f0.scale, f1.scale))
+
+
 def to_local(frame, x):
     """(n, 3) points x [m] in the rotation-only frame of the collider."""
     return (x - frame.translation) @ frame.rotation

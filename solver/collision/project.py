@@ -21,6 +21,25 @@ frame now, (R*, t*, s*) at the substep's start):
            min(max(mu_k D - used, 0), |r_t|)      (kinetic)
     x <- y - r_t take / |r_t|,  used <- used + take
 
+Tunnelling guard (Jakobsen, section 8: "a segment test from the last position to the current
+one"; conservative advancement / sphere tracing, Hart, "Sphere Tracing", 1996). A particle that
+moved more than max(offset, GUARD_MIN_MOTION) in the substep relative to the collider, and
+whose end point is within that distance of the offset surface, is traced along the segment
+p(tau) = p* + tau (x - p*), tau in [0, 1], in the collider's frame now, where p* is its start x*
+carried by the collider's own motion over the substep (``_carried``: the same place in the
+collider's frame at the substep's start, so a fast collider sweeps what it meets):
+
+    tau <- tau + (phi(p(tau)) - offset) / |x - p*|    until phi - offset <= GUARD_TOLERANCE
+
+(phi is Lipschitz-1, so the steps never pass the first touch). At the touch q with normal n_q,
+the end point's depth below the offset tangent plane, pen = (phi(q) - offset) + (x - q) . n_q,
+replaces the end point's own penetration and normal, unless the end point is inside on the same
+side (pen_end < 0 and n_end . n_q > 0: the ordinary contact is right, so resting and sliding
+contacts are unchanged); then the contact resolves as above (projection, friction, restitution).
+A segment that starts touching takes the start's tangent plane. The trace uses the collider's
+one distance function (``_distance``), so every collider shape gets the guard. Slow particles
+(motion below the offset) skip it: its cost is one length per candidate.
+
 Embedded points of tetrahedral bodies (Jakobsen, "Advanced Character Physics", section 5):
 p = c0 x_a + c1 x_b + c2 x_c + c3 x_d (summed in that order) takes the same contact with
 offset = collider thickness, giving the point's move delta = n d - r_t take / |r_t|; each of its
@@ -46,6 +65,14 @@ import numpy as np
 
 from .frames import Frame
 from .sdf import collider_sdf
+
+# The tunnelling guard (module docstring): a particle that moved more than its contact offset
+# (and at least GUARD_MIN_MOTION) in a substep is traced along its segment; the trace stops
+# within GUARD_TOLERANCE of the offset surface or after GUARD_STEPS steps (a grazing segment:
+# then the end point decides, as without the guard). kernels/compiled_contact.py repeats these.
+GUARD_MIN_MOTION = 1e-3    # [m]
+GUARD_TOLERANCE = 1e-6     # [m]
+GUARD_STEPS = 32
 
 
 def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
@@ -141,21 +168,106 @@ def _contact(x0, x1, x2, xp0, xp1, xp2, n0, n1, n2, d, depth, used, now, before,
             used + take, corr, lift)
 
 
+def _distance(shape, approximate, abc, now, p0, p1, p2):
+    """Signed distance phi [m] of world columns p to the collider placed at ``now``, and the
+    world normal columns there: the one distance function of the projection and the guard."""
+    R = now.rotation
+    q0, q1, q2 = _to_local(R, now.translation, p0, p1, p2)
+    phi, g0, g1, g2 = collider_sdf(shape, approximate, abc, now.scale, q0, q1, q2)
+    n0, n1, n2 = _to_world(R, g0, g1, g2)
+    return phi, n0, n1, n2
+
+
+def _carried(now, before, x0, x1, x2):
+    """Where the collider's material point at (x0, x1, x2) at the substep's start (before) is
+    at its end (now): R (Rb^T (x - tb) / sb * s) + t."""
+    R, t, s = now.rotation, now.translation, now.scale
+    Rb, tb, sb = before.rotation, before.translation, before.scale
+    e0, e1, e2 = x0 - tb[0], x1 - tb[1], x2 - tb[2]
+    w0 = (e0 * Rb[0, 0] + e1 * Rb[1, 0] + e2 * Rb[2, 0]) / sb[0] * s[0]
+    w1 = (e0 * Rb[0, 1] + e1 * Rb[1, 1] + e2 * Rb[2, 1]) / sb[1] * s[1]
+    w2 = (e0 * Rb[0, 2] + e1 * Rb[1, 2] + e2 * Rb[2, 2]) / sb[2] * s[2]
+    return (R[0, 0] * w0 + R[0, 1] * w1 + R[0, 2] * w2 + t[0],
+            R[1, 0] * w0 + R[1, 1] * w1 + R[1, 2] * w2 + t[1],
+            R[2, 0] * w0 + R[2, 1] * w1 + R[2, 2] * w2 + t[2])
+
+
+def _trace(shape, approximate, abc, now, thickness, rad, p, e, length, x):
+    """The guard's sphere tracing (module docstring), for k segments at once: start columns
+    p, direction columns e (end - start), length (k,) [m], end columns x, radii rad (k,).
+    Returns hit (k,) bool, pen (k,) [m] the end point's signed distance to the offset tangent
+    plane at the first contact, and the normal columns there. Each segment takes the compiled
+    _trace's operations in its order (a masked loop over the steps)."""
+    p0, p1, p2 = p
+    phi, n0, n1, n2 = _distance(shape, approximate, abc, now, p0, p1, p2)
+    gap = phi - thickness - rad
+    q0, q1, q2 = p0.copy(), p1.copy(), p2.copy()
+    tau = np.zeros_like(gap)
+    done = ~(gap > 0)                   # started touching: the contact plane is the start's
+    ok = done.copy()
+    for _ in range(GUARD_STEPS):
+        live = np.nonzero(~done)[0]
+        if not live.size:
+            break
+        tau[live] = tau[live] + gap[live] / length[live]
+        out = ~(tau[live] < 1.0)
+        done[live[out]] = True
+        live = live[~out]
+        q0[live] = p0[live] + e[0][live] * tau[live]
+        q1[live] = p1[live] + e[1][live] * tau[live]
+        q2[live] = p2[live] + e[2][live] * tau[live]
+        f, m0, m1, m2 = _distance(shape, approximate, abc, now, q0[live], q1[live], q2[live])
+        gap[live] = f - thickness - rad[live]
+        n0[live], n1[live], n2[live] = m0, m1, m2
+        got = live[gap[live] <= GUARD_TOLERANCE]
+        done[got] = ok[got] = True
+    pen = gap + ((x[0] - q0) * n0 + (x[1] - q1) * n1 + (x[2] - q2) * n2)
+    return ok & (pen < 0), pen, n0, n1, n2
+
+
+def _guard(xc, xpc, idx, shape, approximate, abc, thickness, radius, now, before, moving, pen,
+           n0, n1, n2):
+    """The tunnelling guard on one collider's candidates: where the segment from the substep's
+    start (carried by the collider's motion into its frame now) to the position now first
+    touches, replace the end point's penetration pen and normal (updated in place) by the
+    contact there, unless the end point is inside on the same side."""
+    if moving:
+        p0, p1, p2 = _carried(now, before, xpc[:, 0], xpc[:, 1], xpc[:, 2])
+    else:
+        p0, p1, p2 = xpc[:, 0], xpc[:, 1], xpc[:, 2]
+    e0, e1, e2 = xc[:, 0] - p0, xc[:, 1] - p1, xc[:, 2] - p2
+    with np.errstate(over="ignore", invalid="ignore"):    # a runaway is the step's to report
+        length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+    rad = radius[idx]
+    sel = np.nonzero((length > np.maximum(thickness + rad, GUARD_MIN_MOTION))
+                     & (pen < length))[0]
+    if not sel.size:
+        return
+    hit, pen_h, h0, h1, h2 = _trace(
+        shape, approximate, abc, now, thickness, rad[sel], (p0[sel], p1[sel], p2[sel]),
+        (e0[sel], e1[sel], e2[sel]), length[sel], (xc[sel, 0], xc[sel, 1], xc[sel, 2]))
+    same = (pen[sel] < 0) & (n0[sel] * h0 + n1[sel] * h1 + n2[sel] * h2 > 0)
+    use = hit & ~same
+    u = sel[use]
+    pen[u] = pen_h[use]
+    n0[u], n1[u], n2[u] = h0[use], h1[use], h2[use]
+
+
 def _project(x, x_prev, idx, shape, abc, thickness, radius, now, before, moving, mu_s, mu_k, k, cs,
              allowance, approximate=False):
     """project_collider on (n, 3) views x, x_prev, with frames.Frame placements and the
     contact state's arrays as attributes of cs."""
     xc, xpc = x[idx], x_prev[idx]
-    R = now.rotation
-    q0, q1, q2 = _to_local(R, now.translation, xc[:, 0], xc[:, 1], xc[:, 2])
-    phi, g0, g1, g2 = collider_sdf(shape, approximate, abc, now.scale, q0, q1, q2)
+    phi, n0, n1, n2 = _distance(shape, approximate, abc, now, xc[:, 0], xc[:, 1], xc[:, 2])
     pen = phi - thickness - radius[idx]
+    _guard(xc, xpc, idx, shape, approximate, abc, thickness, radius, now, before, moving, pen,
+           n0, n1, n2)
     hit = pen < 0
     if not hit.any():
         return
     ids = idx[hit]
     d = -pen[hit]
-    n0, n1, n2 = _to_world(R, g0[hit], g1[hit], g2[hit])
+    n0, n1, n2 = n0[hit], n1[hit], n2[hit]
     (y0, y1, y2), (f0, f1, f2), (m0, m1, m2), depth, used, _, lift = _contact(
         xc[hit, 0], xc[hit, 1], xc[hit, 2], xpc[hit, 0], xpc[hit, 1], xpc[hit, 2], n0, n1, n2, d,
         cs.depth[ids], cs.used[ids], now, before, moving, mu_s, mu_k, allowance)

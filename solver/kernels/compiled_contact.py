@@ -20,6 +20,10 @@ import numpy as np
 from numba import njit, prange
 
 _TINY = 1e-12       # collision/sdf.TINY
+# the tunnelling guard (collision/project.py)
+GUARD_MIN_MOTION = 1e-3    # [m]
+GUARD_TOLERANCE = 1e-6     # [m]
+GUARD_STEPS = 32
 
 
 @njit(cache=True)
@@ -185,13 +189,84 @@ def _distance(shape, approximate, a, b, c, R, t, s, x0, x1, x2):
 
 
 @njit(cache=True, fastmath=False, inline="always")
+def _carried(R, t, s, Rb, tb, sb, x0, x1, x2):
+    """Scalar mirror of collision/project._carried: where the collider's material point at
+    (x0, x1, x2) [m] at the substep's start (Rb, tb, sb) is at its end (R, t, s)."""
+    e0 = x0 - tb[0]
+    e1 = x1 - tb[1]
+    e2 = x2 - tb[2]
+    w0 = (e0 * Rb[0, 0] + e1 * Rb[1, 0] + e2 * Rb[2, 0]) / sb[0] * s[0]
+    w1 = (e0 * Rb[0, 1] + e1 * Rb[1, 1] + e2 * Rb[2, 1]) / sb[1] * s[1]
+    w2 = (e0 * Rb[0, 2] + e1 * Rb[1, 2] + e2 * Rb[2, 2]) / sb[2] * s[2]
+    return (R[0, 0] * w0 + R[0, 1] * w1 + R[0, 2] * w2 + t[0],
+            R[1, 0] * w0 + R[1, 1] * w1 + R[1, 2] * w2 + t[1],
+            R[2, 0] * w0 + R[2, 1] * w1 + R[2, 2] * w2 + t[2])
+
+
+@njit(cache=True, fastmath=False)
+def _trace(shape, approximate, a, b, c, R, t, s, thickness, rad, p0, p1, p2, e0, e1, e2, length,
+           x0, x1, x2):
+    """Scalar mirror of collision/project._trace: sphere tracing from (p0, p1, p2) along
+    (e0, e1, e2) (length [m]) to the end point x. Returns (hit, pen, n0, n1, n2): the end
+    point's signed distance [m] to the offset tangent plane at the first contact, and its
+    normal; hit is False when the segment touches nothing (or moves away from what it grazes)."""
+    phi, n0, n1, n2 = _distance(shape, approximate, a, b, c, R, t, s, p0, p1, p2)
+    gap = phi - thickness - rad
+    q0 = p0
+    q1 = p1
+    q2 = p2
+    if gap > 0:
+        tau = 0.0
+        found = False
+        for _ in range(GUARD_STEPS):
+            tau = tau + gap / length
+            if not tau < 1.0:
+                return False, 0.0, 0.0, 0.0, 0.0
+            q0 = p0 + e0 * tau
+            q1 = p1 + e1 * tau
+            q2 = p2 + e2 * tau
+            phi, n0, n1, n2 = _distance(shape, approximate, a, b, c, R, t, s, q0, q1, q2)
+            gap = phi - thickness - rad
+            if gap <= GUARD_TOLERANCE:
+                found = True
+                break
+        if not found:
+            return False, 0.0, 0.0, 0.0, 0.0
+    pen = gap + ((x0 - q0) * n0 + (x1 - q1) * n1 + (x2 - q2) * n2)
+    return pen < 0, pen, n0, n1, n2
+
+
+@njit(cache=True, fastmath=False, inline="always")
 def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
                       sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider,
                       allowance, lift, lifted):
-    """Particle i against collider k (the arguments of project_collider)."""
+    """Particle i against collider k (the arguments of project_collider), with the tunnelling
+    guard (collision/project.py)."""
     phi, n0, n1, n2 = _distance(shape, approximate, a, b, c, R, t, s, X[0, i], X[1, i],
                                 X[2, i])
-    pen = phi - thickness - radius[i]
+    rad = radius[i]
+    pen = phi - thickness - rad
+    # the tunnelling guard: the segment from the substep's start (carried by the collider's
+    # motion into its frame now) to the position now
+    if moving:
+        p0, p1, p2 = _carried(R, t, s, Rb, tb, sb, Xp[0, i], Xp[1, i], Xp[2, i])
+    else:
+        p0 = Xp[0, i]
+        p1 = Xp[1, i]
+        p2 = Xp[2, i]
+    e0 = X[0, i] - p0
+    e1 = X[1, i] - p1
+    e2 = X[2, i] - p2
+    length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+    if length > max(thickness + rad, GUARD_MIN_MOTION) and pen < length:
+        hit, pen_h, h0, h1, h2 = _trace(shape, approximate, a, b, c, R, t, s, thickness, rad,
+                                        p0, p1, p2, e0, e1, e2, length, X[0, i], X[1, i],
+                                        X[2, i])
+        if hit and not (pen < 0 and n0 * h0 + n1 * h1 + n2 * h2 > 0):
+            pen = pen_h
+            n0 = h0
+            n1 = h1
+            n2 = h2
     if not pen < 0:
         return
     d = -pen

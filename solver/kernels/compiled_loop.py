@@ -13,6 +13,7 @@ from numba import njit
 
 from .compiled import (damp_shapes, drag_and_predict, solve_shapes, solve_soft_pins,
                        solve_sticks, solve_volumes)
+from .compiled_bodies import solve_bodies
 from .compiled_contact import project_colliders, project_points, release_overlap, restitution
 
 
@@ -27,7 +28,7 @@ def _all_finite(X):
 
 @njit(cache=True, fastmath=False)
 def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shapes, colliders,
-                 points, contacts, counts, scalars):
+                 points, contacts, bodies, counts, scalars):
     X, Xp = state
     a_h2, keep, lim = integrate
     d_ids, d_drift, d_normal, d_along, d_decay, d_g_h2 = drag
@@ -44,6 +45,9 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     rank_start, rank_points, tet, weight, inv_c2 = points
     (depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred, lift,
      lifted) = contacts
+    (b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass, b_allowance, b_dx, b_dl, b_active,
+     b_particle, b_start, b_slot, b_touch, b_shape_touch) = bodies
+    any_bodies = b_idx.shape[0] > 0
     substeps, iterations = counts
     h, gravity_norm, allowance = scalars
     n_colliders = c_shape.shape[0]
@@ -72,6 +76,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             depth[i] = 0.0
             used[i] = 0.0
             touching[i] = False
+        if any_bodies:
+            b_touch[:] = False
         point_depth[:] = 0.0
         point_used[:] = 0.0
         v_lam[:] = 0.0
@@ -100,9 +106,17 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                                c_thickness, c_mu_s, c_mu_k, approximate[s], abc[s], R[s], t[s],
                                sc[s], Rb[s], tb[s], sb[s], moving[s], point_depth, point_used,
                                allowance, lift, lifted)
+            contact = touching
+            if any_bodies:
+                solve_bodies(X, Xp, b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass,
+                             b_allowance, b_dx, b_dl, b_active, b_particle, b_start, b_slot,
+                             b_touch)
+                for i in range(n):
+                    b_shape_touch[i] = touching[i] or b_touch[i]
+                contact = b_shape_touch
             if m_particles.shape[0]:
                 solve_shapes(X, m_particles, m_rest_offset, m_start, m_color_offsets, m_mass,
-                             m_rigid, m_w, m_alpha, m_lam, touching, m_boost)
+                             m_rigid, m_w, m_alpha, m_lam, contact, m_boost)
         # velocity pass
         if m_any_damped:
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)

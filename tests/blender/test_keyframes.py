@@ -19,7 +19,8 @@ SCENE_ANIMATABLE = ("wind_direction", "wind_strength", "wind_turbulence", "air_d
 # ... and what a running simulation cannot change
 OBJECT_FIXED = ("kind", "pin_group", "mass", "thickness", "collider_shape",
                 "use_volume", "taper_group", "preset", "cache_id")
-SCENE_FIXED = ("substeps", "iterations", "use_scene_range", "frame_start", "frame_end")
+SCENE_FIXED = ("substeps", "iterations", "use_sleep", "use_scene_range", "frame_start",
+               "frame_end")
 
 
 def test_only_settings_the_solver_reads_per_frame_are_keyframable(extension):
@@ -292,3 +293,23 @@ def test_scene_and_collider_settings_reach_the_solver_each_frame(extension):
     floor.verlet.friction = float("nan")
     with pytest.raises(BridgeError, match="Ground: friction"):
         ss.animated.read()
+
+
+@pytest.mark.parametrize("use_sleep", [True, False])
+def test_use_sleep_reaches_the_solver(extension, use_sleep):
+    """Scene.verlet.use_sleep is the Simulation's sleep switch: a box dropped 1 cm onto the
+    floor sleeps after a second of rest with it on, never with it off (issue 9)."""
+    from verlet_physics.addon import simscene
+
+    scene = scenes.set_range(1, 40, substeps=20)
+    scene.use_gravity = True
+    scene.verlet.use_sleep = use_sleep
+    scenes.ground()
+    scenes.cube(size=0.2, location=(0.0, 0.0, 0.11))
+    scene.frame_set(1)
+    ss = simscene.SceneSim(scene, bpy.context.evaluated_depsgraph_get())
+    assert ss.sim.sleep.enabled is use_sleep
+    for f in range(2, 41):
+        scene.frame_set(f)
+        ss.step_to(bpy.context.evaluated_depsgraph_get())
+    assert bool(ss.sim.sleeping.all()) is use_sleep

@@ -49,6 +49,7 @@ def test_defaults_and_units(ui):
     # the pre-existing settings are unchanged
     assert (s.mass, s.friction, s.thickness, s.collider_shape) == (1.0, 0.5, 0.0, "AUTO")
     assert (sc.substeps, sc.iterations, sc.use_scene_range) == (40, 1, True)
+    assert sc.use_sleep is True                            # the solver's default (issue 9)
 
 
 def test_every_numeric_property_is_bounded(ui):
@@ -233,7 +234,7 @@ EXPECTED_PROPS = {
     ("PHYSICS_PT_verlet_forces", None): ["gravity_scale", "damping", "air_drag", "wind_strength",
                                          "wind_direction", "wind_turbulence", "wind_seed"],
     ("PHYSICS_PT_verlet_cache", None): ["use_scene_range", "frame_start", "frame_end",
-                                        "substeps", "iterations"],
+                                        "substeps", "iterations", "use_sleep"],
 }
 
 

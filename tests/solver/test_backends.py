@@ -330,7 +330,57 @@ def animated_settings():
     return b, dict(substeps=8), drive
 
 
-SCENARIOS = [animated_settings, started_inside_colliders, soft_pinned_cloth, tree_of_strands_in_wind, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
+def fast_particles_plates_and_sleep():
+    """The tunnelling guard and sleeping (issue 9): particles at up to 150 m/s against a 2 cm
+    box plate and a thin capsule, a plate sweeping up at 60 m/s through resting particles, a
+    rigid box that falls asleep on the ground and is woken by a sphere rolling into it."""
+    b = Builder()
+    x = np.column_stack([np.linspace(-0.4, 0.4, 9), np.linspace(-0.2, 0.2, 9), np.full(9, 1.5)])
+    fast = b.add_particles(x, radius=np.linspace(0.0, 0.01, 9))
+    b.add_particles(np.column_stack([np.linspace(-0.3, 0.3, 4), np.full(4, 1.5), np.full(4, 0.3)]))
+    g = np.array([-0.1, 0.1])
+    box = b.add_particles(np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
+                          + [1.5, 0.0, 0.1])
+    b.add_shape_match(box, stiffness=1.0)
+    b.add_collider("box", matrix=_translate(0, 0, 0.8), size=(1.2, 1.2, 0.02), friction=0.3)
+    b.add_collider("capsule", matrix=_translate(0.6, 0, 0.5), radius=0.01, depth=0.6)
+    plate = b.add_collider("box", matrix=_translate(0, 1.5, 0.0), size=(1.0, 0.5, 0.02))
+    ball = b.add_collider("sphere", matrix=_translate(3.0, 0.0, 0.15), radius=0.15)
+    b.add_collider("plane", friction=0.5)
+
+    def drive(sim):
+        f = int(round(sim.time * 24))
+        if f == 0:
+            v = np.column_stack([np.linspace(-30, 30, 9), np.zeros(9), np.full(9, -150.0)])
+            sim.set_velocities(fast, v)
+        if f < 3:
+            sim.set_collider_matrix(plate, _translate(0, 1.5, 2.5 * (f + 1)))
+        if f >= 40:
+            sim.set_collider_matrix(ball, _translate(3.0 - 3.0 * (f - 39) / 24, 0.0, 0.15))
+    return b, dict(), drive
+
+
+def contact_between_bodies():
+    """Body contact (collision/bodies.py): a perturbed stack of rigid boxes, a self-colliding
+    cloth dropped over them, balls (particles with a radius) and a coincident pair."""
+    b = Builder()
+    cube = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+    quads = np.array([[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4],
+                      [1, 5, 7, 3]])
+    for i in range(3):
+        c, s = np.cos(0.2 * i), np.sin(0.2 * i)
+        rot = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]])
+        ids = b.add_particles((cube * 0.15) @ rot.T + [0.03 * i, 0, 0.16 + 0.31 * i],
+                              mass=0.2, friction=0.6)
+        b.add_shape_match(ids, surface=ids[quads])
+    x, f = _grid(10, 0.8, 1.2)
+    b.add_cloth(x, f, radius=0.01, self_collision=True)
+    b.add_particles([[0.3, 0.3, 0.3], [0.3, 0.3, 0.3], [0.32, 0.28, 0.6]], radius=0.05)
+    b.add_collider("plane", friction=0.5)
+    return b, dict(substeps=10), None
+
+
+SCENARIOS = [fast_particles_plates_and_sleep, contact_between_bodies, animated_settings, started_inside_colliders, soft_pinned_cloth, tree_of_strands_in_wind, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
              balloon_and_moving_collider, cloth_on_elliptic_colliders, moving_elliptic_colliders,
              tetra_bodies_on_colliders, damped_soft_bodies_and_odd_clusters]
 

@@ -1,0 +1,425 @@
+"""Contact between simulated bodies: particle against particle and vertex against triangle,
+with relative Coulomb friction, solved by Jacobi iteration with constraint averaging.
+
+Every simulated body collides with every other (Macklin, Mueller, Chentanez and Kim, "Unified
+Particle Physics for Real-Time Applications", SIGGRAPH 2014: one particle system, contacts as
+unilateral position constraints, Jacobi solve with averaging, section 4.2; friction at position
+level, section 6.1). Bodies are collision groups (collision/groups.py); a cloth collides with
+itself only when its group self-collides.
+
+Constraints (x = positions, r = particle radius, the contact distance D):
+
+    particle i, particle j:   C = |x_i - x_j| - D >= 0,          D = r_i + r_j
+    vertex v, triangle abc:   C = s (x_v - p) . n - D >= 0,     D = r_v + (r_a + r_b + r_c) / 3
+                              p = a x_a + b x_b + c x_c, the projection of x_v on the
+                              triangle's plane (barycentric a, b, c), n its unit normal
+
+The vertex-triangle constraint acts only while x_v projects inside the triangle (barycentrics
+>= -TOL). s is the side: which side of the triangle the vertex was on when the collide stage
+found the pair at the step's start (Bridson, Fedkiw and Anderson, "Robust treatment of
+collisions, contact and friction for cloth animation", SIGGRAPH 2002: proximity with thickness,
+and a guard so that nothing passes through). Every substep the contact pushes the vertex back to
+D on THAT side, also when it crossed the triangle during the substep, so a layer never passes
+through another even at D = 0. Faces of a closed (solid) surface always have s = +1 (outward):
+nothing ends inside a solid; a vertex behind a solid face by more than its contact band at the
+step's start (band = D + BAND + |relative velocity| dt: it is beyond the body, e.g. under a
+thin slab, not in it) is not paired with that face, unless it is less than half the body's
+depth behind the face (then it is inside, nearer this face than the far side, and leaves
+through it). A vertex of a solid pairs only with solid faces that face it (its outward
+normal opposes theirs), which settles the corners of a stack.
+
+The correction of one contact (inverse masses w, gradient weights 1 for the vertex and
+-a, -b, -c for the triangle's corners, W = w_v + a^2 w_a + b^2 w_b + c^2 w_c; for two particles
+W = w_i + w_j and n = (x_i - x_j) / |x_i - x_j|):
+
+    pen = -C > 0,  u = relative displacement over the substep,  into = -u . n
+    c = min(pen, max(into + s_max, 0))         the correction taken (s_max = allowance)
+    r = u + n c,  r_t its tangential part
+    take = min(mu c, |r_t|)          (static friction removes r_t whole when |r_t| <= mu c;
+                                      beyond, kinetic friction shortens it by mu c)
+    g = (n c - r_t take / |r_t|) / W,   dx_v = w_v g,  dx_k = -k w_k g
+    l = c - min(c, max(into, 0)),   x*_v += w_v n l / W,  x*_k -= k w_k n l / W
+
+As against colliders (collision/project.py), overlap the particles did not move into this
+substep (they started inside: a late contact, a stack settling) is resolved at most at
+max_depenetration_speed and without giving speed: its part l moves x* as well (split impulse).
+
+mu is the mean of the two sides' friction (a triangle's is its corners' mean), the same static
+and kinetic, so a box on a slope slides iff tan(angle) > mu as against colliders
+(collision/project.py). Coincident particles have no normal: n is a direction drawn from a hash
+of (i, j) and the seed 2 (jitter_directions), so they separate the same way every run.
+
+Jacobi with averaging: solve_bodies computes every contact's corrections from the same
+positions (pass 1, in parallel over contacts), then each particle adds the mean of its
+contacts' corrections, summed in a fixed (contact, slot) order (pass 2, in parallel over
+particles). No two threads write one particle, so the result does not depend on the thread
+count; the compiled mirror (kernels/compiled_bodies.py) does the same operations in the same
+order. Contacted particles are marked touching, which weights them in rigid shape matching
+(constraints/shapes.py BOOST) as collider contacts are.
+
+The collide stage (body_stage.BodyContacts.collide, once per step): every particle's box swept from x to
+its prediction x + v dt + a dt^2 / 2, grown by its radius and a slack (SLACK + |v| dt / 2); a
+triangle's box is its corners' union. find_body_contacts (NumPy here, compiled in
+compiled_bodies.py, the same pairs) hashes particles into a uniform grid of cells at least as
+large as any query, and pairs each triangle (and each particle with a radius) with the particles
+whose boxes overlap its own, after the group filter: different groups not disabled, or one
+self-colliding group and a rest distance above the contact distance. The stage is skipped when
+no two groups' boxes overlap and no group self-collides.
+"""
+
+import numpy as np
+
+TOL = 1e-6          # barycentric tolerance of "projects inside the triangle"
+SLACK = 1e-3        # [m] added to every box: motion the prediction does not foresee
+BAND = 1e-3         # [m] depth behind a solid face that still counts as in contact
+SEED = 2            # the jitter's seed (seed 002)
+PAIR, VERTEX_TRI, EDGES = 0, 1, 2       # contact kinds
+# [m] a contact acts from this penetration on: contacts at rounding-error depth (a vertex on a
+# coplanar face of a neighbour in a stack) would otherwise count in the averaging and dilute
+# the ones that carry the load
+ACTIVE = 1e-9
+PARALLEL = 1e-12    # edges with sin^2 of their angle below this are parallel (no edge contact)
+DEGENERATE = 1e-30  # squared... a triangle whose normal is shorter than this has no plane
+
+
+# ----------------------------------------------------------------------------- broad phase
+def cell_keys(lo, origin, cell, dims):
+    """(k,) int64 keys of the grid cells that points lo (k, 3) [m] fall in."""
+    c = np.floor((lo - origin) / cell).astype(np.int64)
+    c = np.minimum(np.maximum(c, 0), dims - 1)
+    return (c[:, 0] * dims[1] + c[:, 1]) * dims[2] + c[:, 2]
+
+
+def _cells(lo, origin, cell, dims):
+    c = np.floor((lo - origin) / cell).astype(np.int64)
+    return np.minimum(np.maximum(c, 0), dims - 1)
+
+
+def _query(qlo, qhi, key_sorted, start, end, origin, cell, dims):
+    """For query boxes (q, 3): (pairs_query, particle slot in the sorted order) of every
+    particle hashed in a cell the box covers."""
+    clo = _cells(qlo, origin, cell, dims)
+    chi = _cells(qhi, origin, cell, dims)
+    span = chi - clo + 1
+    count = span[:, 0] * span[:, 1] * span[:, 2]
+    q = np.repeat(np.arange(len(qlo)), count)
+    local = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    s1, s2 = span[q, 1], span[q, 2]
+    cz = local % s2
+    cy = (local // s2) % s1
+    cx = local // (s1 * s2)
+    key = ((clo[q, 0] + cx) * dims[1] + clo[q, 1] + cy) * dims[2] + clo[q, 2] + cz
+    pos = np.searchsorted(key_sorted, key)
+    pos = np.minimum(pos, len(key_sorted) - 1)
+    hit = key_sorted[pos] == key
+    q, pos = q[hit], pos[hit]
+    n = end[pos] - start[pos]
+    q2 = np.repeat(q, n)
+    slot = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n) + np.repeat(start[pos], n)
+    return q2, slot
+
+
+def _allowed(ga, gb, same_ok, disabled, n_groups):
+    """Group filter: different groups not disabled, or the same group where same_ok."""
+    same = ga == gb
+    lo, hi = np.minimum(ga, gb), np.maximum(ga, gb)
+    key = lo * n_groups + hi
+    if disabled.size:
+        pos = np.minimum(np.searchsorted(disabled, key), disabled.size - 1)
+        off = disabled[pos] == key
+    else:
+        off = np.zeros(key.shape, bool)
+    return np.where(same, same_ok, ~off)
+
+
+def _grid(lo, origin, cell, dims):
+    """Items hashed by the cell of their box's low corner: (order, cell keys, start, end)."""
+    keys = cell_keys(lo, origin, cell, dims)
+    order = np.argsort(keys, kind="stable")
+    ks = keys[order]
+    first = np.r_[True, ks[1:] != ks[:-1]] if ks.size else np.zeros(0, bool)
+    start = np.nonzero(first)[0]
+    return order, ks[first], start, np.r_[start[1:], len(ks)].astype(np.int64)
+
+
+def _overlap(lo_a, hi_a, lo_b, hi_b):
+    return np.all(lo_a <= hi_b, axis=1) & np.all(hi_a >= lo_b, axis=1)
+
+
+def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edges, edge_thick,
+                       self_group, disabled, origin, cell, dims, reach):
+    """The broad phase in NumPy (the kernel table's find_body_contacts). lo, hi (n, 3) [m]
+    particle boxes; radius (n,) [m]; group (n,) int64; inv_mass (n,); x0 (n, 3) [m] rest
+    positions; tris (F, 3) int64 contact triangles, tri_thick (F,) [m]; edges (E, 2) int64
+    their edges, edge_thick (E,) [m]; self_group (G,) bool; disabled (D,) int64 sorted keys;
+    the grid: origin (3,) [m], cell [m], dims (3,) int64; reach [m] the largest box extent of
+    any particle. Returns unsorted int64 arrays (pp_i, pp_j, vt_v, vt_t, ee_a, ee_b): particle
+    pairs i < j, vertex-triangle pairs and edge pairs a < b."""
+    G = len(self_group)
+    order, ukey, start, end = _grid(lo, origin, cell, dims)
+    # vertex-triangle
+    a, b, c = tris[:, 0], tris[:, 1], tris[:, 2]
+    tlo = np.minimum(np.minimum(lo[a], lo[b]), lo[c])
+    thi = np.maximum(np.maximum(hi[a], hi[b]), hi[c])
+    f, slot = _query(tlo - reach, thi, ukey, start, end, origin, cell, dims)
+    v = order[slot]
+    ok = (v != a[f]) & (v != b[f]) & (v != c[f])
+    ok &= _overlap(lo[v], hi[v], tlo[f], thi[f])
+    ok &= (inv_mass[v] > 0) | (inv_mass[a[f]] > 0) | (inv_mass[b[f]] > 0) | (inv_mass[c[f]] > 0)
+    f, v = f[ok], v[ok]
+    ga, gv = group[a[f]], group[v]
+    dmin = np.minimum(np.minimum(_dist2(x0, v, a[f]), _dist2(x0, v, b[f])), _dist2(x0, v, c[f]))
+    reach_rest = radius[v] + tri_thick[f]
+    same_ok = self_group[gv] & (dmin > reach_rest * reach_rest)
+    keep = _allowed(gv, ga, same_ok, disabled, G)
+    vt_v, vt_t = v[keep], f[keep]
+    # particle-particle (particles with a radius)
+    big = np.nonzero(radius > 0)[0]
+    i, slot = _query(lo[big] - reach, hi[big], ukey, start, end, origin, cell, dims)
+    i = big[i]
+    j = order[slot]
+    ok = (j > i) & (radius[j] > 0)
+    ok &= _overlap(lo[j], hi[j], lo[i], hi[i])
+    ok &= (inv_mass[i] > 0) | (inv_mass[j] > 0)
+    i, j = i[ok], j[ok]
+    r = radius[i] + radius[j]
+    same_ok = self_group[group[i]] & (_dist2(x0, i, j) > r * r)
+    keep = _allowed(group[i], group[j], same_ok, disabled, G)
+    pp_i, pp_j = i[keep], j[keep]
+    # edge-edge: edges hashed by their boxes
+    e0, e1 = edges[:, 0], edges[:, 1]
+    elo = np.minimum(lo[e0], lo[e1])
+    ehi = np.maximum(hi[e0], hi[e1])
+    ereach = float((ehi - elo).max()) if len(edges) else 0.0
+    eorder, ekey, estart, eend = _grid(elo, origin, cell, dims)
+    ea, slot = _query(elo - ereach, ehi, ekey, estart, eend, origin, cell, dims)
+    eb = eorder[slot]
+    ok = eb > ea
+    ea, eb = ea[ok], eb[ok]
+    p, q, u, w = e0[ea], e1[ea], e0[eb], e1[eb]
+    ok = (p != u) & (p != w) & (q != u) & (q != w)
+    ok &= _overlap(elo[ea], ehi[ea], elo[eb], ehi[eb])
+    ok &= (inv_mass[p] > 0) | (inv_mass[q] > 0) | (inv_mass[u] > 0) | (inv_mass[w] > 0)
+    ea, eb, p, q, u, w = ea[ok], eb[ok], p[ok], q[ok], u[ok], w[ok]
+    dmin = np.minimum(np.minimum(_dist2(x0, p, u), _dist2(x0, p, w)),
+                      np.minimum(_dist2(x0, q, u), _dist2(x0, q, w)))
+    reach_rest = edge_thick[ea] + edge_thick[eb]
+    same_ok = self_group[group[p]] & (dmin > reach_rest * reach_rest)
+    keep = _allowed(group[p], group[u], same_ok, disabled, G)
+    return pp_i, pp_j, vt_v, vt_t, ea[keep], eb[keep]
+
+
+def _dist2(x, i, j):
+    d0 = x[i, 0] - x[j, 0]
+    d1 = x[i, 1] - x[j, 1]
+    d2 = x[i, 2] - x[j, 2]
+    return d0 * d0 + d1 * d1 + d2 * d2
+
+
+def jitter_directions(i, j):
+    """(k, 3) unit directions drawn from a hash of particle pairs (i, j) and SEED: the normal
+    of a contact between coincident particles (a splitmix64 hash; the same bits every run)."""
+    with np.errstate(over="ignore"):
+        z = (i.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+             + j.astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9) + np.uint64(SEED))
+        out = []
+        for _ in range(2):
+            z = z + np.uint64(0x9E3779B97F4A7C15)
+            y = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            y = (y ^ (y >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            y = y ^ (y >> np.uint64(31))
+            out.append((y >> np.uint64(11)).astype(np.float64) / float(1 << 53))
+    zc = 2.0 * out[0] - 1.0                              # uniform on the sphere
+    phi = 2.0 * np.pi * out[1]
+    s = np.sqrt(np.maximum(1.0 - zc * zc, 0.0))
+    return np.ascontiguousarray(np.column_stack([s * np.cos(phi), s * np.sin(phi), zc]))
+
+
+# ----------------------------------------------------------------------------- the solve
+def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl,
+                 active, g_particle, g_start, g_slot, touched):
+    """One Jacobi pass over all body contacts (module docstring), in place on X (3, n) [m].
+    Xp (3, n) [m] positions a substep ago; c_idx (K, 4) int64 contact particles (v, a, b, c),
+    (p, q, u, w) for edges pq and uw, or (i, j, -1, -1); c_kind (K,) int64 PAIR, VERTEX_TRI or
+    EDGES; c_side (K,) +-1 (0 for particle pairs); c_dist (K,) [m]; c_mu (K,);
+    c_jit (K, 3) the coincident normal; inv_mass (n,); allowance [m] the depenetration bound
+    of this substep; dx, dl (K * 4, 3) [m] and active (K * 4,) bool scratch (each contact
+    corner's correction of x and of x* and whether it acts); the gather:
+    particles g_particle (u,), their slots (contact * 4 + corner) g_slot[g_start[q]:
+    g_start[q + 1]] increasing; touched (n,) bool set for contacted particles."""
+    dx.fill(0.0)
+    dl.fill(0.0)
+    active.fill(False)
+    _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, active,
+                np.nonzero(c_kind == VERTEX_TRI)[0])
+    _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, active,
+                 np.nonzero(c_kind == EDGES)[0])
+    _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, active,
+                 np.nonzero(c_kind == PAIR)[0])
+    # pass 2: per particle, the mean of its active contacts' corrections, in slot order
+    q = np.repeat(np.arange(len(g_particle)), np.diff(g_start))
+    u = len(g_particle)
+    cnt = np.bincount(q, weights=active[g_slot].astype(np.float64), minlength=u)
+    has = cnt > 0
+    p = g_particle[has]
+    for a in range(3):
+        s = np.bincount(q, weights=dx[g_slot, a], minlength=u)
+        X[a, p] = X[a, p] + s[has] / cnt[has]
+        s = np.bincount(q, weights=dl[g_slot, a], minlength=u)
+        Xp[a, p] = Xp[a, p] + s[has] / cnt[has]
+    touched[p] = True
+
+
+def _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, active, k):
+    v, a, b, c = (c_idx[k, j] for j in range(4))
+    s, D, mu = c_side[k], c_dist[k], c_mu[k]
+    xv, xa, xb, xc = (X[:, p] for p in (v, a, b, c))
+    e0 = [xb[i] - xa[i] for i in range(3)]
+    e1 = [xc[i] - xa[i] for i in range(3)]
+    nx = e0[1] * e1[2] - e0[2] * e1[1]
+    ny = e0[2] * e1[0] - e0[0] * e1[2]
+    nz = e0[0] * e1[1] - e0[1] * e1[0]
+    ln2 = nx * nx + ny * ny + nz * nz
+    ok = ln2 > DEGENERATE
+    ln = np.sqrt(np.where(ok, ln2, 1.0))
+    nx, ny, nz = nx / ln, ny / ln, nz / ln
+    d = [xv[i] - xa[i] for i in range(3)]
+    d00 = e0[0] * e0[0] + e0[1] * e0[1] + e0[2] * e0[2]
+    d01 = e0[0] * e1[0] + e0[1] * e1[1] + e0[2] * e1[2]
+    d11 = e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]
+    d20 = d[0] * e0[0] + d[1] * e0[1] + d[2] * e0[2]
+    d21 = d[0] * e1[0] + d[1] * e1[1] + d[2] * e1[2]
+    den = d00 * d11 - d01 * d01
+    den = np.where(ok, den, 1.0)
+    bb = (d11 * d20 - d01 * d21) / den
+    bc = (d00 * d21 - d01 * d20) / den
+    ba = 1.0 - bb - bc
+    ok &= (ba >= -TOL) & (bb >= -TOL) & (bc >= -TOL)
+    mx, my, mz = s * nx, s * ny, s * nz
+    dn = d[0] * mx + d[1] * my + d[2] * mz
+    pen = D - dn
+    wv, wa, wb, wc = (inv_mass[p] for p in (v, a, b, c))
+    W = wv + ba * ba * wa + bb * bb * wb + bc * bc * wc
+    ok &= (pen > ACTIVE) & (W > 0)
+    if not ok.any():
+        return
+    sel = np.nonzero(ok)[0]
+    k, v, a, b, c = k[sel], v[sel], a[sel], b[sel], c[sel]
+    ba, bb, bc, pen, W, mu = ba[sel], bb[sel], bc[sel], pen[sel], W[sel], mu[sel]
+    wv, wa, wb, wc = wv[sel], wa[sel], wb[sel], wc[sel]
+    m = (mx[sel], my[sel], mz[sel])
+    r = []
+    for i in range(3):
+        r.append((X[i, v] - Xp[i, v]) - (ba * (X[i, a] - Xp[i, a]) + bb * (X[i, b] - Xp[i, b])
+                                         + bc * (X[i, c] - Xp[i, c])))
+    g, lift = _friction_step(r, m, pen, mu, W, allowance)
+    fa, fb, fc = -(ba * wa), -(bb * wb), -(bc * wc)
+    for i in range(3):
+        dx[4 * k, i] = wv * g[i]
+        dx[4 * k + 1, i] = fa * g[i]
+        dx[4 * k + 2, i] = fb * g[i]
+        dx[4 * k + 3, i] = fc * g[i]
+        dl[4 * k, i] = wv * lift[i]
+        dl[4 * k + 1, i] = fa * lift[i]
+        dl[4 * k + 2, i] = fb * lift[i]
+        dl[4 * k + 3, i] = fc * lift[i]
+    for j in range(4):
+        active[4 * k + j] = True
+
+
+def _friction_step(r, m, pen, mu, W, allowance):
+    """From the relative displacement r over the substep (before the correction), the normal
+    m and the penetration pen: g = (m c - r_t take / |r_t|) / W and the lift m l / W per axis
+    (module docstring: c the correction taken, l the part of it owed to x*)."""
+    into = -(r[0] * m[0] + r[1] * m[1] + r[2] * m[2])
+    c = np.minimum(pen, np.maximum(into + allowance, 0.0))
+    lift = c - np.minimum(c, np.maximum(into, 0.0))
+    r = [r[i] + m[i] * c for i in range(3)]
+    pen = c
+    rn = r[0] * m[0] + r[1] * m[1] + r[2] * m[2]
+    t = [r[i] - m[i] * rn for i in range(3)]
+    tl = np.sqrt(t[0] * t[0] + t[1] * t[1] + t[2] * t[2])
+    take = np.minimum(mu * pen, tl)
+    big = tl > 1e-300
+    scale = np.where(big, take / np.where(big, tl, 1.0), 0.0)
+    return [(m[i] * pen - t[i] * scale) / W for i in range(3)], \
+        [m[i] * lift / W for i in range(3)]
+
+
+def _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, active, k):
+    """Edge pq against edge uw: their closest points P = p + s (q - p), Q = u + t (w - u) on the
+    lines, inside both segments; normal m = side (q - p) x (w - u) / |.|; C = (P - Q) . m - D;
+    gradient weights (1 - s, s, -(1 - t), -t)."""
+    p, q, u, w = (c_idx[k, j] for j in range(4))
+    side, D, mu = c_side[k], c_dist[k], c_mu[k]
+    d1 = [X[i, q] - X[i, p] for i in range(3)]
+    d2 = [X[i, w] - X[i, u] for i in range(3)]
+    r = [X[i, p] - X[i, u] for i in range(3)]
+    a = d1[0] * d1[0] + d1[1] * d1[1] + d1[2] * d1[2]
+    e = d2[0] * d2[0] + d2[1] * d2[1] + d2[2] * d2[2]
+    b = d1[0] * d2[0] + d1[1] * d2[1] + d1[2] * d2[2]
+    c = d1[0] * r[0] + d1[1] * r[1] + d1[2] * r[2]
+    f = d2[0] * r[0] + d2[1] * r[1] + d2[2] * r[2]
+    nx = d1[1] * d2[2] - d1[2] * d2[1]
+    ny = d1[2] * d2[0] - d1[0] * d2[2]
+    nz = d1[0] * d2[1] - d1[1] * d2[0]
+    ln2 = nx * nx + ny * ny + nz * nz
+    ok = ln2 > PARALLEL * (a * e)
+    den = np.where(ok, a * e - b * b, 1.0)
+    ln = np.sqrt(np.where(ok, ln2, 1.0))
+    sp = (b * f - c * e) / den
+    tp = (a * f - b * c) / den
+    ok &= (sp >= 0.0) & (sp <= 1.0) & (tp >= 0.0) & (tp <= 1.0)
+    m = [side * (nx / ln), side * (ny / ln), side * (nz / ln)]
+    dn = ((r[0] + sp * d1[0]) - tp * d2[0]) * m[0] + ((r[1] + sp * d1[1]) - tp * d2[1]) * m[1] \
+        + ((r[2] + sp * d1[2]) - tp * d2[2]) * m[2]
+    pen = D - dn
+    c0, c1, c2, c3 = 1.0 - sp, sp, -(1.0 - tp), -tp
+    w0, w1, w2, w3 = (inv_mass[j] for j in (p, q, u, w))
+    W = c0 * c0 * w0 + c1 * c1 * w1 + c2 * c2 * w2 + c3 * c3 * w3
+    ok &= (pen > ACTIVE) & (W > 0)
+    if not ok.any():
+        return
+    sel = np.nonzero(ok)[0]
+    k, p, q, u, w = k[sel], p[sel], q[sel], u[sel], w[sel]
+    c0, c1, c2, c3, pen, W, mu = c0[sel], c1[sel], c2[sel], c3[sel], pen[sel], W[sel], mu[sel]
+    w0, w1, w2, w3 = w0[sel], w1[sel], w2[sel], w3[sel]
+    m = [mm[sel] for mm in m]
+    rel = [(c0 * (X[i, p] - Xp[i, p]) + c1 * (X[i, q] - Xp[i, q]))
+           + (c2 * (X[i, u] - Xp[i, u]) + c3 * (X[i, w] - Xp[i, w])) for i in range(3)]
+    g, lift = _friction_step(rel, m, pen, mu, W, allowance)
+    for j, fj in enumerate((c0 * w0, c1 * w1, c2 * w2, c3 * w3)):
+        for i in range(3):
+            dx[4 * k + j, i] = fj * g[i]
+            dl[4 * k + j, i] = fj * lift[i]
+        active[4 * k + j] = True
+
+
+def _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, active, k):
+    i_, j_ = c_idx[k, 0], c_idx[k, 1]
+    D, mu = c_dist[k], c_mu[k]
+    d = [X[a, i_] - X[a, j_] for a in range(3)]
+    l2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
+    ln = np.sqrt(l2)
+    far = ln > 1e-12
+    lns = np.where(far, ln, 1.0)
+    m = [np.where(far, d[a] / lns, c_jit[k, a]) for a in range(3)]
+    pen = D - ln
+    wi, wj = inv_mass[i_], inv_mass[j_]
+    W = wi + wj
+    ok = (pen > ACTIVE) & (W > 0)
+    if not ok.any():
+        return
+    sel = np.nonzero(ok)[0]
+    k, i_, j_, pen, W, mu, wi, wj = k[sel], i_[sel], j_[sel], pen[sel], W[sel], mu[sel], \
+        wi[sel], wj[sel]
+    m = [mm[sel] for mm in m]
+    r = [(X[a, i_] - Xp[a, i_]) - (X[a, j_] - Xp[a, j_]) for a in range(3)]
+    g, lift = _friction_step(r, m, pen, mu, W, allowance)
+    for a in range(3):
+        dx[4 * k, a] = wi * g[a]
+        dx[4 * k + 1, a] = -wj * g[a]
+        dl[4 * k, a] = wi * lift[a]
+        dl[4 * k + 1, a] = -wj * lift[a]
+    active[4 * k] = True
+    active[4 * k + 1] = True

@@ -1,0 +1,265 @@
+"""The collide stage of contact between bodies: BodyContacts finds this step's contacts
+(collision/bodies.py's module docstring gives the constraints, the broad phase and the sides;
+Macklin et al., "Unified Particle Physics for Real-Time Applications", SIGGRAPH 2014; Bridson,
+Fedkiw and Anderson, "Robust treatment of collisions, contact and friction for cloth
+animation", SIGGRAPH 2002), once per step, beside the colliders' broad phase
+(colliders.Colliders.collide).
+
+Per step: every particle's box swept over the step; the stage is skipped when no two groups'
+boxes overlap and no group self-collides; otherwise the kernel table's find_body_contacts
+gives the candidate pairs, which are sorted (so both backends store the same list), given a
+side (vertex-triangle and edge-edge), a contact distance, a friction and, for particle pairs,
+a jitter direction, and stored in the Contacts with the per-particle gather (contacts.py).
+"""
+
+import numpy as np
+
+from .bodies import (BAND, EDGES, PAIR, PARALLEL, SLACK, VERTEX_TRI, jitter_directions)
+
+
+def _solid_depth(x0, tris, solid, group, budget=20_000_000):
+    """(F,) [m] for each solid face, how deep its body reaches behind it at rest (the largest
+    distance of the body's particles behind the face's plane); 0 for two-sided faces. A vertex
+    less than half that deep behind the face is nearer to it than to the body's far side, so it
+    is inside and leaves through this face."""
+    depth = np.zeros(len(tris))
+    for g in np.unique(group[tris[solid, 0]]) if solid.any() else ():
+        f = np.nonzero(solid & (group[tris[:, 0]] == g))[0]
+        members = np.nonzero(group == g)[0]
+        members = members[::max(1, len(f) * len(members) // budget)]
+        a = x0[tris[f, 0]]
+        n = np.cross(x0[tris[f, 1]] - a, x0[tris[f, 2]] - a)
+        n /= np.maximum(np.linalg.norm(n, axis=1), 1e-300)[:, None]
+        behind = np.einsum("fk,fk->f", a, n)[:, None] - n @ x0[members].T    # (f, members)
+        depth[f] = behind.max(axis=1)
+    return depth
+
+
+# ----------------------------------------------------------------------------- the stage
+class BodyContacts:
+    """The collide stage of body contacts and their arrays (Contacts holds this step's pairs).
+    Built once from the Model; collide() runs once per step."""
+
+    def __init__(self, model):
+        self.radius = model.particle_radius                   # (n,) [m]
+        self.group = model.particle_group                     # (n,) int64
+        self.inv_mass = model.particle_inv_mass               # (n,) [1/kg]
+        self.friction = model.particle_friction               # (n,)
+        self.x0 = np.ascontiguousarray(model.particle_x0)     # (n, 3) [m]
+        self.tris = model.contact_tris                        # (F, 3) int64
+        self.solid = model.contact_tri_solid                  # (F,) bool
+        r = self.radius
+        t = self.tris
+        # (F,) [m] a triangle's thickness: its corners' mean radius
+        self.tri_thick = (r[t[:, 0]] + r[t[:, 1]] + r[t[:, 2]]) / 3.0 if len(t) else np.zeros(0)
+        f = self.friction
+        self.tri_mu = (f[t[:, 0]] + f[t[:, 1]] + f[t[:, 2]]) / 3.0 if len(t) else np.zeros(0)
+        # the triangles' edges, each once, with its (up to two) faces, for edge-edge contact
+        # and for a solid edge's outward normal (the sum of its solid faces' normals)
+        if len(t):
+            e = np.sort(np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]]), axis=1)
+            face = np.tile(np.arange(len(t)), 3)
+            key, inv = np.unique(e, axis=0, return_inverse=True)
+            inv = inv.ravel()
+            order = np.argsort(inv, kind="stable")
+            first = np.r_[True, inv[order][1:] != inv[order][:-1]]
+            start = np.nonzero(first)[0]
+            count = np.diff(np.r_[start, len(inv)])
+            self.edges = np.ascontiguousarray(key.astype(np.int64))      # (E, 2) int64
+            self.edge_face = np.full((len(key), 2), -1, np.int64)       # (E, 2) faces or -1
+            self.edge_face[:, 0] = face[order[start]]
+            two = count > 1
+            self.edge_face[two, 1] = face[order[start[two] + 1]]
+            # an edge inside a flat solid face (a quad's diagonal) is no feature of the body:
+            # its edge contacts would only push along the face
+            x0 = model.particle_x0
+            nrm = np.cross(x0[t[:, 1]] - x0[t[:, 0]], x0[t[:, 2]] - x0[t[:, 0]])
+            nrm /= np.maximum(np.linalg.norm(nrm, axis=1), 1e-300)[:, None]
+            f0, f1 = self.edge_face[:, 0], self.edge_face[:, 1]
+            flat = two & self.solid[f0] & self.solid[np.maximum(f1, 0)] & \
+                (np.einsum("ij,ij->i", nrm[f0], nrm[np.maximum(f1, 0)]) > 1.0 - 1e-9)
+            self.edges = np.ascontiguousarray(self.edges[~flat])
+            self.edge_face = np.ascontiguousarray(self.edge_face[~flat])
+            self.edge_thick = (r[self.edges[:, 0]] + r[self.edges[:, 1]]) / 2.0   # (E,) [m]
+            self.edge_mu = (f[self.edges[:, 0]] + f[self.edges[:, 1]]) / 2.0
+        else:
+            self.edges = np.zeros((0, 2), np.int64)
+            self.edge_face = np.zeros((0, 2), np.int64)
+            self.edge_thick = np.zeros(0)
+            self.edge_mu = np.zeros(0)
+        self.tri_depth = _solid_depth(model.particle_x0, t, self.solid, self.group)  # (F,) [m]
+        self.self_group = model.group_self_collision           # (G,) bool
+        self.disabled = model.group_disabled                   # (D,) int64
+        G = len(self.self_group)
+        self.n_groups = G
+        # nothing to touch at all: no contact faces and no particle with a radius
+        self.never = len(t) == 0 and not np.any(r > 0)
+        self.any_self = bool(np.any(self.self_group))
+        self.by_group = np.argsort(self.group, kind="stable")   # particles sorted by group
+        gs = self.group[self.by_group]
+        self.group_start = np.nonzero(np.r_[True, gs[1:] != gs[:-1]])[0] if len(gs) else \
+            np.zeros(0, np.int64)
+
+    def boxes(self, x, xp, h, dt, acc, pinned, pin_target):
+        """(n, 3) lo, hi [m]: each particle's box over the step (module docstring)."""
+        v = (x - xp) / h
+        p = x + v * dt + acc * (0.5 * dt * dt)
+        if len(pinned):
+            p[pinned] = pin_target
+        speed = np.sqrt(np.einsum("ij,ij->i", v, v))
+        grow = (self.radius + SLACK + 0.5 * dt * speed)[:, None]
+        return np.minimum(x, p) - grow, np.maximum(x, p) + grow
+
+    def _groups_apart(self, lo, hi):
+        """True when no two groups' boxes overlap (then no contact can happen this step)."""
+        if self.any_self:
+            return False
+        G = self.n_groups
+        if G < 2:
+            return True
+        if G > 512:                     # not worth an all-pairs test; the grid sorts it out
+            return False
+        glo = np.minimum.reduceat(lo[self.by_group], self.group_start, axis=0)
+        ghi = np.maximum.reduceat(hi[self.by_group], self.group_start, axis=0)
+        over = np.all((glo[:, None, :] <= ghi[None, :, :]) & (ghi[:, None, :] >= glo[None, :, :]),
+                      axis=2)
+        np.fill_diagonal(over, False)
+        return not over.any()
+
+    def collide(self, kernels, x, xp, h, dt, acc, pinned, pin_target, contacts):
+        """Find this step's body contacts into ``contacts`` (set_body_contacts)."""
+        if self.never or len(x) == 0:
+            contacts.clear_body_contacts()
+            return
+        lo, hi = self.boxes(x, xp, h, dt, acc, pinned, pin_target)
+        if self._groups_apart(lo, hi):
+            contacts.clear_body_contacts()
+            return
+        ext = hi - lo
+        reach = float(ext.max())
+        t = self.tris
+        tri_ext = 0.0
+        if len(t):
+            tlo = np.minimum(np.minimum(lo[t[:, 0]], lo[t[:, 1]]), lo[t[:, 2]])
+            thi = np.maximum(np.maximum(hi[t[:, 0]], hi[t[:, 1]]), hi[t[:, 2]])
+            tri_ext = float((thi - tlo).max())
+        origin = lo.min(axis=0) - reach
+        top = hi.max(axis=0)
+        cell = max(tri_ext + reach, 2.0 * reach, float((top - origin).max()) / 2 ** 20, 1e-9)
+        dims = (np.floor((top - origin) / cell).astype(np.int64) + 1)
+        pi, pj, tv, tt, ea, eb = kernels.find_body_contacts(
+            np.ascontiguousarray(lo), np.ascontiguousarray(hi), self.radius, self.group,
+            self.inv_mass, self.x0, t, self.tri_thick, self.edges, self.edge_thick,
+            self.self_group, self.disabled, origin, cell, dims, reach)
+        self._store(x, xp, h, dt, pi, pj, tv, tt, ea, eb, contacts)
+
+    def _edge_sides(self, x, vel, dt, ea, eb):
+        """Side and keep mask of edge pairs at the step's start: solid edges push out along
+        their outward normals; two two-sided edges keep the side they are on."""
+        E = self.edges
+        p, q, u, w = E[ea, 0], E[ea, 1], E[eb, 0], E[eb, 1]
+        d1, d2, r = x[q] - x[p], x[w] - x[u], x[p] - x[u]
+        n = np.cross(d1, d2)
+        ln = np.sqrt(np.einsum("ij,ij->i", n, n))
+        a, e = np.einsum("ij,ij->i", d1, d1), np.einsum("ij,ij->i", d2, d2)
+        keep = ln * ln > PARALLEL * a * e
+        n = n / np.where(ln > 0, ln, 1.0)[:, None]
+        b = np.einsum("ij,ij->i", d1, d2)
+        den = np.where(keep, a * e - b * b, 1.0)
+        c, f = np.einsum("ij,ij->i", d1, r), np.einsum("ij,ij->i", d2, r)
+        sp = np.clip((b * f - c * e) / den, 0.0, 1.0)
+        tp = np.clip((a * f - b * c) / den, 0.0, 1.0)
+        dn = np.einsum("ij,ij->i", r + sp[:, None] * d1 - tp[:, None] * d2, n)
+        out_a, out_b = self._edge_out(x, ea), self._edge_out(x, eb)
+        solid = np.any(out_a != 0, axis=1) | np.any(out_b != 0, axis=1)
+        toward = np.einsum("ij,ij->i", out_b - out_a, n)      # direction from b to a, solids
+        side = np.where(solid, np.where(toward >= 0, 1.0, -1.0), np.where(dn >= 0, 1.0, -1.0))
+        dist = self.edge_thick[ea] + self.edge_thick[eb]
+        rel = (vel[p] + vel[q] - vel[u] - vel[w]) * 0.5
+        band = dist + BAND + np.sqrt(np.einsum("ij,ij->i", rel, rel)) * dt
+        keep &= ~solid | ((np.abs(toward) > 1e-6) & (side * dn >= -band))
+        # each solid edge faces the other: its outward normal against the push it gets
+        m = side[:, None] * n
+        solid_a, solid_b = np.any(out_a != 0, axis=1), np.any(out_b != 0, axis=1)
+        keep &= ~solid_a | (np.einsum("ij,ij->i", out_a, m) < -1e-6)
+        keep &= ~solid_b | (np.einsum("ij,ij->i", out_b, m) > 1e-6)
+        return side, keep
+
+    def _vertex_out(self, x):
+        """(n, 3) outward normal of each particle on a solid surface (the sum of its solid
+        faces' unit normals; 0 elsewhere)."""
+        t = self.tris[self.solid]
+        out = np.zeros((len(x), 3))
+        if len(t):
+            nrm = np.cross(x[t[:, 1]] - x[t[:, 0]], x[t[:, 2]] - x[t[:, 0]])
+            nrm /= np.maximum(np.sqrt(np.einsum("ij,ij->i", nrm, nrm)), 1e-300)[:, None]
+            ids = t.ravel()
+            for k in range(3):
+                out[:, k] = np.bincount(ids, weights=np.repeat(nrm[:, k], 3),
+                                        minlength=len(x))
+        return out
+
+    def _edge_out(self, x, e):
+        """(k, 3) outward normal (sum of its solid faces' unit normals; 0 if none) of edges e."""
+        out = np.zeros((len(e), 3))
+        t = self.tris
+        for j in range(2):
+            fc = self.edge_face[e, j]
+            ok = fc >= 0
+            ok[ok] = self.solid[fc[ok]]
+            fo = fc[ok]
+            nrm = np.cross(x[t[fo, 1]] - x[t[fo, 0]], x[t[fo, 2]] - x[t[fo, 0]])
+            ln = np.sqrt(np.einsum("ij,ij->i", nrm, nrm))
+            out[ok] += nrm / np.where(ln > 0, ln, 1.0)[:, None]
+        return out
+
+    def _store(self, x, xp, h, dt, pi, pj, tv, tt, ea, eb, contacts):
+        """Sort the pairs, give each its side, distance, friction and jitter, and store them."""
+        o = np.lexsort((pj, pi))
+        pi, pj = pi[o], pj[o]
+        o = np.lexsort((tt, tv))
+        tv, tt = tv[o], tt[o]
+        r, t = self.radius, self.tris
+        a, b, c = t[tt, 0], t[tt, 1], t[tt, 2]
+        # the side at the step's start (two-sided faces), the band of solid faces
+        e0, e1 = x[b] - x[a], x[c] - x[a]
+        nrm = np.cross(e0, e1)
+        d = x[tv] - x[a]
+        dn = np.einsum("ij,ij->i", d, nrm)
+        ln = np.sqrt(np.einsum("ij,ij->i", nrm, nrm))
+        dn = np.where(ln > 0, dn / np.where(ln > 0, ln, 1.0), 0.0)
+        dist = r[tv] + self.tri_thick[tt]
+        solid = self.solid[tt]
+        vel = (x - xp) / h
+        rel = vel[tv] - (vel[a] + vel[b] + vel[c]) / 3.0
+        band = np.maximum(dist + BAND + np.sqrt(np.einsum("ij,ij->i", rel, rel)) * dt,
+                          0.5 * self.tri_depth[tt])
+        # a vertex behind a solid face by more than the band is beyond the body, not in it
+        keep = ~solid | (dn >= -band)
+        # a vertex of a solid touches only solid faces that face it (its outward normal, the
+        # sum of its faces', opposes the face's): a cube's corner on the rim of a coplanar
+        # side face of its neighbour in a stack is no contact with that side face
+        nv = self._vertex_out(x)
+        facing = np.einsum("ij,ij->i", nv[tv], nrm)
+        keep &= ~solid | (facing < 0) | ~np.any(nv[tv] != 0, axis=1)
+        side = np.where(solid | (dn >= 0), 1.0, -1.0)[keep]
+        tv, tt, a, b, c, dist = tv[keep], tt[keep], a[keep], b[keep], c[keep], dist[keep]
+        mu_t = 0.5 * (self.friction[tv] + self.tri_mu[tt])
+        o = np.lexsort((eb, ea))
+        ea, eb = ea[o], eb[o]
+        e_side, e_keep = self._edge_sides(x, vel, dt, ea, eb)
+        ea, eb, e_side = ea[e_keep], eb[e_keep], e_side[e_keep]
+        P, T, E = len(pi), len(tv), len(ea)
+        idx = np.full((P + T + E, 4), -1, np.int64)
+        idx[:P, 0], idx[:P, 1] = pi, pj
+        idx[P:P + T] = np.column_stack([tv, a, b, c])
+        idx[P + T:] = np.column_stack([self.edges[ea], self.edges[eb]])
+        kind = np.r_[np.full(P, PAIR), np.full(T, VERTEX_TRI), np.full(E, EDGES)].astype(np.int64)
+        jit = np.zeros((P + T + E, 3))
+        if P:
+            jit[:P] = jitter_directions(pi, pj)
+        contacts.set_body_contacts(
+            idx, kind, np.r_[np.zeros(P), side, e_side],
+            np.r_[r[pi] + r[pj], dist, self.edge_thick[ea] + self.edge_thick[eb]],
+            np.r_[0.5 * (self.friction[pi] + self.friction[pj]), mu_t,
+                  0.5 * (self.edge_mu[ea] + self.edge_mu[eb])], jit)

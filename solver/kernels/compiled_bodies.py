@@ -1,0 +1,563 @@
+"""Numba-compiled contact between bodies: the broad phase and the Jacobi solve.
+
+Mirrors of collision/bodies.py's find_body_contacts and solve_bodies (that module's docstring
+gives the constraints and cites Macklin et al. 2014 and Bridson et al. 2002): the same pairs
+(the broad phase's result is defined by exact box comparisons, which the grid only
+accelerates; BodyContacts sorts it afterwards), and the same floating-point operations per
+contact and per particle in the same order, no fastmath, so the backends agree bit for bit.
+
+Parallel loops: the broad phase counts then fills each query's own output segment; the solve's
+pass 1 writes each contact's own rows of dx, pass 2 each particle's own column of X. No two
+iterations write the same element, so the thread count changes no bit.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+_TOL = 1e-6           # collision/bodies.TOL
+_DEGENERATE = 1e-30   # collision/bodies.DEGENERATE
+_PARALLEL = 1e-12     # collision/bodies.PARALLEL
+_ACTIVE = 1e-9        # collision/bodies.ACTIVE
+
+
+@njit(cache=True)
+def _cell(x, origin, cell, dims, a):
+    c = np.int64(np.floor((x - origin[a]) / cell))
+    return min(max(c, 0), dims[a] - 1)
+
+
+@njit(cache=True)
+def _disabled(ga, gb, disabled, n_groups):
+    lo = min(ga, gb)
+    hi = max(ga, gb)
+    key = lo * n_groups + hi
+    if disabled.shape[0] == 0:
+        return False
+    pos = np.searchsorted(disabled, key)
+    if pos >= disabled.shape[0]:
+        pos = disabled.shape[0] - 1
+    return disabled[pos] == key
+
+
+@njit(cache=True)
+def _dist2(x, i, j):
+    d0 = x[i, 0] - x[j, 0]
+    d1 = x[i, 1] - x[j, 1]
+    d2 = x[i, 2] - x[j, 2]
+    return d0 * d0 + d1 * d1 + d2 * d2
+
+
+@njit(cache=True)
+def _vt_ok(v, f, lo, hi, tlo, thi, radius, group, inv_mass, x0, tris, tri_thick, self_group,
+           disabled):
+    a = tris[f, 0]
+    b = tris[f, 1]
+    c = tris[f, 2]
+    if v == a or v == b or v == c:
+        return False
+    for k in range(3):
+        if not (lo[v, k] <= thi[f, k]) or not (hi[v, k] >= tlo[f, k]):
+            return False
+    if not (inv_mass[v] > 0 or inv_mass[a] > 0 or inv_mass[b] > 0 or inv_mass[c] > 0):
+        return False
+    gv = group[v]
+    ga = group[a]
+    if gv == ga:
+        if not self_group[gv]:
+            return False
+        dmin = min(min(_dist2(x0, v, a), _dist2(x0, v, b)), _dist2(x0, v, c))
+        rr = radius[v] + tri_thick[f]
+        return dmin > rr * rr
+    return not _disabled(gv, ga, disabled, self_group.shape[0])
+
+
+@njit(cache=True)
+def _pp_ok(i, j, lo, hi, radius, group, inv_mass, x0, self_group, disabled):
+    if not (j > i) or not (radius[j] > 0):
+        return False
+    for k in range(3):
+        if not (lo[j, k] <= hi[i, k]) or not (hi[j, k] >= lo[i, k]):
+            return False
+    if not (inv_mass[i] > 0 or inv_mass[j] > 0):
+        return False
+    gi = group[i]
+    gj = group[j]
+    if gi == gj:
+        if not self_group[gi]:
+            return False
+        r = radius[i] + radius[j]
+        return _dist2(x0, i, j) > r * r
+    return not _disabled(gi, gj, disabled, self_group.shape[0])
+
+
+@njit(cache=True)
+def _scan(q, qlo, qhi, is_tri, write, out, at, order, ukey, ustart, uend, origin, cell, dims,
+          lo, hi, tlo, thi, radius, group, inv_mass, x0, tris, tri_thick, self_group, disabled):
+    """Visit the particles in the cells of query q's box; count (write False) or write the
+    pairs that pass the exact test into out[at:]. Returns the count."""
+    c0 = np.empty(3, np.int64)
+    c1 = np.empty(3, np.int64)
+    for a in range(3):
+        c0[a] = _cell(qlo[a], origin, cell, dims, a)
+        c1[a] = _cell(qhi[a], origin, cell, dims, a)
+    m = 0
+    for cx in range(c0[0], c1[0] + 1):
+        for cy in range(c0[1], c1[1] + 1):
+            for cz in range(c0[2], c1[2] + 1):
+                key = (cx * dims[1] + cy) * dims[2] + cz
+                pos = np.searchsorted(ukey, key)
+                if pos >= ukey.shape[0] or ukey[pos] != key:
+                    continue
+                for s in range(ustart[pos], uend[pos]):
+                    p = order[s]
+                    if is_tri:
+                        ok = _vt_ok(p, q, lo, hi, tlo, thi, radius, group, inv_mass, x0, tris,
+                                    tri_thick, self_group, disabled)
+                    else:
+                        ok = _pp_ok(q, p, lo, hi, radius, group, inv_mass, x0, self_group,
+                                    disabled)
+                    if ok:
+                        if write:
+                            out[at + m] = p
+                        m += 1
+    return m
+
+
+@njit(cache=True)
+def _grid(lo, origin, cell, dims):
+    """collision/bodies._grid: items by the cell of their box's low corner."""
+    n = lo.shape[0]
+    keys = np.empty(n, np.int64)
+    for i in range(n):
+        keys[i] = (_cell(lo[i, 0], origin, cell, dims, 0) * dims[1]
+                   + _cell(lo[i, 1], origin, cell, dims, 1)) * dims[2] \
+            + _cell(lo[i, 2], origin, cell, dims, 2)
+    order = np.argsort(keys, kind="mergesort")
+    nu = 0
+    for s in range(n):
+        if s == 0 or keys[order[s]] != keys[order[s - 1]]:
+            nu += 1
+    ukey = np.empty(nu, np.int64)
+    ustart = np.empty(nu, np.int64)
+    uend = np.empty(nu, np.int64)
+    u = -1
+    for s in range(n):
+        if s == 0 or keys[order[s]] != keys[order[s - 1]]:
+            u += 1
+            ukey[u] = keys[order[s]]
+            ustart[u] = s
+        uend[u] = s + 1
+    return order, ukey, ustart, uend
+
+
+@njit(cache=True)
+def _ee_ok(ea, eb, elo, ehi, edges, edge_thick, group, inv_mass, x0, self_group, disabled):
+    if not (eb > ea):
+        return False
+    p = edges[ea, 0]
+    q = edges[ea, 1]
+    u = edges[eb, 0]
+    w = edges[eb, 1]
+    if p == u or p == w or q == u or q == w:
+        return False
+    for k in range(3):
+        if not (elo[ea, k] <= ehi[eb, k]) or not (ehi[ea, k] >= elo[eb, k]):
+            return False
+    if not (inv_mass[p] > 0 or inv_mass[q] > 0 or inv_mass[u] > 0 or inv_mass[w] > 0):
+        return False
+    gp = group[p]
+    gu = group[u]
+    if gp == gu:
+        if not self_group[gp]:
+            return False
+        dmin = min(min(_dist2(x0, p, u), _dist2(x0, p, w)),
+                   min(_dist2(x0, q, u), _dist2(x0, q, w)))
+        rr = edge_thick[ea] + edge_thick[eb]
+        return dmin > rr * rr
+    return not _disabled(gp, gu, disabled, self_group.shape[0])
+
+
+@njit(cache=True)
+def _scan_edges(ea, qlo, qhi, write, out, at, order, ukey, ustart, uend, origin, cell, dims,
+                elo, ehi, edges, edge_thick, group, inv_mass, x0, self_group, disabled):
+    """_scan for edge ea against the hashed edges."""
+    c0 = np.empty(3, np.int64)
+    c1 = np.empty(3, np.int64)
+    for a in range(3):
+        c0[a] = _cell(qlo[a], origin, cell, dims, a)
+        c1[a] = _cell(qhi[a], origin, cell, dims, a)
+    m = 0
+    for cx in range(c0[0], c1[0] + 1):
+        for cy in range(c0[1], c1[1] + 1):
+            for cz in range(c0[2], c1[2] + 1):
+                key = (cx * dims[1] + cy) * dims[2] + cz
+                pos = np.searchsorted(ukey, key)
+                if pos >= ukey.shape[0] or ukey[pos] != key:
+                    continue
+                for s in range(ustart[pos], uend[pos]):
+                    eb = order[s]
+                    if _ee_ok(ea, eb, elo, ehi, edges, edge_thick, group, inv_mass, x0,
+                              self_group, disabled):
+                        if write:
+                            out[at + m] = eb
+                        m += 1
+    return m
+
+
+@njit(cache=True, parallel=True)
+def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edges, edge_thick,
+                       self_group, disabled, origin, cell, dims, reach):
+    n = lo.shape[0]
+    order, ukey, ustart, uend = _grid(lo, origin, cell, dims)
+    F = tris.shape[0]
+    tlo = np.empty((F, 3))
+    thi = np.empty((F, 3))
+    for f in prange(F):
+        a = tris[f, 0]
+        b = tris[f, 1]
+        c = tris[f, 2]
+        for k in range(3):
+            tlo[f, k] = min(min(lo[a, k], lo[b, k]), lo[c, k])
+            thi[f, k] = max(max(hi[a, k], hi[b, k]), hi[c, k])
+    dummy = np.zeros(0, np.int64)
+    qlo = np.empty((F, 3))
+    for f in range(F):
+        for k in range(3):
+            qlo[f, k] = tlo[f, k] - reach
+    cnt = np.zeros(F + 1, np.int64)
+    for f in prange(F):
+        cnt[f + 1] = _scan(f, qlo[f], thi[f], True, False, dummy, 0, order, ukey, ustart, uend,
+                           origin, cell, dims, lo, hi, tlo, thi, radius, group, inv_mass, x0,
+                           tris, tri_thick, self_group, disabled)
+    for f in range(F):
+        cnt[f + 1] += cnt[f]
+    vt_v = np.empty(cnt[F], np.int64)
+    vt_t = np.empty(cnt[F], np.int64)
+    for f in prange(F):
+        _scan(f, qlo[f], thi[f], True, True, vt_v, cnt[f], order, ukey, ustart, uend, origin,
+              cell, dims, lo, hi, tlo, thi, radius, group, inv_mass, x0, tris, tri_thick,
+              self_group, disabled)
+        for m in range(cnt[f], cnt[f + 1]):
+            vt_t[m] = f
+    # particle pairs
+    nb = 0
+    for i in range(n):
+        if radius[i] > 0:
+            nb += 1
+    big = np.empty(nb, np.int64)
+    nb = 0
+    for i in range(n):
+        if radius[i] > 0:
+            big[nb] = i
+            nb += 1
+    plo = np.empty((nb, 3))
+    for q in range(nb):
+        for k in range(3):
+            plo[q, k] = lo[big[q], k] - reach
+    pc = np.zeros(nb + 1, np.int64)
+    for q in prange(nb):
+        pc[q + 1] = _scan(big[q], plo[q], hi[big[q]], False, False, dummy, 0, order, ukey,
+                          ustart, uend, origin, cell, dims, lo, hi, tlo, thi, radius, group,
+                          inv_mass, x0, tris, tri_thick, self_group, disabled)
+    for q in range(nb):
+        pc[q + 1] += pc[q]
+    pp_i = np.empty(pc[nb], np.int64)
+    pp_j = np.empty(pc[nb], np.int64)
+    for q in prange(nb):
+        _scan(big[q], plo[q], hi[big[q]], False, True, pp_j, pc[q], order, ukey, ustart, uend,
+              origin, cell, dims, lo, hi, tlo, thi, radius, group, inv_mass, x0, tris,
+              tri_thick, self_group, disabled)
+        for m in range(pc[q], pc[q + 1]):
+            pp_i[m] = big[q]
+    # edge pairs
+    E = edges.shape[0]
+    elo = np.empty((E, 3))
+    ehi = np.empty((E, 3))
+    eql = np.empty((E, 3))
+    ereach = 0.0
+    for e in range(E):
+        a = edges[e, 0]
+        b = edges[e, 1]
+        for k in range(3):
+            elo[e, k] = min(lo[a, k], lo[b, k])
+            ehi[e, k] = max(hi[a, k], hi[b, k])
+            ereach = max(ereach, ehi[e, k] - elo[e, k])
+    for e in range(E):
+        for k in range(3):
+            eql[e, k] = elo[e, k] - ereach
+    eorder, ekey, estart, eend = _grid(elo, origin, cell, dims)
+    ec = np.zeros(E + 1, np.int64)
+    for e in prange(E):
+        ec[e + 1] = _scan_edges(e, eql[e], ehi[e], False, dummy, 0, eorder, ekey, estart, eend,
+                                origin, cell, dims, elo, ehi, edges, edge_thick, group,
+                                inv_mass, x0, self_group, disabled)
+    for e in range(E):
+        ec[e + 1] += ec[e]
+    ee_a = np.empty(ec[E], np.int64)
+    ee_b = np.empty(ec[E], np.int64)
+    for e in prange(E):
+        _scan_edges(e, eql[e], ehi[e], True, ee_b, ec[e], eorder, ekey, estart, eend, origin,
+                    cell, dims, elo, ehi, edges, edge_thick, group, inv_mass, x0, self_group,
+                    disabled)
+        for m in range(ec[e], ec[e + 1]):
+            ee_a[m] = e
+    return pp_i, pp_j, vt_v, vt_t, ee_a, ee_b
+
+
+@njit(cache=True)
+def _friction_step(r0, r1, r2, m0, m1, m2, pen, mu, W, allowance):
+    """collision/bodies._friction_step for one contact: g and the lift."""
+    into = -(r0 * m0 + r1 * m1 + r2 * m2)
+    c = min(pen, max(into + allowance, 0.0))
+    lift = c - min(c, max(into, 0.0))
+    r0 = r0 + m0 * c
+    r1 = r1 + m1 * c
+    r2 = r2 + m2 * c
+    pen = c
+    rn = r0 * m0 + r1 * m1 + r2 * m2
+    t0 = r0 - m0 * rn
+    t1 = r1 - m1 * rn
+    t2 = r2 - m2 * rn
+    tl = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+    take = min(mu * pen, tl)
+    scale = 0.0
+    if tl > 1e-300:
+        scale = take / tl
+    return ((m0 * pen - t0 * scale) / W, (m1 * pen - t1 * scale) / W,
+            (m2 * pen - t2 * scale) / W, m0 * lift / W, m1 * lift / W, m2 * lift / W)
+
+
+@njit(cache=True)
+def _solve_tri(X, Xp, k, v, a, b, c, s, D, mu, inv_mass, allowance, dx, dl, active):
+    e00 = X[0, b] - X[0, a]
+    e01 = X[1, b] - X[1, a]
+    e02 = X[2, b] - X[2, a]
+    e10 = X[0, c] - X[0, a]
+    e11 = X[1, c] - X[1, a]
+    e12 = X[2, c] - X[2, a]
+    nx = e01 * e12 - e02 * e11
+    ny = e02 * e10 - e00 * e12
+    nz = e00 * e11 - e01 * e10
+    ln2 = nx * nx + ny * ny + nz * nz
+    if not (ln2 > _DEGENERATE):
+        return
+    ln = np.sqrt(ln2)
+    nx = nx / ln
+    ny = ny / ln
+    nz = nz / ln
+    d0 = X[0, v] - X[0, a]
+    d1 = X[1, v] - X[1, a]
+    d2 = X[2, v] - X[2, a]
+    d00 = e00 * e00 + e01 * e01 + e02 * e02
+    d01 = e00 * e10 + e01 * e11 + e02 * e12
+    d11 = e10 * e10 + e11 * e11 + e12 * e12
+    d20 = d0 * e00 + d1 * e01 + d2 * e02
+    d21 = d0 * e10 + d1 * e11 + d2 * e12
+    den = d00 * d11 - d01 * d01
+    bb = (d11 * d20 - d01 * d21) / den
+    bc = (d00 * d21 - d01 * d20) / den
+    ba = 1.0 - bb - bc
+    if not (ba >= -_TOL and bb >= -_TOL and bc >= -_TOL):
+        return
+    mx = s * nx
+    my = s * ny
+    mz = s * nz
+    dn = d0 * mx + d1 * my + d2 * mz
+    pen = D - dn
+    wv = inv_mass[v]
+    wa = inv_mass[a]
+    wb = inv_mass[b]
+    wc = inv_mass[c]
+    W = wv + ba * ba * wa + bb * bb * wb + bc * bc * wc
+    if not (pen > _ACTIVE and W > 0):
+        return
+    r0 = (X[0, v] - Xp[0, v]) - (ba * (X[0, a] - Xp[0, a]) + bb * (X[0, b] - Xp[0, b])
+                                 + bc * (X[0, c] - Xp[0, c]))
+    r1 = (X[1, v] - Xp[1, v]) - (ba * (X[1, a] - Xp[1, a]) + bb * (X[1, b] - Xp[1, b])
+                                 + bc * (X[1, c] - Xp[1, c]))
+    r2 = (X[2, v] - Xp[2, v]) - (ba * (X[2, a] - Xp[2, a]) + bb * (X[2, b] - Xp[2, b])
+                                 + bc * (X[2, c] - Xp[2, c]))
+    g0, g1, g2, l0, l1, l2 = _friction_step(r0, r1, r2, mx, my, mz, pen, mu, W, allowance)
+    fa = -(ba * wa)
+    fb = -(bb * wb)
+    fc = -(bc * wc)
+    dl[4 * k, 0] = wv * l0
+    dl[4 * k, 1] = wv * l1
+    dl[4 * k, 2] = wv * l2
+    dl[4 * k + 1, 0] = fa * l0
+    dl[4 * k + 1, 1] = fa * l1
+    dl[4 * k + 1, 2] = fa * l2
+    dl[4 * k + 2, 0] = fb * l0
+    dl[4 * k + 2, 1] = fb * l1
+    dl[4 * k + 2, 2] = fb * l2
+    dl[4 * k + 3, 0] = fc * l0
+    dl[4 * k + 3, 1] = fc * l1
+    dl[4 * k + 3, 2] = fc * l2
+    dx[4 * k, 0] = wv * g0
+    dx[4 * k, 1] = wv * g1
+    dx[4 * k, 2] = wv * g2
+    dx[4 * k + 1, 0] = fa * g0
+    dx[4 * k + 1, 1] = fa * g1
+    dx[4 * k + 1, 2] = fa * g2
+    dx[4 * k + 2, 0] = fb * g0
+    dx[4 * k + 2, 1] = fb * g1
+    dx[4 * k + 2, 2] = fb * g2
+    dx[4 * k + 3, 0] = fc * g0
+    dx[4 * k + 3, 1] = fc * g1
+    dx[4 * k + 3, 2] = fc * g2
+    for j in range(4):
+        active[4 * k + j] = True
+
+
+@njit(cache=True)
+def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, inv_mass, allowance, dx, dl, active):
+    """collision/bodies._solve_edges for one contact."""
+    d10 = X[0, q] - X[0, p]
+    d11 = X[1, q] - X[1, p]
+    d12 = X[2, q] - X[2, p]
+    d20 = X[0, w] - X[0, u]
+    d21 = X[1, w] - X[1, u]
+    d22 = X[2, w] - X[2, u]
+    r0 = X[0, p] - X[0, u]
+    r1 = X[1, p] - X[1, u]
+    r2 = X[2, p] - X[2, u]
+    a = d10 * d10 + d11 * d11 + d12 * d12
+    e = d20 * d20 + d21 * d21 + d22 * d22
+    b = d10 * d20 + d11 * d21 + d12 * d22
+    c = d10 * r0 + d11 * r1 + d12 * r2
+    f = d20 * r0 + d21 * r1 + d22 * r2
+    nx = d11 * d22 - d12 * d21
+    ny = d12 * d20 - d10 * d22
+    nz = d10 * d21 - d11 * d20
+    ln2 = nx * nx + ny * ny + nz * nz
+    if not (ln2 > _PARALLEL * (a * e)):
+        return
+    den = a * e - b * b
+    ln = np.sqrt(ln2)
+    sp = (b * f - c * e) / den
+    tp = (a * f - b * c) / den
+    if not (sp >= 0.0 and sp <= 1.0 and tp >= 0.0 and tp <= 1.0):
+        return
+    m0 = side * (nx / ln)
+    m1 = side * (ny / ln)
+    m2 = side * (nz / ln)
+    dn = ((r0 + sp * d10) - tp * d20) * m0 + ((r1 + sp * d11) - tp * d21) * m1 \
+        + ((r2 + sp * d12) - tp * d22) * m2
+    pen = D - dn
+    c0 = 1.0 - sp
+    c1 = sp
+    c2 = -(1.0 - tp)
+    c3 = -tp
+    w0 = inv_mass[p]
+    w1 = inv_mass[q]
+    w2 = inv_mass[u]
+    w3 = inv_mass[w]
+    W = c0 * c0 * w0 + c1 * c1 * w1 + c2 * c2 * w2 + c3 * c3 * w3
+    if not (pen > _ACTIVE and W > 0):
+        return
+    u0 = (c0 * (X[0, p] - Xp[0, p]) + c1 * (X[0, q] - Xp[0, q])) \
+        + (c2 * (X[0, u] - Xp[0, u]) + c3 * (X[0, w] - Xp[0, w]))
+    u1 = (c0 * (X[1, p] - Xp[1, p]) + c1 * (X[1, q] - Xp[1, q])) \
+        + (c2 * (X[1, u] - Xp[1, u]) + c3 * (X[1, w] - Xp[1, w]))
+    u2 = (c0 * (X[2, p] - Xp[2, p]) + c1 * (X[2, q] - Xp[2, q])) \
+        + (c2 * (X[2, u] - Xp[2, u]) + c3 * (X[2, w] - Xp[2, w]))
+    g0, g1, g2, l0, l1, l2 = _friction_step(u0, u1, u2, m0, m1, m2, pen, mu, W, allowance)
+    fs = (c0 * w0, c1 * w1, c2 * w2, c3 * w3)
+    for j in range(4):
+        fj = fs[j]
+        dx[4 * k + j, 0] = fj * g0
+        dx[4 * k + j, 1] = fj * g1
+        dx[4 * k + j, 2] = fj * g2
+        dl[4 * k + j, 0] = fj * l0
+        dl[4 * k + j, 1] = fj * l1
+        dl[4 * k + j, 2] = fj * l2
+        active[4 * k + j] = True
+
+
+@njit(cache=True)
+def _solve_pair(X, Xp, k, i, j, D, mu, jit, inv_mass, allowance, dx, dl, active):
+    d0 = X[0, i] - X[0, j]
+    d1 = X[1, i] - X[1, j]
+    d2 = X[2, i] - X[2, j]
+    l2 = d0 * d0 + d1 * d1 + d2 * d2
+    ln = np.sqrt(l2)
+    if ln > 1e-12:
+        m0 = d0 / ln
+        m1 = d1 / ln
+        m2 = d2 / ln
+    else:
+        m0 = jit[k, 0]
+        m1 = jit[k, 1]
+        m2 = jit[k, 2]
+    pen = D - ln
+    wi = inv_mass[i]
+    wj = inv_mass[j]
+    W = wi + wj
+    if not (pen > _ACTIVE and W > 0):
+        return
+    r0 = (X[0, i] - Xp[0, i]) - (X[0, j] - Xp[0, j])
+    r1 = (X[1, i] - Xp[1, i]) - (X[1, j] - Xp[1, j])
+    r2 = (X[2, i] - Xp[2, i]) - (X[2, j] - Xp[2, j])
+    g0, g1, g2, l0, l1, l2 = _friction_step(r0, r1, r2, m0, m1, m2, pen, mu, W, allowance)
+    dl[4 * k, 0] = wi * l0
+    dl[4 * k, 1] = wi * l1
+    dl[4 * k, 2] = wi * l2
+    dl[4 * k + 1, 0] = -wj * l0
+    dl[4 * k + 1, 1] = -wj * l1
+    dl[4 * k + 1, 2] = -wj * l2
+    dx[4 * k, 0] = wi * g0
+    dx[4 * k, 1] = wi * g1
+    dx[4 * k, 2] = wi * g2
+    dx[4 * k + 1, 0] = -wj * g0
+    dx[4 * k + 1, 1] = -wj * g1
+    dx[4 * k + 1, 2] = -wj * g2
+    active[4 * k] = True
+    active[4 * k + 1] = True
+
+
+@njit(cache=True, parallel=True)
+def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl,
+                 active, g_particle, g_start, g_slot, touched):
+    K = c_idx.shape[0]
+    for k in prange(K):                                  # pass 1: each contact's own rows
+        for j in range(4):
+            active[4 * k + j] = False
+            for a in range(3):
+                dx[4 * k + j, a] = 0.0
+                dl[4 * k + j, a] = 0.0
+        if c_kind[k] == 2:
+            _solve_edges(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_idx[k, 2], c_idx[k, 3],
+                         c_side[k], c_dist[k], c_mu[k], inv_mass, allowance, dx, dl, active)
+        elif c_kind[k] == 1:
+            _solve_tri(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_idx[k, 2], c_idx[k, 3], c_side[k],
+                       c_dist[k], c_mu[k], inv_mass, allowance, dx, dl, active)
+        else:
+            _solve_pair(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_dist[k], c_mu[k], c_jit,
+                        inv_mass, allowance, dx, dl, active)
+    for q in prange(g_particle.shape[0]):               # pass 2: each particle's own column
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        p0 = 0.0
+        p1 = 0.0
+        p2 = 0.0
+        cnt = 0.0
+        for e in range(g_start[q], g_start[q + 1]):
+            sl = g_slot[e]
+            s0 += dx[sl, 0]
+            s1 += dx[sl, 1]
+            s2 += dx[sl, 2]
+            p0 += dl[sl, 0]
+            p1 += dl[sl, 1]
+            p2 += dl[sl, 2]
+            if active[sl]:
+                cnt += 1.0
+        if cnt > 0:
+            p = g_particle[q]
+            X[0, p] = X[0, p] + s0 / cnt
+            X[1, p] = X[1, p] + s1 / cnt
+            X[2, p] = X[2, p] + s2 / cnt
+            Xp[0, p] = Xp[0, p] + p0 / cnt
+            Xp[1, p] = Xp[1, p] + p1 / cnt
+            Xp[2, p] = Xp[2, p] + p2 / cnt
+            touched[p] = True

@@ -1,0 +1,274 @@
+"""Contact between simulated bodies and cloth self-collision (solver/collision/bodies.py).
+
+Every test runs on both backends (the ``backend`` fixture) and checks the physics against
+numbers: resting heights against the contact distance, layers against their sides, a stack
+against its geometry, the friction threshold against tan(angle) = mu, momentum against its
+initial value. Each fails when body contact is broken (bodies pass through each other, the side
+memory is lost, friction is not relative, or the flag is ignored).
+"""
+
+import numpy as np
+import pytest
+
+from solver import Builder, Simulation, backend as _backend
+
+BACKENDS = ["numpy"] + (["numba"] if _backend.numba_kernels() is not None else [])
+CUBE = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+QUADS = np.array([[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4],
+                  [1, 5, 7, 3]])
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    return request.param
+
+
+def _grid(n, size=1.0, z=0.0):
+    u, v = np.meshgrid(np.linspace(-size / 2, size / 2, n), np.linspace(-size / 2, size / 2, n))
+    x = np.column_stack([u.ravel(), v.ravel(), np.full(n * n, z)])
+    idx = np.arange(n * n).reshape(n, n)
+    return x, np.stack([idx[:-1, :-1], idx[:-1, 1:], idx[1:, 1:], idx[1:, :-1]],
+                       -1).reshape(-1, 4)
+
+
+def _rz(a):
+    c, s = np.cos(a), np.sin(a)
+    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]])
+
+
+def _box(b, centre, half, rot=np.eye(3), mass=1.0, friction=0.5, pinned=False):
+    ids = b.add_particles((CUBE * half) @ rot.T + centre, mass=mass / 8, friction=friction)
+    if pinned:
+        b.pin(ids)
+        b.add_contact_surface(ids[QUADS])
+    else:
+        b.add_shape_match(ids, surface=ids[QUADS])
+    return ids
+
+
+def test_particle_rests_on_a_triangle_at_both_radii(backend):
+    b = Builder()
+    tri = b.add_particles([[-1, -1, 0], [1, -1, 0], [0, 1.5, 0]], radius=0.01)
+    b.pin(tri)
+    b.add_contact_surface([[0, 1, 2]])
+    p = b.add_particles([[0.1, 0.0, 0.3]], radius=0.02)
+    sim = Simulation(b.build(), backend=backend)
+    for _ in range(48):
+        sim.step(1 / 24)
+    assert sim.x[p[0], 2] == pytest.approx(0.03, abs=1e-4)       # r_v + r_tri
+    assert abs(sim.v[p[0], 2]) < 1e-3
+
+
+def test_same_group_and_disabled_groups_do_not_collide(backend):
+    """A small triangle dropped on a pinned one: one cloth (one group) passes through unless it
+    self-collides; two cloths collide unless disable_collision."""
+    x = np.array([[-1, -1, 0], [1, -1, 0], [0, 1.5, 0],
+                  [0, 0, 0.3], [0.2, 0, 0.3], [0, 0.2, 0.3]])
+    for case in ("one cloth", "self collision", "two cloths", "disabled"):
+        b = Builder()
+        if case in ("one cloth", "self collision"):
+            ids = b.add_cloth(x, [[0, 1, 2], [3, 4, 5]], radius=0.01,
+                              self_collision=case == "self collision")
+            low, top = ids[:3], ids[3:]
+        else:
+            low = b.add_cloth(x[:3], [[0, 1, 2]], radius=0.01)
+            top = b.add_cloth(x[3:], [[0, 1, 2]], radius=0.01)
+            if case == "disabled":
+                b.disable_collision(low, top)
+        b.pin(low)
+        sim = Simulation(b.build(), backend=backend)
+        for _ in range(24):
+            sim.step(1 / 24)
+        if case in ("self collision", "two cloths"):
+            assert sim.x[top, 2] == pytest.approx(0.02, abs=1e-3), case
+        else:
+            assert sim.x[top, 2].max() < -0.5, case
+
+
+def _two_cloths(n=12, gap=0.05, thick=0.01):
+    b = Builder()
+    x, f = _grid(n, 1.0, 0.02)
+    lower = b.add_cloth(x, f, radius=thick)
+    upper = b.add_cloth(x + [0.013, 0.007, gap], f, radius=thick)
+    b.add_collider("plane", thickness=0.0)
+    return b, lower, upper
+
+
+def _layer_height(x, lower, n, pts):
+    """Height of the lower layer (a grid) under points pts (k, 2), bilinear per cell."""
+    g = x[lower].reshape(n, n, 3)
+    u = np.clip((pts[:, 0] + 0.5) * (n - 1), 0, n - 1 - 1e-9)
+    v = np.clip((pts[:, 1] + 0.5) * (n - 1), 0, n - 1 - 1e-9)
+    i, j = u.astype(int), v.astype(int)
+    fu, fv = u - i, v - j
+    z = g[:, :, 2]
+    return ((1 - fu) * (1 - fv) * z[j, i] + fu * (1 - fv) * z[j, i + 1]
+            + (1 - fu) * fv * z[j + 1, i] + fu * fv * z[j + 1, i + 1])
+
+
+def test_two_cloths_never_cross_and_rest_a_thickness_apart(backend):
+    n, thick = 12, 0.01
+    b, lower, upper = _two_cloths(n, thick=thick)
+    sim = Simulation(b.build(), backend=backend)
+    inner = np.abs(sim.x[upper, :2]).max(axis=1) < 0.45
+    for _ in range(36):
+        sim.step(1 / 24)
+        x = sim.x
+        gap = x[upper[inner], 2] - _layer_height(x, lower, n, x[upper[inner], :2])
+        assert gap.min() > 0.0                       # never on the other side
+    assert np.median(gap) == pytest.approx(2 * thick, abs=0.004)   # r_v + r_tri
+
+
+def _folded_strip(self_collision, n=10, gap=0.06, thick=0.01):
+    """A strip folded over itself: the lower half pinned flat at z = 0, the upper half above
+    it; the upper half falls onto the lower one."""
+    L, W = 0.5, 0.3
+    u = np.linspace(0, 2 * L, 2 * n + 1)
+    w = np.linspace(-W / 2, W / 2, 5)
+    U, V = np.meshgrid(u, w, indexing="ij")
+    x = np.column_stack([np.where(U <= L, U, 2 * L - U).ravel(), V.ravel(),
+                         np.where(U <= L, 0.0, gap).ravel()])
+    idx = np.arange(x.shape[0]).reshape(U.shape)
+    faces = np.stack([idx[:-1, :-1], idx[1:, :-1], idx[1:, 1:], idx[:-1, 1:]], -1).reshape(-1, 4)
+    b = Builder()
+    ids = b.add_cloth(x, faces, radius=thick, self_collision=self_collision, bend_compliance=1.0)
+    low = U.ravel() <= L + 1e-9
+    b.pin(ids[low])
+    return b, ids[~low]
+
+
+def test_folded_cloth_self_collision_flag(backend):
+    for flag in (True, False):
+        b, top = _folded_strip(flag)
+        sim = Simulation(b.build(), backend=backend)
+        lowest = np.inf
+        for _ in range(24):
+            sim.step(1 / 24)
+            lowest = min(lowest, sim.x[top, 2].min())
+        if flag:
+            assert lowest > 0.0                      # never through the lower half
+            assert sim.x[top, 2].min() == pytest.approx(0.02, abs=0.005)
+        else:
+            assert lowest < -0.05                    # without the flag it falls through
+
+
+def _stack(k=4, half=0.5, perturb=True):
+    b = Builder()
+    for i in range(k):
+        rot = _rz(0.15 * i) if perturb else np.eye(3)
+        shift = [0.05 * (-1) ** i, 0.025 * i, 0] if perturb else [0, 0, 0]
+        _box(b, np.array(shift) + [0, 0, half * (2 * i + 1) + 0.01 * (i + 1)], half, rot)
+    b.add_collider("plane")
+    return b
+
+
+@pytest.mark.parametrize("perturb", [False, True])
+def test_four_cubes_stack_and_stay_stacked(backend, perturb):
+    half = 0.5
+    sim = Simulation(_stack(4, half, perturb).build(), backend=backend)
+    for _ in range(48):
+        sim.step(1 / 24)
+    at_2s = sim.x.reshape(4, 8, 3).mean(axis=1)
+    for _ in range(24):                              # 3 s
+        sim.step(1 / 24)
+    x = sim.x.reshape(4, 8, 3)
+    centre = x.mean(axis=1)
+    assert centre[:, 2] == pytest.approx(half * np.array([1, 3, 5, 7]), abs=1e-3)
+    up = x[:, [1, 3, 5, 7]].mean(axis=1) - x[:, [0, 2, 4, 6]].mean(axis=1)
+    tilt = np.degrees(np.arccos(up[:, 2] / np.linalg.norm(up, axis=1)))
+    assert tilt.max() < 1.0
+    assert np.abs(centre - at_2s).max() < 1e-3       # at rest: no creep over the last second
+
+
+@pytest.mark.parametrize("angle_deg", [20.0, 30.0])
+def test_friction_threshold_box_on_a_tilted_slab(backend, angle_deg):
+    """A box on a tilted (pinned) rigid slab: it stays iff tan(angle) <= mu = 0.5."""
+    a = np.radians(angle_deg)
+    rot = np.array([[1, 0, 0], [0, np.cos(a), -np.sin(a)], [0, np.sin(a), np.cos(a)]])
+    b = Builder()
+    _box(b, np.zeros(3), np.array([1.0, 1.0, 0.05]), rot, pinned=True)
+    normal = rot @ [0, 0, 1.0]
+    box = _box(b, normal * (0.05 + 0.1 + 0.002), 0.1, rot)
+    sim = Simulation(b.build(), backend=backend)
+    start = sim.x[box].mean(axis=0)
+    for _ in range(24):
+        sim.step(1 / 24)
+    moved = np.linalg.norm(sim.x[box].mean(axis=0) - start)
+    if np.tan(a) < 0.5:
+        assert moved < 0.005
+    else:
+        # sliding: (sin - mu cos) g t^2 / 2 after 1 s, within the first frames' settling
+        expect = (np.sin(a) - 0.5 * np.cos(a)) * 9.81 / 2
+        assert moved == pytest.approx(expect, rel=0.25)
+
+
+def test_momentum_is_conserved_in_a_free_collision(backend):
+    b = Builder()
+    p = b.add_particles([[0.0, 0.0, 0.0], [1.0, 0.05, 0.0]], mass=[1.0, 3.0], radius=0.1)
+    sim = Simulation(b.build(), gravity=(0, 0, 0), air_drag=0.0, backend=backend)
+    sim.set_velocities(p, [[2.0, 0, 0], [-1.0, 0, 0]])
+    m = np.array([1.0, 3.0])
+    before = (m[:, None] * sim.v).sum(axis=0)
+    for _ in range(24):
+        sim.step(1 / 24)
+    after = (m[:, None] * sim.v).sum(axis=0)
+    assert np.linalg.norm(sim.x[0] - sim.x[1]) >= 0.2 - 1e-9   # they met and separated
+    assert after == pytest.approx(before, abs=1e-9)
+
+
+def test_coincident_particles_separate_deterministically(backend):
+    def run():
+        b = Builder()
+        b.add_particles([[0.0, 0.0, 0.0]], radius=0.05)
+        b.add_particles([[0.0, 0.0, 0.0]], radius=0.05)
+        sim = Simulation(b.build(), gravity=(0, 0, 0), air_drag=0.0, backend=backend)
+        for _ in range(24):
+            sim.step(1 / 24)
+        return sim.x.copy()
+    a, c = run(), run()
+    assert np.linalg.norm(a[0] - a[1]) == pytest.approx(0.1, abs=1e-6)
+    assert np.array_equal(a, c)
+
+
+def test_far_apart_bodies_skip_the_stage(backend):
+    b = Builder()
+    _box(b, np.array([0, 0, 1.0]), 0.5)
+    _box(b, np.array([5, 0, 1.0]), 0.5)
+    sim = Simulation(b.build(), backend=backend)
+    sim.step(1 / 24)
+    assert len(sim.contacts.body_idx) == 0
+
+
+def test_rerun_and_resume_are_bit_identical(backend):
+    b, _, _ = _two_cloths(8)
+    model = b.build()
+    a = Simulation(model, backend=backend)
+    for _ in range(12):
+        a.step(1 / 24)
+    saved = a.get_state()
+    for _ in range(12):
+        a.step(1 / 24)
+    c = Simulation(model, backend=backend)
+    c.set_state(saved)
+    for _ in range(12):
+        c.step(1 / 24)
+    d = Simulation(model, backend=backend)
+    for _ in range(24):
+        d.step(1 / 24)
+    assert np.array_equal(a.x, c.x) and np.array_equal(a.x, d.x)
+    assert np.array_equal(a.v, c.v)
+
+
+def test_builder_groups_and_bad_input():
+    b = Builder()
+    a = b.add_particles(np.random.default_rng(0).random((8, 3)))
+    c = b.add_particles(np.random.default_rng(1).random((8, 3)) + 2)
+    assert b.particle_group(a)[0] != b.particle_group(c)[0]
+    body = b.add_shape_match(np.r_[a, c])
+    assert body == 0 and len(set(b.particle_group(np.r_[a, c]))) == 1
+    with pytest.raises(ValueError, match="friction"):
+        b.add_particles([[0, 0, 0]], friction=-1)
+    with pytest.raises(ValueError, match="closed"):
+        b.add_contact_surface([[0, 1, 2]], solid=True)
+    m = b.build()
+    assert m.particle_group.shape == (16,) and m.contact_tris.shape == (0, 3)
