@@ -181,10 +181,11 @@ def _unit(m):
     return r / np.linalg.norm(r, axis=0)
 
 
-def fit_radii(obj, names, meshes, rest_world):
+def fit_radii(obj, names, meshes):
     """(k,) capsule radii [m] from the skinned meshes' vertices weighted to each bone (module
-    docstring), and the names of the bones that took their envelope radii. rest_world:
-    {bone: (4, 4) world matrix of the bone in the REST pose} (vertices are bound there)."""
+    docstring), and the names of the bones that took their envelope radii. Measured as the
+    Armature modifier binds them: the mesh's vertices in the armature's space against the bones'
+    rest (Bone.matrix_local), then scaled by the armature object's (uniform) scale."""
     radii = np.zeros(len(names))
     dist = {n: [] for n in names}
     weight = {n: [] for n in names}
@@ -195,7 +196,8 @@ def fit_radii(obj, names, meshes, rest_world):
             continue
         co = np.empty(n * 3, dtype=np.float32)
         me.vertices.foreach_get("co", co)
-        mw = np.array(mesh_obj.matrix_world, dtype=np.float64)
+        mw = np.linalg.inv(np.array(obj.matrix_world, dtype=np.float64)) @ \
+            np.array(mesh_obj.matrix_world, dtype=np.float64)
         x = co.reshape(-1, 3).astype(np.float64) @ mw[:3, :3].T + mw[:3, 3]
         groups = {g.index: g.name for g in mesh_obj.vertex_groups if g.name in dist}
         if not groups:
@@ -212,10 +214,8 @@ def fit_radii(obj, names, meshes, rest_world):
             sel = gi == index
             if not sel.any():
                 continue
-            m = rest_world[name]
-            head = m[:3, 3]
-            tail = head + m[:3, 1] / np.linalg.norm(m[:3, 1]) * obj.data.bones[name].length \
-                * np.linalg.norm(np.array(obj.matrix_world)[:3, 0])
+            bone = obj.data.bones[name]
+            head, tail = np.array(bone.head_local), np.array(bone.tail_local)
             p = x[vi[sel]]
             d = tail - head
             t = np.clip((p - head) @ d / max(d @ d, 1e-18), 0.0, 1.0)
@@ -228,7 +228,7 @@ def fit_radii(obj, names, meshes, rest_world):
             d, w = np.concatenate(dist[name]), np.concatenate(weight[name])
             order = np.argsort(d)
             cw = np.cumsum(w[order])
-            radii[k] = d[order][np.searchsorted(cw, RADIUS_PERCENTILE / 100.0 * cw[-1])]
+            radii[k] = d[order][np.searchsorted(cw, RADIUS_PERCENTILE / 100.0 * cw[-1])] * scale
         else:
             bone = obj.data.bones[name]
             radii[k] = 0.5 * (bone.head_radius + bone.tail_radius) * scale

@@ -75,7 +75,7 @@ def remember_rest(obj):
     rest = obj.get(ragdoll.REST_POSE_KEY) or {}
     for n in names:
         here = _basis_of(obj, n).ravel()
-        if n in rest and (n not in shown or np.allclose(here, shown[n], rtol=0, atol=1e-6)):
+        if n in rest and n in shown and np.allclose(here, shown[n], rtol=0, atol=1e-6):
             obj.pose.bones[n].matrix_basis = _matrix(np.reshape(rest[n], (4, 4)))
     obj[ragdoll.REST_POSE_KEY] = {n: _basis_of(obj, n).ravel().tolist() for n in names}
 
@@ -107,8 +107,14 @@ def show(obj, header_bones, world):
     if len(names) != len(header_bones):
         return
     b = bases(obj, names, world)
+    index = set(names)
     for n in names:
-        obj.pose.bones[n].matrix_basis = _matrix(b[n])
+        m = b[n]
+        if ragdoll.deform_parent(obj, n, index) is not None:
+            # a bone below the root turns about its joint: its location stays (the joint's gap,
+            # under 2 mm, is not shown), as bake_bones keys rotations only for it
+            m[:3, 3] = _basis_of(obj, n)[:3, 3]
+        obj.pose.bones[n].matrix_basis = _matrix(m)
     obj[ragdoll.SHOWN_POSE_KEY] = {n: _basis_of(obj, n).ravel().tolist() for n in names}
 
 

@@ -72,7 +72,7 @@ class RagdollBody:
         limits = {n: ragdoll.joint_limits(obj.pose.bones[n], obj.name) for n in names}
         pinned = ragdoll.pin_bones(obj, names)
         meshes = ragdoll.skinned_meshes(obj, scene)
-        radii, envelope = ragdoll.fit_radii(obj, names, meshes, ragdoll.rest_pose(obj, names))
+        radii, envelope = ragdoll.fit_radii(obj, names, meshes)
         if not meshes:
             warnings.append((obj.name, f"{obj.name}: no mesh is skinned to this armature (an "
                              "Armature modifier pointing at it); the capsules take the bones' "
@@ -222,14 +222,13 @@ class RagdollBody:
             self._drive = strength
 
     def _targets(self, pose):
-        """(j, 3, 3) the animated rotation of each joint's child relative to its parent, from
-        the build pose's: what pose matching drives the joint toward."""
+        """(j, 3, 3) drive targets (Simulation.set_joint_targets): R_a^T R_b of the animated
+        pose, R = each body's rotation from its build pose (R_now R_build^T, world)."""
         r = np.stack([ragdoll._unit(m) for m in pose])
         r0 = np.stack([ragdoll._unit(m) for m in self.world0])
+        turn = np.einsum("kab,kcb->kac", r, r0)                 # R_now R_build^T per bone
         c, p = self.joint_child, self.joint_parent
-        rel = np.einsum("jba,jbc->jac", r[p], r[c])             # R_p^T R_c now
-        rel0 = np.einsum("jba,jbc->jac", r0[p], r0[c])          # at the build
-        return np.einsum("jab,jcb->jac", rel, rel0)             # from the build pose
+        return np.einsum("jba,jbc->jac", turn[p], turn[c])      # R_a^T R_b
 
     def result(self, sim):
         """(k, 4, 4) float64 world matrices of the simulated bones."""

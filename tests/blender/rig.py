@@ -110,6 +110,7 @@ def skin(rig, name="Body", segments=8, rings=4):
     bm.free()
     body = bpy.data.objects.new(name, me)
     bpy.context.scene.collection.objects.link(body)
+    bpy.context.view_layer.update()
     body.matrix_world = rig.matrix_world.copy()
     for bname, verts in groups:
         body.vertex_groups.new(name=bname).add(verts, 1.0, "REPLACE")
