@@ -48,6 +48,7 @@ def _apply_threads():
 
 
 KERNEL_SOURCES = ("kernels/compiled.py", "kernels/compiled_contact.py", "kernels/compiled_loop.py",
+                  "kernels/compiled_joints.py",
                   "kernels/build.py")
 
 

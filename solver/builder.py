@@ -16,6 +16,7 @@ from .geometry import fan_triangles, polygon_areas, signed_volume
 from .mesh import cloth_topology, normalize_faces
 from .strands import FRAME_MASS_FRACTION, edge_frames, joints
 from .model import STICK_KINDS, STICK_SOURCES, Model
+from .bodies import JointBuilder
 
 # default cloth areal density [kg/m^2]: a light cotton (Blender's default vertex mass is 0.3 kg
 # per vertex whatever the resolution; a density keeps the cloth's weight independent of it)
@@ -102,7 +103,7 @@ def _scalar(value, name, lo=0.0, hi=np.inf):
     return v
 
 
-class Builder:
+class Builder(JointBuilder):
     """Collects a scene; ``build()`` returns the Model a Simulation runs."""
 
     def __init__(self):
@@ -443,7 +444,10 @@ class Builder:
             shape_start = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
             shape_comp = np.array([c[1] for c in clusters])
             shape_damp = np.array([c[2] for c in clusters])
+            body_cluster = np.empty(len(corder), np.int64)
+            body_cluster[corder] = np.arange(len(corder))   # add_shape_match id -> model cluster
         else:
+            body_cluster, centre = np.zeros(0, np.int64), np.zeros((0, 3))
             sp, sc = np.zeros(0, np.int64), np.zeros(0, np.int64)
             rest_off, shape_start = np.zeros((0, 3)), np.zeros(1, np.int64)
             shape_comp, shape_offsets = np.zeros(0), np.zeros(1, np.int64)
@@ -483,6 +487,7 @@ class Builder:
             collider_restitution=np.array([c[5] for c in col], dtype=np.float64),
             collider_thickness=np.array([c[6] for c in col], dtype=np.float64),
             surface_tris=np.concatenate(self._surface) if self._surface else np.zeros((0, 3), np.int64),
+            **self._joint_fields(body_cluster, centre),
         )
 
 
