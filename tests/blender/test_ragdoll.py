@@ -55,7 +55,7 @@ def rig_length(name):
 
 
 def test_rig_falls_and_rests_on_the_ground_without_sinking(extension):
-    scene = scenes.set_range(1, 60, substeps=20)
+    scene = scenes.set_range(1, 60, substeps=40)
     scenes.ground()
     r, _ = rig.ragdoll(location=(0, 0, 0.4), rotation=(0.4, 0.25, 0.0))
     _bake()
@@ -65,8 +65,9 @@ def test_rig_falls_and_rests_on_the_ground_without_sinking(extension):
     seg = _segments(header, frames)
     radius = np.array([rig.BONES[n][4] for n in header["bones"]])
     lowest = seg[..., 2].min(axis=2) - radius[None, :]          # (f, k) capsule bottoms
-    assert lowest.min() > -0.01                                  # never more than 1 cm in
-    assert lowest[-1].min() < 0.02                               # and it lies on the ground
+    assert lowest.min() > -0.03                                  # landing: under 3 cm in
+    assert lowest[-20:].min() > -0.005                           # resting: under 5 mm
+    assert lowest[-1].min() < 0.01                               # and it lies on the ground
     assert seg[-1, :, :, 2].max() < 0.6                          # fallen, not standing
     moved = np.abs(frames[-1, :, :3, 3] - frames[-2, :, :3, 3]).max()
     assert moved < 2e-3                                          # at rest (< 5 cm/s)
@@ -100,7 +101,7 @@ def _hinge_angles(header, frames):
 
 
 def test_knees_and_elbows_stay_inside_their_ik_limits_tumbling_over_a_step(extension):
-    scenes.set_range(1, 48, substeps=20)
+    scenes.set_range(1, 48, substeps=40)
     scenes.ground()
     rig.stairs(n=3, rise=0.25, run=0.35, x0=-0.2)
     r, _ = rig.ragdoll(location=(0.0, 0.0, 0.9), rotation=(0.0, 1.2, 0.3))
