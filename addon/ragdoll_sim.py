@@ -7,39 +7,8 @@ import math
 
 import numpy as np
 
-from ..solver.geometry import rigid_transform
 from . import ragdoll, ragdoll_pose
 from .bridge import BridgeError
-
-
-def _capsule(b, head, tail, radius, mass, up):
-    """ids, body of one capsule (Builder.add_capsule_body)."""
-    if hasattr(b, "add_capsule_body"):
-        return b.add_capsule_body(head, tail, radius, mass=mass, up=up)
-    # STAND-IN until the solver's capsule bodies land (branch issue-joints): points along the
-    # bone with the capsule radius and two frame points, one rigid cluster
-    d = tail - head
-    n = max(2, int(np.ceil(np.linalg.norm(d) / max(radius, 1e-3))) + 1)
-    axis = d / np.linalg.norm(d)
-    side = up - (up @ axis) * axis
-    side /= np.linalg.norm(side)
-    mid = 0.5 * (head + tail)
-    x = np.vstack([head + np.linspace(0.0, 1.0, n)[:, None] * d,
-                   mid + radius * side, mid + radius * np.cross(axis, side)])
-    ids = b.add_particles(x, mass=mass / len(x), radius=np.r_[np.full(n, radius), 0.0, 0.0])
-    return ids, b.add_shape_match(ids, stiffness=1.0)
-
-
-def _joint(b, body_ids, bone_ids, x, p, k, anchor, kind, axis, limits):
-    """Builder.add_joint between bones p and k; the joint id."""
-    if hasattr(b, "add_joint"):
-        return b.add_joint(body_ids[p], body_ids[k], anchor, kind=kind, axis=axis,
-                           limits=limits)
-    # STAND-IN (see _capsule): the child's cluster again with the parent's particle nearest the
-    # anchor: a ball joint there, no limits
-    near = bone_ids[p][np.argmin(np.linalg.norm(x[bone_ids[p]] - anchor, axis=1))]
-    b.add_shape_match(np.r_[bone_ids[k], near], stiffness=1.0)
-    return -1
 
 
 def _joint_axes(r_parent, r_parent_rest, r_rest, r_pose, axis):
@@ -51,6 +20,20 @@ def _joint_axes(r_parent, r_parent_rest, r_rest, r_pose, axis):
         centre = r_parent @ (r_parent_rest.T @ r_rest)[:, 1]
         return centre / np.linalg.norm(centre), ragdoll._twist_angle(basis, 1)
     return r_pose[:, axis].copy(), ragdoll._twist_angle(basis, axis)
+
+
+_frames = {}        # {id(sim): (time, centres, rotations)}: body_frames once per step
+
+
+def _body_frames(sim):
+    """Simulation.body_frames() of this step, computed once for every ragdoll of the scene."""
+    known = _frames.get(id(sim))
+    if known is not None and known[0] == sim.time and known[3] is sim:
+        return known[1], known[2]
+    c, r = sim.body_frames()
+    _frames.clear()
+    _frames[id(sim)] = (sim.time, c, r, sim)
+    return c, r
 
 
 class RagdollBody:
@@ -95,8 +78,8 @@ class RagdollBody:
             r = ragdoll._unit(pose[n])
             head = pose[n][:3, 3]
             try:
-                ids, body = _capsule(b, head, head + r[:, 1] * length[k], float(radii[k]),
-                                     float(masses[k]), r[:, 2])
+                ids, body = b.add_capsule_body(head, head + r[:, 1] * length[k], float(radii[k]),
+                                               mass=float(masses[k]), up=r[:, 2])
             except ValueError as exc:
                 raise BridgeError(f"{obj.name}: bone '{n}': {exc}") from None
             self.body_ids.append(body)
@@ -119,8 +102,8 @@ class RagdollBody:
                 lim = (lim[0] - angle, lim[1] - angle) if kind == "hinge" else \
                     (lim[0], lim[1] - angle, lim[2] - angle)
             try:
-                j = _joint(b, self.body_ids, self.bone_ids, b._positions(), p, k,
-                           pose[n][:3, 3], kind, direction, lim)
+                j = b.add_joint(self.body_ids[p], self.body_ids[k], pose[n][:3, 3], kind=kind,
+                                axis=direction, limits=lim)
             except ValueError as exc:
                 raise BridgeError(f"{obj.name}: bone '{n}': its joint: {exc}") from None
             self.joint_ids.append(j)
@@ -145,6 +128,8 @@ class RagdollBody:
         self.sim = sim
         x = np.array(sim.x)
         self.rest = [x[ids] for ids in self.bone_ids]
+        self.body_ids = np.asarray(self.body_ids, dtype=np.int64)
+        self.centre0 = _body_frames(sim)[0][self.body_ids]         # (k, 3) at the build
 
     # ------------------------------------------------------------------ per frame
     def animated_pose(self, obj, depsgraph):
@@ -190,7 +175,7 @@ class RagdollBody:
             self._animated = animated
         if strength is not None:
             self._set_drive(strength)
-            if strength.any() and hasattr(sim, "set_joint_targets"):
+            if strength.any():
                 sim.set_joint_targets(self.joint_ids, self._targets(pose))
 
     def _soft_ids(self):
@@ -217,7 +202,7 @@ class RagdollBody:
 
     def _set_drive(self, strength):
         if self._drive is None or not np.array_equal(strength, self._drive):
-            if len(self.joint_ids) and hasattr(self.sim, "set_joint_drive"):
+            if len(self.joint_ids):
                 self.sim.set_joint_drive(self.joint_ids, strength)
             self._drive = strength
 
@@ -231,7 +216,13 @@ class RagdollBody:
         return np.einsum("jba,jbc->jac", turn[p], turn[c])      # R_a^T R_b
 
     def result(self, sim):
-        """(k, 4, 4) float64 world matrices of the simulated bones."""
-        x = np.array(sim.x)
-        return np.stack([rigid_transform(self.rest[k], x[ids]) @ self.world0[k]
-                         for k, ids in enumerate(self.bone_ids)])
+        """(k, 4, 4) float64 world matrices of the simulated bones: each body's rotation R and
+        centre c from its build pose (Simulation.body_frames, read once per step for every
+        ragdoll), x = c + R (x0 - c0), applied to the bone's build matrix."""
+        c, r = _body_frames(sim)
+        c, r = c[self.body_ids], r[self.body_ids]
+        t = np.zeros((len(c), 4, 4))
+        t[:, :3, :3] = r
+        t[:, :3, 3] = c - np.einsum("kab,kb->ka", r, self.centre0)
+        t[:, 3, 3] = 1.0
+        return t @ self.world0

@@ -367,3 +367,28 @@ def test_an_armature_without_a_skinned_mesh_takes_envelope_radii(extension):
     radii, envelope = ragdoll.fit_radii(r, names, [body])
     assert envelope == []
     np.testing.assert_allclose(radii, [rig.BONES[n][4] for n in names], rtol=1e-3)
+
+
+def test_pose_match_holds_the_animated_pose_and_a_bone_override_goes_limp(extension):
+    scenes.set_range(1, 24, substeps=40)
+    r, _ = rig.ragdoll(location=(0, 0, 1.0), pose_match=1.0)
+    col = r.data.collections.new("Root")
+    col.assign(r.data.bones["pelvis"])
+    r.verlet.pin_group = "Root"
+    r.pose.bones["upper_arm.L"]["verlet_pose_match"] = 0.0      # this shoulder: limp
+    _bake()
+    header, frames = _cache(r)
+    seg = _segments(header, frames)
+
+    def hand_drop(name):                # how far the forearm's tail fell [m]
+        k = header["bones"].index(name)
+        return seg[0, k, 1, 2] - seg[-1, k, 1, 2]
+    assert hand_drop("forearm.R") < 0.03            # held in the T pose at strength 1
+    assert hand_drop("forearm.L") > 0.3             # the overridden shoulder hangs
+    bpy.ops.verlet.free_bake("EXEC_DEFAULT")
+    r.verlet.pose_match = 0.0
+    del r.pose.bones["upper_arm.L"]["verlet_pose_match"]
+    _bake()
+    header, frames = _cache(r)
+    seg = _segments(header, frames)
+    assert hand_drop("forearm.R") > 0.3             # limp at 0

@@ -74,7 +74,7 @@ def test_every_numeric_property_is_bounded(ui):
             got = getattr(settings, p.identifier)
             assert (got[0] if p.array_length else got) == pytest.approx(p.hard_max), p.identifier
             checked += 1
-    assert checked == 19      # 10 object + 9 scene numeric settings (substeps: at most 1000)
+    assert checked == 20      # 11 object + 9 scene numeric settings (substeps: at most 1000)
     assert bpy.context.scene.verlet.substeps == 1000
 
 
