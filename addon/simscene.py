@@ -202,9 +202,9 @@ class SceneSim:
                               "armature's bones (choose another kind for it, or set Ragdoll on "
                               "the armature)")
         if obj.verlet.kind != "RAGDOLL":
-            raise BridgeError(f"{obj.name}: is an armature; an armature can only be a Ragdoll "
-                              f"(not {obj.verlet.kind.title()}): set its kind to Ragdoll, or "
-                              "simulate the mesh it deforms")
+            raise BridgeError(f"{obj.name}: is an armature object, not a mesh; an armature can "
+                              f"only be a Ragdoll (not {obj.verlet.kind.title()}): set its kind "
+                              "to Ragdoll, or simulate the mesh it deforms")
         if obj.mode == "EDIT":
             raise BridgeError(f"{obj.name}: is in Edit Mode; leave Edit Mode to simulate it")
         from .ragdoll_sim import RagdollBody

@@ -220,13 +220,15 @@ def test_poll_per_kind(ui):
 
 EXPECTED_PROPS = {
     ("PHYSICS_PT_verlet", None): ["kind"],
-    ("PHYSICS_PT_verlet_physical", "CLOTH"): ["mass", "damping", "stretch_stiffness",
-                                              "shear_stiffness", "bend_stiffness"],
-    ("PHYSICS_PT_verlet_physical", "PLANT"): ["mass", "damping", "stretch_stiffness",
-                                              "shear_stiffness", "bend_stiffness"],
-    ("PHYSICS_PT_verlet_physical", "SOFT"): ["mass", "damping", "shape_stiffness",
+    ("PHYSICS_PT_verlet_physical", "CLOTH"): ["mass", "damping", "animated",
+                                              "stretch_stiffness", "shear_stiffness",
+                                              "bend_stiffness"],
+    ("PHYSICS_PT_verlet_physical", "PLANT"): ["mass", "damping", "animated",
+                                              "stretch_stiffness", "shear_stiffness",
+                                              "bend_stiffness"],
+    ("PHYSICS_PT_verlet_physical", "SOFT"): ["mass", "damping", "animated", "shape_stiffness",
                                              "stretch_stiffness", "use_volume", "pressure"],
-    ("PHYSICS_PT_verlet_physical", "RIGID"): ["mass", "damping"],
+    ("PHYSICS_PT_verlet_physical", "RIGID"): ["mass", "damping", "animated"],
     ("PHYSICS_PT_verlet_collisions", "COLLIDER"): ["collider_shape", "thickness", "friction",
                                                    "restitution"],
     ("PHYSICS_PT_verlet_collisions", None): ["thickness", "friction", "restitution"],
@@ -257,7 +259,8 @@ def test_draw_every_panel_for_every_kind(ui):
             if pid == "PHYSICS_PT_verlet_forces":
                 assert all(e.data == bpy.context.scene.verlet for e in log if e.what == "prop")
             if pid == "PHYSICS_PT_verlet_cache":
-                assert drawn(log, "operator") == list(ALL_OPS)
+                keys = ("verlet.bake_to_keyframes",) if kind == "RIGID" else ()
+                assert drawn(log, "operator") == list(ALL_OPS[:2] + keys + ALL_OPS[2:])
                 labels = [e.name for e in log if e.what == "label"]
                 assert labels == (["Colliders follow their animation (not cached)"]
                                   if kind == "COLLIDER" else ["Not baked"]) + [KERNELS]
