@@ -138,7 +138,8 @@ class PHYSICS_PT_verlet_collisions(VerletPanel, bpy.types.Panel):
     bl_label = "Collisions"
     bl_parent_id = "PHYSICS_PT_verlet"
     bl_options = {"DEFAULT_CLOSED"}
-    kinds = SIMULATED + ("COLLIDER",)
+    # not a ragdoll's: its capsules' radii are fitted to the skin, friction is the colliders'
+    kinds = ("CLOTH", "PLANT", "SOFT", "RIGID", "COLLIDER")
 
     def draw(self, context):
         layout = split_layout(self.layout)

@@ -75,7 +75,7 @@ def placements(n):
 
 
 def stairs(width):
-    import rig
+    import ragdoll_rig as rig
     steps = rig.stairs(n=STEPS, rise=RISE, run=RUN, width=width)
     import scenes
     scenes.ground(size=max(40.0, width + 10))
@@ -84,7 +84,7 @@ def stairs(width):
 
 def rigs(n):
     """N armatures with the bones' envelope radii set to the tube radii (no skin needed)."""
-    import rig
+    import ragdoll_rig as rig
     out = []
     for i, (loc, rot) in enumerate(placements(n)):
         r = rig.armature(f"Rig{i:03d}", location=loc, rotation=rot)
@@ -99,7 +99,7 @@ def joints_of(rig_objects):
     """[(body a, body b, anchor (3,), kind, axis (3,) or None, limits, child axis (3,))] in
     world at the build, bodies numbered rig after rig in deform_bones order, plus the bones'
     (k, 4, 4) world matrices and radii."""
-    import rig as rigmod
+    import ragdoll_rig as rigmod
     from verlet_physics.addon import ragdoll
     joints, mats, radii = [], [], []
     for r in rig_objects:

@@ -28,21 +28,21 @@ BONES = {
     "thigh.R": ((-0.10, 0, 0.95), (-0.10, 0, 0.52), "pelvis", False, 0.07),
     "shin.R": ((-0.10, 0, 0.52), (-0.10, 0, 0.08), "thigh.R", True, 0.055),
 }
-HINGES = {"shin.L": "x", "shin.R": "x", "forearm.L": "z", "forearm.R": "z"}
-HINGE_RANGE = (0.0, math.radians(140))
 D = math.radians
+# hinges: (bone-local axis, (lo, hi)) as a rigger sets them: knees bend back, elbows forward
+HINGES = {"shin.L": ("x", (-D(140), 0.0)), "shin.R": ("x", (-D(140), 0.0)),
+          "forearm.L": ("x", (0.0, D(140))), "forearm.R": ("x", (0.0, D(140)))}
 
 
 def _limits(pb):
-    """IK limits: hinges (knees about X, elbows about Z), cones elsewhere."""
+    """IK limits: hinges (knees and elbows about X), cones elsewhere."""
     if pb.name in HINGES:
-        free = HINGES[pb.name]
+        free, (lo, hi) = HINGES[pb.name]
         for a in "xyz":
             setattr(pb, f"lock_ik_{a}", a != free)
         setattr(pb, f"use_ik_limit_{free}", True)
-        lo, hi = HINGE_RANGE
-        setattr(pb, f"ik_min_{free}", -hi if pb.name.startswith("forearm") else lo)
-        setattr(pb, f"ik_max_{free}", lo if pb.name.startswith("forearm") else hi)
+        setattr(pb, f"ik_min_{free}", lo)
+        setattr(pb, f"ik_max_{free}", hi)
         return
     wide = pb.name.startswith(("thigh", "upper_arm"))
     cone, twist = (D(70), D(25)) if wide else (D(25), D(15))
