@@ -16,8 +16,8 @@ File layout (little endian):
               layout ("positions" | "matrices" | "bones"); bones (the bone names, "bones")
     frames    float32, (frames, vertex_count, 3) object-space positions [m] for deforming bodies,
               or (frames, 4, 4) world matrices for rigid bodies, or (frames, bones, 4, 4) the
-              world matrices of a ragdoll's bones (vertex_count = bones): 12 bytes per vertex per frame
-              (a 10,000-vertex, 250-frame bake is 30 MB; 1M vertices over 250 frames, 3 GB)
+              world matrices of a ragdoll's bones (vertex_count = bones, layout "bones"):
+              12 bytes per vertex per frame (a 10,000-vertex, 250-frame bake is 30 MB; 1M vertices over 250 frames, 3 GB)
 
 Frames are stored uncompressed and exact: playback reads one or two frames with a seek
 (FrameReader), so its cost does not depend on the cache's length, and what plays is bit for bit

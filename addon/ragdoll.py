@@ -113,6 +113,22 @@ def topology_hash(obj):
     return h.hexdigest()[:16]
 
 
+def signature(obj):
+    """What of the armature changes a ragdoll's result beyond Object.verlet (for the settings
+    hash): per bone its deform flag, envelope radii, IK locks and limits and pose-match
+    override."""
+    out = []
+    for bone in obj.data.bones:
+        pb = obj.pose.bones.get(bone.name)
+        ik = [] if pb is None else [getattr(pb, f"{p}_{a}") for a in AXES
+                                    for p in ("use_ik_limit", "ik_min", "ik_max", "lock_ik")]
+        override = None if pb is None else pb.get(POSE_MATCH_KEY)
+        out.append([bone.name, bone.use_deform, round(bone.head_radius, 6),
+                    round(bone.tail_radius, 6), [round(float(v), 6) for v in ik],
+                    None if override is None else float(override)])
+    return out
+
+
 def check_armature(obj, pose_world, names):
     """Refuse what a rigid capsule cannot be, naming the armature and the bone."""
     m = np.array(obj.matrix_world, dtype=np.float64)[:3, :3]

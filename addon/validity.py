@@ -46,6 +46,9 @@ def settings_hash(scene):
         s = {p.identifier: _plain(getattr(obj.verlet, p.identifier), keyed,
                                   f"verlet.{p.identifier}")
              for p in obj.verlet.bl_rna.properties if p.identifier not in NOT_SETTINGS}
+        if obj.verlet.kind == "RAGDOLL" and obj.type == "ARMATURE":
+            from .ragdoll import signature      # its bones' limits, overrides and radii
+            s["rig"] = signature(obj)
         objects.append(json.dumps(s, sort_keys=True, default=str))
     data["objects"] = sorted(objects)
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -432,3 +432,15 @@ def test_the_panels_of_a_ragdoll(extension):
     r.verlet.kind = "NONE"              # an armature shows only the kind until it is a ragdoll
     assert not panels.PHYSICS_PT_verlet_physical.poll(types.SimpleNamespace(object=r))
     assert panels.PHYSICS_PT_verlet.poll(types.SimpleNamespace(object=r))
+
+
+def test_a_changed_ik_limit_marks_the_bake_outdated(extension):
+    bake, _ = _addon()
+    scene = scenes.set_range(1, 4)
+    r, _ = rig.ragdoll()
+    before = bake.settings_hash(scene)
+    r.pose.bones["shin.L"].ik_min_x = -1.0
+    assert bake.settings_hash(scene) != before
+    after = bake.settings_hash(scene)
+    r.pose.bones["chest"]["verlet_pose_match"] = 0.5
+    assert bake.settings_hash(scene) != after
