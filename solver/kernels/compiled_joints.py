@@ -263,7 +263,8 @@ def _solve_one(j, body, anchor, axis, perp, kind, swing, rng, alpha, drive_on, d
 @njit(cache=True, fastmath=False)
 def solve_joints(X, particles, rest_offset, mass, bodies, entries, entry_start, inv_mass,
                  inv_inertia, body_free, c0, R0, c, R, moved, body, anchor, axis, perp, kind,
-                 swing, rng, alpha, drive_on, drive_alpha, target, lam, order, color_offsets):
+                 swing, rng, alpha, drive_on, drive_alpha, target, lam, order, color_offsets,
+                 passes):
     """Scalar mirror of constraints/joints.solve_joints. Serial: a ragdoll has few joints, and
     joint after joint in the colour order is the NumPy kernel's result."""
     a = np.empty((3, 3))
@@ -310,10 +311,12 @@ def solve_joints(X, particles, rest_offset, mass, bodies, entries, entry_start, 
                 R0[b, i, k] = rot[i, k]
                 R[b, i, k] = rot[i, k]
     moved[:] = False
-    for g in range(color_offsets.shape[0] - 1):
-        for o in range(color_offsets[g], color_offsets[g + 1]):
-            _solve_one(order[o], body, anchor, axis, perp, kind, swing, rng, alpha, drive_on,
-                       drive_alpha, target, lam, c, R, inv_mass, inv_inertia, moved, body_free)
+    for _ in range(passes):
+        for g in range(color_offsets.shape[0] - 1):
+            for o in range(color_offsets[g], color_offsets[g + 1]):
+                _solve_one(order[o], body, anchor, axis, perp, kind, swing, rng, alpha,
+                           drive_on, drive_alpha, target, lam, c, R, inv_mass, inv_inertia,
+                           moved, body_free)
     M = np.empty((3, 3))
     for q in range(bodies.shape[0]):
         b = bodies[q]
