@@ -1,379 +1,155 @@
-"""Twelve-bone ragdolls down a flight of stairs: ours against Blender's Rigid Body World, in the
-same run (issue 12).
+"""Ragdoll benchmark, the solver side: 1, 10 and 100 twelve-bone ragdolls dropped down a flight of
+stairs (box colliders), printing ms per frame, the largest joint gap and the largest limit
+excursion over the run (Simulation.joint_error after every frame).
 
-Ours: the add-on's own path. N armatures (tests/blender/rig.py: pelvis, spine, chest, head,
-upper arms, forearms, thighs, shins; knees and elbows hinges of 0..140 deg, hips and shoulders
-70 deg cones with 25 deg twist, spine and neck 25 deg cones with 15 deg twist, all from the pose
-bones' IK limits) with kind RAGDOLL, the stairs and the ground as colliders; SceneSim is built
-once (timed apart), then every frame is frame_set + SceneSim.step_to + the bone matrices read
-back (what a bake does per frame, less writing the cache).
+A ragdoll is twelve capsule bodies (Builder.add_capsule_body: pelvis, spine, chest, head, upper
+arms, forearms, thighs, shins) joined by eleven joints with limits as a character TD sets them:
+ball joints with swing cones and twist ranges at the spine, neck, shoulders and hips, hinges at
+the elbows and knees. The ragdolls stand on the top step, tilted forward and pushed
+down the stairs, side by side. They do not collide with one another (body-body contact is a separate part).
+The comparison with Blender's Rigid Body World is made on the Blender side: ``--blender`` runs
+benchmarks/ragdolls_blender.py (the add-on's own path, armatures with kind RAGDOLL, against the
+same bones as Rigid Body World objects with Generic constraints, in the same run; needs bpy).
 
-Blender: the same bones as rigid bodies with CAPSULE shapes of the same radius, length and mass,
-joined by Generic constraints at the same anchors with the same angular limits (the child bone's
-axes; linear limits locked), as the rigid-body bone add-ons build them; the stairs PASSIVE
-boxes; Blender's defaults (10 substeps per frame, 10 solver iterations). Each frame is one
-frame_set stepping the Rigid Body World.
+Targets (issue 12): joint gaps under 2 mm, excursions under 2 degrees, 100 ragdolls under 50 ms
+per frame on the 2-core machine. Timings depend on the machine and its load: printed, never
+asserted.
 
-Both are measured the same way from the bodies' transforms since the start (measure()): the
-largest joint gap [mm] (the two bodies' copies of the anchor) and the largest limit excursion
-[deg] (how far a joint lies outside its limits, a hinge's turn off its axis included). Ours also
-prints Simulation.joint_error() as a cross-check.
-
-Differences to keep in mind: Bullet collides the ragdolls with one another and each ragdoll's
-non-adjacent bones with each other; our solver does not yet (the coupled-solver issue), so the
-ragdolls are spaced to meet rarely.
-
-    .venv/bin/python benchmarks/ragdolls.py                      # 1, 10, 100 ragdolls, 60 frames
-    .venv/bin/python benchmarks/ragdolls.py --counts 10 --frames 48
+    .venv/bin/python benchmarks/ragdolls.py                     # 1, 10, 100 ragdolls
+    .venv/bin/python benchmarks/ragdolls.py --counts 10 --frames 48 --substeps 20
+    .venv/bin/python benchmarks/ragdolls.py --blender --counts 1 10 100 --frames 60
 """
 
 import argparse
-import math
 import os
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-for p in (ROOT, os.path.join(ROOT, "scripts"), os.path.join(ROOT, "tests", "blender")):
-    if p not in sys.path:
-        sys.path.insert(0, p)
+import numpy as np
 
-import bpy  # noqa: E402
-import numpy as np  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-STEPS, RISE, RUN = 12, 0.18, 0.35
-FPS = 24
+from solver import Builder, Simulation, backend  # noqa: E402
 
+STEPS, RUN, RISE = 8, 0.35, 0.2                 # the flight of stairs [m]
+SPACING = 1.0                                   # [m] between ragdolls across the stairs
+TOP = STEPS * RISE                              # height of the top step's tread [m]
 
-_ext = []
-
-
-def setup():
-    """A fresh, empty Blender session with the extension registered."""
-    from extension_loader import load_extension
-    if _ext:
-        _ext.pop().unregister()
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    ext = load_extension()
-    ext.register()
-    _ext.append(ext)
-    return ext
-
-
-def placements(n):
-    """(location, rotation) of ragdoll i: rows of 10 across the stairs, 2 m apart, further rows
-    down the flight; each lies tilted forward above the step under it."""
-    out = []
-    for i in range(n):
-        col, row = i % 10, i // 10
-        y = (col - (min(n, 10) - 1) / 2) * 2.0
-        x = 0.1 + 0.33 * row
-        step = min(int(x / RUN), STEPS - 1)
-        z = (STEPS - step) * RISE + 0.35
-        out.append(((x, y, z), (0.05 * (i % 3), 1.35 + 0.05 * (i % 4), 0.1 * (i % 5))))
-    return out
+# (name, head, tail, radius [m], mass [kg], parent, joint kind, limits) in a T-pose-like rest,
+# standing at the origin facing +x, feet at z = 0; a joint sits at the child's head
+BONES = [
+    ("pelvis", (0, -0.1, 0.95), (0, 0.1, 0.95), 0.09, 10.0, None, None, None),
+    ("spine", (0, 0, 1.0), (0, 0, 1.2), 0.09, 8.0, "pelvis", "ball", (0.5, -0.4, 0.4)),
+    ("chest", (0, 0, 1.2), (0, 0, 1.45), 0.11, 12.0, "spine", "ball", (0.4, -0.4, 0.4)),
+    ("head", (0, 0, 1.5), (0, 0, 1.72), 0.09, 5.0, "chest", "ball", (0.7, -0.9, 0.9)),
+    ("upper_arm.L", (0, 0.2, 1.42), (0, 0.48, 1.42), 0.045, 2.5, "chest", "ball",
+     (1.4, -1.0, 1.0)),
+    ("forearm.L", (0, 0.48, 1.42), (0, 0.74, 1.42), 0.04, 1.8, "upper_arm.L", "hinge",
+     (0.0, 2.4)),
+    ("upper_arm.R", (0, -0.2, 1.42), (0, -0.48, 1.42), 0.045, 2.5, "chest", "ball",
+     (1.4, -1.0, 1.0)),
+    ("forearm.R", (0, -0.48, 1.42), (0, -0.74, 1.42), 0.04, 1.8, "upper_arm.R", "hinge",
+     (-2.4, 0.0)),
+    ("thigh.L", (0, 0.1, 0.9), (0, 0.1, 0.5), 0.07, 8.0, "pelvis", "ball", (1.2, -0.5, 0.5)),
+    ("shin.L", (0, 0.1, 0.5), (0, 0.1, 0.08), 0.055, 4.0, "thigh.L", "hinge", (-2.4, 0.0)),
+    ("thigh.R", (0, -0.1, 0.9), (0, -0.1, 0.5), 0.07, 8.0, "pelvis", "ball",
+     (1.2, -0.5, 0.5)),
+    ("shin.R", (0, -0.1, 0.5), (0, -0.1, 0.08), 0.055, 4.0, "thigh.R", "hinge", (-2.4, 0.0)),
+]
+# joint axes: a ball's swing axis is the child bone's direction; elbows bend about z (the
+# forearm swings forward, toward +x for the left arm), knees about y (the shin swings back)
+ELBOW_AXIS = {"forearm.L": (0, 0, 1), "forearm.R": (0, 0, 1)}
+KNEE_AXIS = (0, 1, 0)
 
 
-def stairs(width):
-    import ragdoll_rig as rig
-    steps = rig.stairs(n=STEPS, rise=RISE, run=RUN, width=width)
-    import scenes
-    scenes.ground(size=max(40.0, width + 10))
-    return steps
+def _rotation(axis, angle):
+    a = np.asarray(axis, float) / np.linalg.norm(axis)
+    k = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+    return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * (k @ k)
 
 
-def rigs(n):
-    """N armatures with the bones' envelope radii set to the tube radii (no skin needed)."""
-    import ragdoll_rig as rig
-    out = []
-    for i, (loc, rot) in enumerate(placements(n)):
-        r = rig.armature(f"Rig{i:03d}", location=loc, rotation=rot)
-        for b in r.data.bones:
-            b.head_radius = b.tail_radius = rig.BONES[b.name][4]
-        out.append(r)
-    bpy.context.view_layer.update()
-    return out
-
-
-def joints_of(rig_objects):
-    """[(body a, body b, anchor (3,), kind, axis (3,) or None, limits, child axis (3,))] in
-    world at the build, bodies numbered rig after rig in deform_bones order, plus the bones'
-    (k, 4, 4) world matrices and radii."""
-    import ragdoll_rig as rigmod
-    from verlet_physics.addon import ragdoll
-    joints, mats, radii = [], [], []
-    for r in rig_objects:
-        names = ragdoll.deform_bones(r)
-        base = len(mats)
-        pose = ragdoll.rest_pose(r, names)
-        for n in names:
-            mats.append(pose[n])
-            radii.append(rigmod.BONES[n][4])
-        for k, n in enumerate(names):
-            p = ragdoll.deform_parent(r, n, set(names))
-            if p is None:
-                continue
-            kind, axis, lim = ragdoll.joint_limits(r.pose.bones[n], r.name)
-            m = ragdoll._unit(pose[n])
-            d = m[:, axis] if axis is not None else m[:, 1]
-            joints.append((base + names.index(p), base + k, pose[n][:3, 3].copy(), kind,
-                           d.copy(), lim, m[:, 1].copy()))
-    return joints, np.stack(mats), np.array(radii)
-
-
-def _twist_swing(r, axis):
-    """(twist about axis, swing off it) [rad] of rotation matrix r (3, 3)."""
-    from mathutils import Matrix
-    q = Matrix(r.tolist()).to_quaternion()
-    v = np.array([q.x, q.y, q.z])
-    t = float(v @ axis)
-    twist = 2.0 * math.atan2(t, q.w)
-    twist = math.remainder(twist, 2 * math.pi)
-    swing = 2.0 * math.asin(min(1.0, float(np.linalg.norm(v - t * axis))))
-    return twist, swing
-
-
-def measure(transforms, joints):
-    """(largest gap [m], largest excursion [rad]) of the joints for bodies moved by the rigid
-    transforms (K, 4, 4) since the build."""
-    gap = exc = 0.0
-    for a, b, anchor, kind, axis, lim, child in joints:
-        ta, tb = transforms[a], transforms[b]
-        pa = ta[:3, :3] @ anchor + ta[:3, 3]
-        pb = tb[:3, :3] @ anchor + tb[:3, 3]
-        gap = max(gap, float(np.linalg.norm(pa - pb)))
-        rel = ta[:3, :3].T @ tb[:3, :3]              # b relative to a, from the build
+def add_ragdoll(b, origin, yaw=0.0, tilt=0.2):
+    """Twelve capsule bodies and eleven joints, placed at ``origin`` turned by ``yaw`` about z
+    and tilted forward by ``tilt`` [rad]. Returns (bodies {name: body id}, joint ids)."""
+    rot = _rotation((0, 0, 1), yaw) @ _rotation((0, 1, 0), tilt)
+    place = lambda p: rot @ np.asarray(p, float) + origin          # noqa: E731
+    bodies, joints = {}, []
+    for name, head, tail, radius, mass, parent, kind, limits in BONES:
+        h, t = place(head), place(tail)
+        _, bodies[name] = b.add_capsule_body(h, t, radius, mass=mass)
+        if parent is None:
+            continue
         if kind == "hinge":
-            twist, swing = _twist_swing(rel, axis)
-            out = swing
-            if lim is not None:
-                out += max(0.0, twist - lim[1], lim[0] - twist)
+            axis = ELBOW_AXIS.get(name, KNEE_AXIS)
         else:
-            if lim is None:
-                continue
-            twist, _ = _twist_swing(rel, child)
-            c = float(np.clip((rel @ child) @ axis, -1.0, 1.0))
-            out = max(0.0, math.acos(c) - lim[0]) + max(0.0, twist - lim[2], lim[1] - twist)
-        exc = max(exc, out)
-    return gap, exc
+            axis = np.subtract(tail, head)
+        joints.append(b.add_joint(bodies[parent], bodies[name], h, kind=kind,
+                                  axis=rot @ np.asarray(axis, float), limits=limits))
+    return bodies, joints
 
 
-def run_ours(n, frames):
-    setup()
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, frames
-    scene.frame_set(1)
-    stairs(2.0 * min(n, 10) + 4)
-    rig_objects = rigs(n)
-    joints, _, _ = joints_of(rig_objects)
-    from verlet_physics.addon import bake, kernels, simscene
-    kernels.ensure_ready()
+def add_stairs(b, width):
+    """A flight of STEPS box steps ``width`` [m] wide descending toward +x, then the floor."""
+    for i in range(STEPS):
+        top = TOP - i * RISE
+        m = np.eye(4)
+        m[:3, 3] = ((i + 0.5) * RUN, 0.0, 0.5 * top)
+        b.add_collider("box", matrix=m, size=(RUN, width, top), friction=0.6)
+    b.add_collider("plane", friction=0.6)
+
+
+def build(count):
+    """All ragdolls side by side on the top step, each turned a little differently, so every
+    one meets the same stairs (100 ragdolls: stairs 101 m wide)."""
+    b = Builder()
+    add_stairs(b, SPACING * count + 1.0)
+    for k in range(count):
+        y = (k - (count - 1) / 2) * SPACING
+        origin = np.array([0.15, y, TOP + 0.05])
+        add_ragdoll(b, origin, yaw=0.3 * ((k % 3) - 1), tilt=0.25)
+    return b
+
+
+def run(count, frames, substeps):
     t0 = time.perf_counter()
-    with bake.display_muted(scene):
-        ss = simscene.SceneSim(scene, bpy.context.evaluated_depsgraph_get())
-    build = time.perf_counter() - t0
-    bodies = [b for b in ss.bodies if b.kind == "RAGDOLL"]
-    c0, _ = ss.sim.body_frames()
-    ids = np.concatenate([b.body_ids for b in bodies])
-    gap = exc = gap_s = exc_s = 0.0
-    t_step = 0.0
-    for f in range(2, frames + 1):
-        t0 = time.perf_counter()
-        scene.frame_set(f)
-        ss.step_to(bpy.context.evaluated_depsgraph_get())
-        for b in bodies:
-            ss.result(b)
-        t_step += time.perf_counter() - t0
-        c, r = ss.sim.body_frames()
-        c, r = c[ids], r[ids]
-        t = np.tile(np.eye(4), (len(c), 1, 1))
-        t[:, :3, :3] = r
-        t[:, :3, 3] = c - np.einsum("kab,kb->ka", r, c0[ids])
-        g, e = measure(t, joints)
-        gs, es = ss.sim.joint_error()
-        gap, exc = max(gap, g), max(exc, e)
-        gap_s, exc_s = max(gap_s, float(gs.max())), max(exc_s, float(es.max()))
-    return dict(ms=1000 * t_step / (frames - 1), build=build, gap=gap, exc=exc, gap_solver=gap_s,
-                exc_solver=exc_s, backend=ss.sim.backend)
+    model = build(count).build()
+    sim = Simulation(model, substeps=substeps)
+    sim.set_velocities(np.arange(model.particle_count),
+                       np.tile([1.0, 0.0, 0.0], (model.particle_count, 1)))
+    built = time.perf_counter() - t0
+    sim.step(1 / 24)                                    # compile / warm, not timed
+    times, gap, exc = [], 0.0, 0.0
+    for _ in range(frames):
+        t = time.perf_counter()
+        sim.step(1 / 24)
+        times.append(time.perf_counter() - t)
+        g, e = sim.joint_error()
+        gap, exc = max(gap, g.max()), max(exc, e.max())
+    lowest = float(np.array(sim.x)[:, 2].min())
+    print(f"{count:4d} ragdolls  {model.particle_count:6d} particles  {len(model.joint_kind):5d} "
+          f"joints  build {built:5.2f} s  {1000 * np.median(times):7.1f} ms/frame (median, "
+          f"{substeps} substeps)  largest gap {1000 * gap:6.3f} mm  largest excursion "
+          f"{np.degrees(exc):5.2f} deg  lowest particle z {lowest:5.2f} m", flush=True)
+    return np.median(times), gap, exc
 
 
-def _box_mesh(name, sx, sy, sz):
-    me = bpy.data.meshes.new(name)
-    v = [(x * sx / 2, y * sy / 2, z * sz / 2) for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]
-    f = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
-    me.from_pydata(v, [], f)
-    return me
-
-
-def run_bullet(n, frames):
-    setup()
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, frames
-    scene.render.fps = FPS
-    bpy.ops.rigidbody.world_add()
-    world = scene.rigidbody_world
-    world.point_cache.frame_start, world.point_cache.frame_end = 1, frames
-    steps = stairs(2.0 * min(n, 10) + 4)
-    rig_objects = rigs(n)
-    joints, mats, radii = joints_of(rig_objects)
-    from verlet_physics.addon import ragdoll
-    # the same masses as ours: the rig's mass shared by capsule volume
-    lengths, masses = [], []
-    for r in rig_objects:
-        names = ragdoll.deform_bones(r)
-        rad = np.array([radii[len(lengths) + k] for k in range(len(names))])
-        ln = np.array([r.data.bones[nm].length for nm in names])
-        vol = math.pi * rad ** 2 * ln + 4 / 3 * math.pi * rad ** 3
-        lengths += list(ln)
-        masses += list(r.verlet.mass * vol / vol.sum())
-    for r in rig_objects:
-        r.verlet.kind = "NONE"
-    layer = bpy.context.view_layer
-    to_local = np.array([[1, 0, 0, 0], [0, 0, 1, 0], [0, -1, 0, 0], [0, 0, 0, 1]], float).T
-    bodies = []
-    for k, m in enumerate(mats):
-        obj = bpy.data.objects.new(f"Bone{k:04d}", _box_mesh(f"Bone{k:04d}", 2 * radii[k],
-                                                             2 * radii[k],
-                                                             lengths[k] + 2 * radii[k]))
-        scene.collection.objects.link(obj)
-        mw = m @ to_local
-        mw[:3, 3] = m[:3, 3] + ragdoll._unit(m)[:, 1] * lengths[k] / 2
-        from mathutils import Matrix
-        obj.matrix_world = Matrix(mw.tolist())
-        bodies.append(obj)
-    for obj in steps:
-        obj.verlet.kind = "NONE"
-    for group, kind, shape in ((bodies, "ACTIVE", "CAPSULE"), (steps, "PASSIVE", "BOX")):
-        for obj in layer.objects:
-            obj.select_set(False)
-        for obj in group:
-            obj.select_set(True)
-        layer.objects.active = group[0]
-        bpy.ops.rigidbody.objects_add(type=kind)
-        for obj in group:
-            obj.rigid_body.collision_shape = shape
-    for k, obj in enumerate(bodies):
-        obj.rigid_body.mass = masses[k]
-    ground = bpy.context.scene.objects["Ground"]
-    layer.objects.active = ground
-    bpy.ops.rigidbody.object_add(type="PASSIVE")
-    ground.rigid_body.collision_shape = "BOX"
-    from mathutils import Matrix
-    for a, b, anchor, kind, axis, lim, child in joints:
-        e = bpy.data.objects.new(f"Joint{b:04d}", None)
-        scene.collection.objects.link(e)
-        m = mats[b].copy()
-        m[:3, :3] = ragdoll._unit(m)
-        e.matrix_world = Matrix(m.tolist())
-        layer.objects.active = e
-        bpy.ops.rigidbody.constraint_add(type="GENERIC")
-        c = e.rigid_body_constraint
-        c.object1, c.object2 = bodies[a], bodies[b]
-        c.disable_collisions = True
-        for ax in "xyz":
-            setattr(c, f"use_limit_lin_{ax}", True)
-            setattr(c, f"limit_lin_{ax}_lower", 0.0)
-            setattr(c, f"limit_lin_{ax}_upper", 0.0)
-        # Blender's Generic measures object1 against object2, the opposite way round from the
-        # solver's (b relative to a): the same physical range is (-hi, -lo) (measured: with
-        # (lo, hi) the elbows bent the wrong way, 140 deg out by measure())
-        for ax, (lo, hi) in _axis_limits(kind, lim, axis, m).items():
-            setattr(c, f"use_limit_ang_{ax}", True)
-            setattr(c, f"limit_ang_{ax}_lower", -hi)
-            setattr(c, f"limit_ang_{ax}_upper", -lo)
-    # bones of one ragdoll that touch at the start but are not joined (pelvis and chest) would
-    # push each other apart in Bullet, which collides them; our solver does not collide a
-    # ragdoll with itself yet, so a Generic constraint without limits (a collision filter, as
-    # the add-ons use) keeps Bullet from it too
-    per_rig = len(mats) // max(len(rig_objects), 1)
-    joined = {(a, b) for a, b, *_ in joints} | {(b, a) for a, b, *_ in joints}
-    for i in range(len(mats)):
-        for j in range(i + 1, (i // per_rig + 1) * per_rig):
-            if (i, j) in joined or _capsule_gap(mats, lengths, radii, i, j) > 0.01:
-                continue
-            e = bpy.data.objects.new(f"NoCollide{i:04d}_{j:04d}", None)
-            scene.collection.objects.link(e)
-            layer.objects.active = e
-            bpy.ops.rigidbody.constraint_add(type="GENERIC")
-            c = e.rigid_body_constraint
-            c.object1, c.object2 = bodies[i], bodies[j]
-            c.disable_collisions = True
-    scene.frame_set(1)
-    m0 = np.stack([np.array(o.matrix_world, float) for o in bodies])
-    inv0 = np.linalg.inv(m0)
-    gap = exc = 0.0
-    t_step = 0.0
-    for f in range(2, frames + 1):
-        t0 = time.perf_counter()
-        scene.frame_set(f)
-        t_step += time.perf_counter() - t0
-        m = np.stack([np.array(o.matrix_world, float) for o in bodies])
-        g, e = measure(m @ inv0, joints)
-        gap, exc = max(gap, g), max(exc, e)
-    return dict(ms=1000 * t_step / (frames - 1), gap=gap, exc=exc,
-                substeps=world.substeps_per_frame, iterations=world.solver_iterations)
-
-
-def _capsule_gap(mats, lengths, radii, i, j):
-    """Distance [m] between two bones' capsules at the build (sampled segments)."""
-    t = np.linspace(0.0, 1.0, 21)[:, None]
-    pi = mats[i][:3, 3] + t * ragdoll_unit(mats[i])[:, 1] * lengths[i]
-    pj = mats[j][:3, 3] + t * ragdoll_unit(mats[j])[:, 1] * lengths[j]
-    d = np.linalg.norm(pi[:, None] - pj[None], axis=2).min()
-    return d - radii[i] - radii[j]
-
-
-def _axis_limits(kind, lim, axis, m):
-    """{axis letter: (lo, hi)} of a Generic constraint in the child bone's axes from our
-    joint: a hinge turns about one axis, the others locked; a cone with twist limits X and Z to
-    the cone and Y (the bone) to the twist; no limits: free."""
-    if lim is None and kind != "hinge":
-        return {}
-    if kind == "hinge":
-        r = ragdoll_unit(m)
-        i = int(np.argmax(np.abs(r.T @ axis)))
-        lo, hi = lim if lim is not None else (-math.pi, math.pi)
-        return {ax: ((lo, hi) if j == i else (0.0, 0.0)) for j, ax in enumerate("xyz")}
-    swing, tlo, thi = lim
-    return {"x": (-swing, swing), "y": (tlo, thi), "z": (-swing, swing)}
-
-
-def ragdoll_unit(m):
-    r = np.array(m, float)[:3, :3]
-    return r / np.linalg.norm(r, axis=0)
-
-
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--counts", type=int, nargs="+", default=[1, 10, 100])
-    p.add_argument("--frames", type=int, default=60)
-    args = p.parse_args(argv)
-    print(f"{'ragdolls':>8} {'ours ms/f':>10} {'Bullet ms/f':>12} {'ratio':>7} "
-          f"{'ours gap mm':>12} {'ours exc deg':>13} {'Bullet gap mm':>14} {'Bullet exc deg':>15}")
-    rows = []
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--counts", type=int, nargs="+", default=[1, 10, 100])
+    ap.add_argument("--frames", type=int, default=72)
+    ap.add_argument("--substeps", type=int, default=20)
+    ap.add_argument("--blender", action="store_true",
+                    help="also compare with Blender's Rigid Body World through the add-on "
+                         "(benchmarks/ragdolls_blender.py, the product's 40 substeps)")
+    args = ap.parse_args()
+    if args.blender:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import ragdolls_blender
+        ragdolls_blender.main(["--counts", *map(str, args.counts), "--frames", str(args.frames)])
+        return
+    print(f"backend {backend.choose()}; {args.frames} frames at 24 fps")
     for n in args.counts:
-        ours = run_ours(n, args.frames)
-        bullet = run_bullet(n, args.frames)
-        rows.append((n, ours, bullet))
-        print(f"{n:>8} {ours['ms']:>10.2f} {bullet['ms']:>12.2f} "
-              f"{bullet['ms'] / ours['ms']:>6.1f}x {1000 * ours['gap']:>12.2f} "
-              f"{math.degrees(ours['exc']):>13.2f} {1000 * bullet['gap']:>14.2f} "
-              f"{math.degrees(bullet['exc']):>15.2f}", flush=True)
-        print(f"{'':>8} ours: build {ours['build']:.2f} s, kernels {ours['backend']}, solver's "
-              f"joint_error gap {1000 * ours['gap_solver']:.2f} mm, excursion "
-              f"{math.degrees(ours['exc_solver']):.2f} deg; Bullet: {bullet['substeps']} "
-              f"substeps, {bullet['iterations']} iterations", flush=True)
-    for n, ours, bullet in rows:
-        if n == 10:
-            ok = bullet["ms"] / ours["ms"] >= 5
-            print(f"target 10 ragdolls >= 5x faster than Bullet: "
-                  f"{'MET' if ok else 'MISSED'} ({bullet['ms'] / ours['ms']:.1f}x)")
-            ok = ours["gap"] < 2e-3 and ours["exc"] < math.radians(2)
-            print(f"target joint gaps < 2 mm and excursions < 2 deg (10 ragdolls): "
-                  f"{'MET' if ok else 'MISSED'}")
-        if n == 100:
-            print(f"target 100 ragdolls < 50 ms/frame: "
-                  f"{'MET' if ours['ms'] < 50 else 'MISSED'} ({ours['ms']:.1f} ms)")
+        run(n, args.frames, args.substeps)
 
 
 if __name__ == "__main__":

@@ -67,32 +67,28 @@ def _rotate(R, b, t0, t1, t2):
 
 @njit(cache=True, fastmath=False)
 def _turn(R, I, free, ba, bb, d0, d1, d2, alpha, lam):
-    """joints._Batch.turn for one joint; returns the updated multiplier."""
+    """joints._Batch.turn for one joint: returns the updated multiplier and the angle removed
+    (0 when nothing was)."""
     nrm = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
     if not nrm > _TINY:
-        return lam
+        return lam, 0.0
     n0 = d0 / nrm
     n1 = d1 / nrm
     n2 = d2 / nrm
     th = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
-    i0, i1, i2 = _iw(R, I, ba, n0, n1, n2)
-    wa = n0 * i0 + n1 * i1 + n2 * i2
-    i0, i1, i2 = _iw(R, I, bb, n0, n1, n2)
-    wb = n0 * i0 + n1 * i1 + n2 * i2
+    a0, a1, a2 = _iw(R, I, ba, n0, n1, n2)
+    b0, b1, b2 = _iw(R, I, bb, n0, n1, n2)
+    wa = n0 * a0 + n1 * a1 + n2 * a2
+    wb = n0 * b0 + n1 * b1 + n2 * b2
     den = wa + wb + alpha
     if not den > 0:
-        return lam
+        return lam, 0.0
     dl = (th - alpha * lam) / den
-    p0 = dl * n0
-    p1 = dl * n1
-    p2 = dl * n2
-    ta0, ta1, ta2 = _iw(R, I, ba, p0, p1, p2)
-    tb0, tb1, tb2 = _iw(R, I, bb, p0, p1, p2)
     if free[ba]:
-        _rotate(R, ba, ta0, ta1, ta2)
+        _rotate(R, ba, dl * a0, dl * a1, dl * a2)
     if free[bb]:
-        _rotate(R, bb, -tb0, -tb1, -tb2)
-    return lam + dl
+        _rotate(R, bb, -(dl * b0), -(dl * b1), -(dl * b2))
+    return lam + dl, th
 
 
 @njit(cache=True, fastmath=False, inline="always")
@@ -117,12 +113,12 @@ def _plane_unit(v0, v1, v2, n0, n1, n2):
 
 @njit(cache=True, fastmath=False)
 def _limit(R, I, free, ba, bb, n0, n1, n2, va0, va1, va2, vb0, vb1, vb2, rng, j):
-    """joints._limit for one joint."""
+    """joints._limit for one joint; returns the angle removed."""
     cphi = va0 * vb0 + va1 * vb1 + va2 * vb2
     x0, x1, x2 = _cross(va0, va1, va2, vb0, vb1, vb2)
     sphi = x0 * n0 + x1 * n1 + x2 * n2
     if cphi * rng[j, 1] + sphi * rng[j, 2] >= rng[j, 3]:
-        return
+        return 0.0
     if sphi * rng[j, 1] - cphi * rng[j, 2] > 0:
         cb = rng[j, 6]
         sb = rng[j, 7]
@@ -132,12 +128,14 @@ def _limit(R, I, free, ba, bb, n0, n1, n2, va0, va1, va2, vb0, vb1, vb2, rng, j)
     w0, w1, w2 = _cross(n0, n1, n2, va0, va1, va2)
     d0, d1, d2 = _half_scaled(cb * va0 + sb * w0, cb * va1 + sb * w1, cb * va2 + sb * w2,
                               vb0, vb1, vb2)
-    _turn(R, I, free, ba, bb, d0, d1, d2, 0.0, 0.0)
+    return _turn(R, I, free, ba, bb, d0, d1, d2, 0.0, 0.0)[1]
 
 
 @njit(cache=True, fastmath=False)
 def _solve_one(j, body, anchor, axis, perp, kind, swing, rng, alpha, drive_on, drive_alpha,
-               target, lam, c, R, inv_mass, inv_inertia, moved, free):
+               target, lam, c, R, inv_mass, inv_inertia, moved, free, tol):
+    """joints._solve_batch for joint j; returns its largest rigid violation over tolerance."""
+    err = 0.0
     ba = body[j, 0]
     bb = body[j, 1]
     I = inv_inertia
@@ -154,7 +152,7 @@ def _solve_one(j, body, anchor, axis, perp, kind, swing, rng, alpha, drive_on, d
         s = np.sqrt(max((1.0 + (E[0, 0] + E[1, 1] + E[2, 2])) * 0.25, _HALF_TURN))
         lam[j, 1] = _turn(R, I, free, ba, bb, (E[2, 1] - E[1, 2]) * 0.5 / s,
                           (E[0, 2] - E[2, 0]) * 0.5 / s, (E[1, 0] - E[0, 1]) * 0.5 / s,
-                          drive_alpha[j], lam[j, 1])
+                          drive_alpha[j], lam[j, 1])[0]
     u0 = axis[j, 0]
     u1 = axis[j, 1]
     u2 = axis[j, 2]
@@ -165,7 +163,7 @@ def _solve_one(j, body, anchor, axis, perp, kind, swing, rng, alpha, drive_on, d
         a0, a1, a2 = _mul(R, ba, u0, u1, u2)
         b0, b1, b2 = _mul(R, bb, u0, u1, u2)
         d0, d1, d2 = _half_scaled(a0, a1, a2, b0, b1, b2)
-        _turn(R, I, free, ba, bb, d0, d1, d2, 0.0, 0.0)
+        err = max(err, _turn(R, I, free, ba, bb, d0, d1, d2, 0.0, 0.0)[1] / tol[1])
         if rng[j, 0] > 0:
             n0, n1, n2 = _mul(R, ba, u0, u1, u2)
             x0, x1, x2 = _mul(R, ba, v0, v1, v2)
@@ -174,7 +172,8 @@ def _solve_one(j, body, anchor, axis, perp, kind, swing, rng, alpha, drive_on, d
                 x0, x1, x2 = _mul(R, bb, v0, v1, v2)
                 vb0, vb1, vb2, ok = _plane_unit(x0, x1, x2, n0, n1, n2)
                 if ok:
-                    _limit(R, I, free, ba, bb, n0, n1, n2, va0, va1, va2, vb0, vb1, vb2, rng, j)
+                    err = max(err, _limit(R, I, free, ba, bb, n0, n1, n2, va0, va1, va2, vb0,
+                                          vb1, vb2, rng, j) / tol[1])
     else:
         if swing[j, 0] > 0:
             a0, a1, a2 = _mul(R, ba, u0, u1, u2)
@@ -191,7 +190,7 @@ def _solve_one(j, body, anchor, axis, perp, kind, swing, rng, alpha, drive_on, d
                     sn = swing[j, 2]
                     d0, d1, d2 = _half_scaled(cs * a0 + sn * w0, cs * a1 + sn * w1,
                                               cs * a2 + sn * w2, b0, b1, b2)
-                    _turn(R, I, free, ba, bb, d0, d1, d2, 0.0, 0.0)
+                    err = max(err, _turn(R, I, free, ba, bb, d0, d1, d2, 0.0, 0.0)[1] / tol[1])
         if rng[j, 0] > 0:
             a0, a1, a2 = _mul(R, ba, u0, u1, u2)
             b0, b1, b2 = _mul(R, bb, u0, u1, u2)
@@ -209,8 +208,8 @@ def _solve_one(j, body, anchor, axis, perp, kind, swing, rng, alpha, drive_on, d
                     x0, x1, x2 = _mul(R, bb, v0, v1, v2)
                     vb0, vb1, vb2, ok = _plane_unit(x0, x1, x2, n0, n1, n2)
                     if ok:
-                        _limit(R, I, free, ba, bb, n0, n1, n2, va0, va1, va2, vb0, vb1, vb2,
-                               rng, j)
+                        err = max(err, _limit(R, I, free, ba, bb, n0, n1, n2, va0, va1, va2,
+                                              vb0, vb1, vb2, rng, j) / tol[1])
     # the positional joint
     ra0, ra1, ra2 = _mul(R, ba, anchor[j, 0, 0], anchor[j, 0, 1], anchor[j, 0, 2])
     rb0, rb1, rb2 = _mul(R, bb, anchor[j, 1, 0], anchor[j, 1, 1], anchor[j, 1, 2])
@@ -224,46 +223,43 @@ def _solve_one(j, body, anchor, axis, perp, kind, swing, rng, alpha, drive_on, d
         n2 = d2 / nrm
         cval = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
         x0, x1, x2 = _cross(ra0, ra1, ra2, n0, n1, n2)
-        i0, i1, i2 = _iw(R, I, ba, x0, x1, x2)
-        wa = inv_mass[ba] + (x0 * i0 + x1 * i1 + x2 * i2)
+        a0, a1, a2 = _iw(R, I, ba, x0, x1, x2)
+        wa = inv_mass[ba] + (x0 * a0 + x1 * a1 + x2 * a2)
         x0, x1, x2 = _cross(rb0, rb1, rb2, n0, n1, n2)
-        i0, i1, i2 = _iw(R, I, bb, x0, x1, x2)
-        wb = inv_mass[bb] + (x0 * i0 + x1 * i1 + x2 * i2)
+        b0, b1, b2 = _iw(R, I, bb, x0, x1, x2)
+        wb = inv_mass[bb] + (x0 * b0 + x1 * b1 + x2 * b2)
         al = alpha[j]
         den = wa + wb + al
         if den > 0:
             lp = lam[j, 0]
             dl = (cval - al * lp) / den
             lam[j, 0] = lp + dl
-            p0 = dl * n0
-            p1 = dl * n1
-            p2 = dl * n2
             if free[ba]:
-                c[ba, 0] = c[ba, 0] + inv_mass[ba] * p0
-                c[ba, 1] = c[ba, 1] + inv_mass[ba] * p1
-                c[ba, 2] = c[ba, 2] + inv_mass[ba] * p2
+                c[ba, 0] = c[ba, 0] + inv_mass[ba] * (dl * n0)
+                c[ba, 1] = c[ba, 1] + inv_mass[ba] * (dl * n1)
+                c[ba, 2] = c[ba, 2] + inv_mass[ba] * (dl * n2)
             if free[bb]:
-                c[bb, 0] = c[bb, 0] - inv_mass[bb] * p0
-                c[bb, 1] = c[bb, 1] - inv_mass[bb] * p1
-                c[bb, 2] = c[bb, 2] - inv_mass[bb] * p2
-            x0, x1, x2 = _cross(ra0, ra1, ra2, p0, p1, p2)
-            ta0, ta1, ta2 = _iw(R, I, ba, x0, x1, x2)
-            x0, x1, x2 = _cross(rb0, rb1, rb2, p0, p1, p2)
-            tb0, tb1, tb2 = _iw(R, I, bb, x0, x1, x2)
+                c[bb, 0] = c[bb, 0] - inv_mass[bb] * (dl * n0)
+                c[bb, 1] = c[bb, 1] - inv_mass[bb] * (dl * n1)
+                c[bb, 2] = c[bb, 2] - inv_mass[bb] * (dl * n2)
             if free[ba]:
-                _rotate(R, ba, ta0, ta1, ta2)
+                _rotate(R, ba, dl * a0, dl * a1, dl * a2)
             if free[bb]:
-                _rotate(R, bb, -tb0, -tb1, -tb2)
+                _rotate(R, bb, -(dl * b0), -(dl * b1), -(dl * b2))
+            if al == 0:
+                err = max(err, cval / tol[0])
     if free[ba]:
         moved[ba] = True
     if free[bb]:
         moved[bb] = True
+    return err
 
 
 @njit(cache=True, fastmath=False)
 def solve_joints(X, particles, rest_offset, mass, bodies, entries, entry_start, inv_mass,
                  inv_inertia, body_free, c0, R0, c, R, moved, body, anchor, axis, perp, kind,
-                 swing, rng, alpha, drive_on, drive_alpha, target, lam, order, color_offsets):
+                 swing, rng, alpha, drive_on, drive_alpha, target, lam, order, color_offsets,
+                 passes, tolerance):
     """Scalar mirror of constraints/joints.solve_joints. Serial: a ragdoll has few joints, and
     joint after joint in the colour order is the NumPy kernel's result."""
     a = np.empty((3, 3))
@@ -310,10 +306,15 @@ def solve_joints(X, particles, rest_offset, mass, bodies, entries, entry_start, 
                 R0[b, i, k] = rot[i, k]
                 R[b, i, k] = rot[i, k]
     moved[:] = False
-    for g in range(color_offsets.shape[0] - 1):
-        for o in range(color_offsets[g], color_offsets[g + 1]):
-            _solve_one(order[o], body, anchor, axis, perp, kind, swing, rng, alpha, drive_on,
-                       drive_alpha, target, lam, c, R, inv_mass, inv_inertia, moved, body_free)
+    for _ in range(passes):
+        err = 0.0
+        for g in range(color_offsets.shape[0] - 1):
+            for o in range(color_offsets[g], color_offsets[g + 1]):
+                err = max(err, _solve_one(order[o], body, anchor, axis, perp, kind, swing, rng,
+                                          alpha, drive_on, drive_alpha, target, lam, c, R,
+                                          inv_mass, inv_inertia, moved, body_free, tolerance))
+        if err < 1.0:
+            break
     M = np.empty((3, 3))
     for q in range(bodies.shape[0]):
         b = bodies[q]
