@@ -60,6 +60,12 @@ def display_muted(scene):
             if not kb.mute:
                 kb.mute = True
                 muted.append(kb)
+        if obj.verlet.kind == "RAGDOLL" and obj.type == "ARMATURE":
+            from .ragdoll_pose import remember_rest
+            try:
+                remember_rest(obj)
+            except BridgeError:
+                pass                    # no bones: SceneSim says so by name
         if obj.verlet.kind == "RIGID":
             # Changed: back to rest only while the object is where we last put it (if the user
             # has moved it since, where it is now is the new rest), and through its exact
@@ -140,6 +146,7 @@ class BakeResult:
         self.kinds = {}
         self.hashes = {}
         self.counts = {}
+        self.bones = {}           # {ragdoll name: bone names}, the order of its frames
         self.start = None
         self.last = None
         self.cancelled = False
@@ -196,7 +203,9 @@ def iterate(context, frame_start, frame_end, res, progress=None):
                 res.frames[body.name] = [stored(ss, body)]
                 res.kinds[body.name] = body.kind
                 res.hashes[body.name] = body.topology_hash
-                res.counts[body.name] = len(body.ids)
+                res.counts[body.name] = getattr(body, "count", len(body.ids))
+                if body.kind == "RAGDOLL":
+                    res.bones[body.name] = list(body.bones)
             for f in range(frame_start + 1, frame_end + 1):
                 yield f
                 scene.frame_set(f)
@@ -234,6 +243,8 @@ def store(scene, res):
                   "topology_hash": res.hashes[name], "settings_hash": shash,
                   "frame_start": res.start, "frame_end": res.last,
                   "layout": "matrices" if rigid else "positions"}
+        if name in res.bones:
+            header.update(layout="bones", bones=res.bones[name])
         before = validity.stored_path(obj)
         path = cache.write(cid, header, frames)
         paths.append(path)
@@ -268,6 +279,9 @@ def free(scene, objs=None):
         cache.remove(obj.verlet.cache_id, validity.stored_path(obj))
         if obj.type == "MESH":
             bridge.remove_display(obj)
+        if obj.type == "ARMATURE":
+            from .ragdoll_pose import restore_rest
+            restore_rest(obj)
         if obj.verlet.kind == "RIGID" and "verlet_rest_basis" in obj:
             _restore_basis(obj, obj["verlet_rest_basis"])
         elif obj.verlet.kind == "RIGID" and "verlet_rest_matrix" in obj:
@@ -305,6 +319,10 @@ def sample(header, frames, frame):
     if t <= 0 or i + 1 >= len(frames):
         return np.asarray(frames[min(i, len(frames) - 1)], dtype=np.float64)
     a, b = frames[i].astype(np.float64), frames[i + 1].astype(np.float64)
+    if header["layout"] == "bones":
+        from mathutils import Matrix
+        return np.stack([np.array(Matrix(p.tolist()).lerp(Matrix(q.tolist()), t))
+                         for p, q in zip(a, b)])
     if header["layout"] == "matrices":
         # blend the rigid motion, not the matrix entries: mathutils' Matrix.lerp interpolates
         # the polar decomposition (rotation by quaternion slerp, translation and scale linearly)
@@ -313,9 +331,15 @@ def sample(header, frames, frame):
     return a + (b - a) * t
 
 
-def show(obj, state):
+def show(obj, state, bones=None):
     """Put a frame's state on the object: our display (shape key or Geometry Nodes modifier,
-    see bridge.py), or the transform for RIGID."""
+    see bridge.py), the transform for RIGID, or the pose for RAGDOLL (bones: the names of its
+    (k, 4, 4) matrices; default its deforming bones)."""
+    if obj.verlet.kind == "RAGDOLL":
+        from . import ragdoll, ragdoll_pose
+        if obj.type == "ARMATURE":
+            ragdoll_pose.show(obj, bones or ragdoll.deform_bones(obj), state)
+        return
     if obj.verlet.kind == "RIGID":
         obj.matrix_world = _matrix(np.asarray(state).ravel())
         # added: remember where we put it, so that a move by the user can be told apart
@@ -385,7 +409,7 @@ def on_frame_change(scene, depsgraph=None):
         baked = {o.name: validity.open_bake(o, shash) for o in objs}
         for name, data in baked.items():
             if data is not None:
-                show(scene.objects[name], sample(data[0], data[1], frame))
+                show(scene.objects[name], sample(data[0], data[1], frame), data[0].get("bones"))
         if baked:
             return
         # Changed: also read-only when Blender drives frames itself (render, Alembic export,

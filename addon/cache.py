@@ -13,10 +13,11 @@ File layout (little endian):
     L bytes   UTF-8 JSON header: format_version, object (its name when baked), object_id (its
               cache id; absent in files of version 0.1.0, which were named after the object),
               kind, vertex_count, topology_hash, settings_hash, frame_start, frame_end,
-              layout ("positions" | "matrices")
+              layout ("positions" | "matrices" | "bones"); bones (the bone names, "bones")
     frames    float32, (frames, vertex_count, 3) object-space positions [m] for deforming bodies,
-              or (frames, 4, 4) world matrices for rigid bodies: 12 bytes per vertex per frame
-              (a 10,000-vertex, 250-frame bake is 30 MB; 1M vertices over 250 frames, 3 GB)
+              or (frames, 4, 4) world matrices for rigid bodies, or (frames, bones, 4, 4) the
+              world matrices of a ragdoll's bones (vertex_count = bones, layout "bones"):
+              12 bytes per vertex per frame (a 10,000-vertex, 250-frame bake is 30 MB; 1M vertices over 250 frames, 3 GB)
 
 Frames are stored uncompressed and exact: playback reads one or two frames with a seek
 (FrameReader), so its cost does not depend on the cache's length, and what plays is bit for bit
@@ -136,6 +137,8 @@ def write(cache_id, header, frames, blend_path=None):
 
 
 def _frame_shape(header):
+    if header["layout"] == "bones":             # a ragdoll: (bones, 4, 4) world matrices
+        return (header["vertex_count"], 4, 4)
     return (4, 4) if header["layout"] == "matrices" else (header["vertex_count"], 3)
 
 

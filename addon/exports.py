@@ -170,7 +170,13 @@ def write_alembic(context, filepath, scope="SIMULATED"):
             con = o.constraints.new("LIMIT_LOCATION")
             con.name = "Verlet Alembic (temporary)"
             temporary.append((o, con))
-    chosen = contextlib.nullcontext() if scope != "SIMULATED" else _selection(context, objs)
+    # a ragdoll is written as the meshes it deforms (their evaluated, skinned vertices)
+    from .ragdoll import skinned_meshes
+    written = [o for o in objs if o.type != "ARMATURE"]
+    for o in objs:
+        if o.type == "ARMATURE":
+            written += [m for m in skinned_meshes(o, scene) if m not in written]
+    chosen = contextlib.nullcontext() if scope != "SIMULATED" else _selection(context, written)
     try:
         with chosen, bake.guarded(read_only=True):
             result = bpy.ops.wm.alembic_export(filepath=tmp, start=start, end=end,

@@ -153,7 +153,8 @@ class VERLET_OT_bake_to_shape_keys(bpy.types.Operator):
 
     def execute(self, context):
         done = 0
-        objs = _baked(context.scene)
+        # a ragdoll's bake is a pose: verlet.bake_to_keyframes writes it
+        objs = [o for o in _baked(context.scene) if o.verlet.kind != "RAGDOLL"]
         for obj in objs:                # refused before anything is written
             why = exports.shape_keys_refusal(obj)
             if why:
@@ -170,6 +171,41 @@ class VERLET_OT_bake_to_shape_keys(bpy.types.Operator):
             self.report({"ERROR"}, "Nothing is baked: bake first")
             return {"CANCELLED"}
         self.report({"INFO"}, f"Wrote shape keys or keyframes for {done} object(s)")
+        return {"FINISHED"}
+
+
+class VERLET_OT_bake_to_keyframes(bpy.types.Operator):
+    """Write the bake as keyframes: pose keys (bone rotations, root bone locations) into each
+    ragdoll armature's action, object transform keys for rigid bodies; over the baked frame
+    range only, leaving every other key, channel and object as it was"""
+    bl_idname = "verlet.bake_to_keyframes"
+    bl_label = "Bake to Keyframes"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        from . import ragdoll_pose
+        objs = [o for o in _baked(context.scene) if o.verlet.kind in ("RAGDOLL", "RIGID")]
+        loaded = []
+        for obj in objs:                # every bake read before anything is written
+            data = bake.load(obj)
+            if data is None:
+                self.report({"ERROR"}, f"{obj.name}: {obj.get('verlet_status', 'no usable bake')}")
+                return {"CANCELLED"}
+            if data[0]["layout"] == "bones" and \
+                    any(n not in obj.pose.bones for n in data[0]["bones"]):
+                self.report({"ERROR"}, f"{obj.name}: the bake's bones are not all in the "
+                                       "armature any more; bake again")
+                return {"CANCELLED"}
+            loaded.append((obj, data))
+        if not loaded:
+            self.report({"ERROR"}, "Nothing to key: bake a ragdoll or a rigid body first")
+            return {"CANCELLED"}
+        for obj, (header, frames) in loaded:
+            if header["layout"] == "bones":
+                ragdoll_pose.bake_bones(obj, header, frames)
+            else:
+                ragdoll_pose.bake_object(obj, header, frames)
+        self.report({"INFO"}, f"Wrote keyframes for {len(loaded)} object(s)")
         return {"FINISHED"}
 
 
@@ -247,6 +283,7 @@ class VERLET_OT_export_alembic(bpy.types.Operator):
 
 
 _classes = (VERLET_OT_bake, VERLET_OT_free_bake, VERLET_OT_bake_to_shape_keys,
+            VERLET_OT_bake_to_keyframes,
             VERLET_OT_export_pc2, VERLET_OT_export_alembic)
 
 

@@ -21,7 +21,7 @@ import bpy
 
 from . import state
 
-SIMULATED = ("CLOTH", "PLANT", "SOFT", "RIGID")
+SIMULATED = ("CLOTH", "PLANT", "SOFT", "RIGID", "RAGDOLL")
 ERROR_WRAP = 60          # characters per line of the last-error message
 
 
@@ -48,7 +48,11 @@ class VerletPanel:
     @classmethod
     def poll(cls, context):
         obj = getattr(context, "object", None)
-        if obj is None or obj.type != "MESH" or getattr(obj, "verlet", None) is None:
+        if obj is None or obj.type not in ("MESH", "ARMATURE") or \
+                getattr(obj, "verlet", None) is None:
+            return False
+        # an armature is a Ragdoll or nothing: only the kind shows until it is one
+        if obj.type == "ARMATURE" and cls.kinds is not None and obj.verlet.kind != "RAGDOLL":
             return False
         return cls.kinds is None or obj.verlet.kind in cls.kinds
 
@@ -70,6 +74,10 @@ class PHYSICS_PT_verlet(VerletPanel, bpy.types.Panel):
         obj = context.object
         col = settings_column(layout, obj)
         col.prop(obj.verlet, "kind")
+        if (obj.verlet.kind == "RAGDOLL") != (obj.type == "ARMATURE") and \
+                obj.verlet.kind != "NONE":
+            layout.label(text="Ragdoll is for armatures; an armature can only be a Ragdoll",
+                         icon="ERROR")
         if state.has_bake(obj):
             layout.label(text="Baked: free the bake to change settings", icon="LOCKED")
 
@@ -86,6 +94,10 @@ class PHYSICS_PT_verlet_physical(VerletPanel, bpy.types.Panel):
         col = settings_column(layout, obj)
         col.prop(s, "mass")
         col.prop(s, "damping")
+        if s.kind in SIMULATED:
+            col.prop(s, "animated")
+        if s.kind == "RAGDOLL":
+            col.prop(s, "pose_match")
         if s.kind in ("CLOTH", "PLANT"):
             sub = col.column(align=True, heading="Stiffness")
             sub.prop(s, "stretch_stiffness", text="Stretch")
@@ -104,13 +116,18 @@ class PHYSICS_PT_verlet_shape(VerletPanel, bpy.types.Panel):
     bl_label = "Shape"
     bl_parent_id = "PHYSICS_PT_verlet"
     bl_options = {"DEFAULT_CLOSED"}
-    kinds = ("CLOTH", "PLANT", "SOFT")
+    kinds = ("CLOTH", "PLANT", "SOFT", "RAGDOLL")
 
     def draw(self, context):
         layout = split_layout(self.layout)
         obj = context.object
         s = obj.verlet
         col = settings_column(layout, obj)
+        if s.kind == "RAGDOLL":         # a bone collection whose bones follow their pose
+            col.prop_search(s, "pin_group", obj.data, "collections_all"
+                            if hasattr(obj.data, "collections_all") else "collections",
+                            text="Pinned Bones")
+            return
         col.prop_search(s, "pin_group", obj, "vertex_groups", text="Pin Group")
         col.prop(s, "pin_stiffness", text="Pin Stiffness")
         if s.kind == "PLANT":
@@ -121,7 +138,8 @@ class PHYSICS_PT_verlet_collisions(VerletPanel, bpy.types.Panel):
     bl_label = "Collisions"
     bl_parent_id = "PHYSICS_PT_verlet"
     bl_options = {"DEFAULT_CLOSED"}
-    kinds = SIMULATED + ("COLLIDER",)
+    # not a ragdoll's: its capsules' radii are fitted to the skin, friction is the colliders'
+    kinds = ("CLOTH", "PLANT", "SOFT", "RIGID", "COLLIDER")
 
     def draw(self, context):
         layout = split_layout(self.layout)
@@ -231,7 +249,11 @@ class PHYSICS_PT_verlet_cache(VerletPanel, bpy.types.Panel):
                      icon="PHYSICS")
         row.operator("verlet.free_bake", text="Free Bake", icon="TRASH")
         col = layout.column(align=True)
-        col.operator("verlet.bake_to_shape_keys", text="Bake to Shape Keys", icon="SHAPEKEY_DATA")
+        if obj.verlet.kind in ("RAGDOLL", "RIGID"):
+            col.operator("verlet.bake_to_keyframes", text="Bake to Keyframes", icon="KEY_HLT")
+        if obj.verlet.kind != "RAGDOLL":
+            col.operator("verlet.bake_to_shape_keys", text="Bake to Shape Keys",
+                         icon="SHAPEKEY_DATA")
         row = col.row(align=True)
         row.operator("verlet.export_pc2", text="Export PC2", icon="EXPORT")
         row.operator("verlet.export_alembic", text="Export Alembic", icon="EXPORT")

@@ -45,6 +45,8 @@ KINDS = (
     ("SOFT", "Soft Body", "Shape matching with volume preservation: jelly, rubber, balloons"),
     ("RIGID", "Rigid Body", "A body that keeps its shape; written back as the object's transform"),
     ("COLLIDER", "Collider", "Other bodies collide with this object"),
+    ("RAGDOLL", "Ragdoll", "An armature: each deforming bone a capsule, joined where it meets "
+     "its parent, with the joint limits of the pose bones' IK settings"),
 )
 
 COLLIDER_SHAPES = (
@@ -176,7 +178,9 @@ class VerletObjectSettings(bpy.types.PropertyGroup):
                        description="How this object takes part in the simulation")
     pin_group: StringProperty(name="Pin Group", options=FIXED,
                               description="Vertex group of vertices that follow the mesh; a "
-                                          "vertex's weight scales its pin's stiffness")
+                                          "vertex's weight scales its pin's stiffness. Ragdoll: "
+                                          "a bone collection whose bones follow their animated "
+                                          "pose (IK by pinning)")
     pin_stiffness: FloatProperty(
         name="Pin Stiffness", default=1.0, min=0.0, max=1.0, precision=3,
         description="Strength of the pins, times each vertex's pin group weight: 1 follows the "
@@ -230,6 +234,18 @@ class VerletObjectSettings(bpy.types.PropertyGroup):
         name="Damping", default=0.0, min=0.0, max=1.0,
         description="Fraction of this object's velocity removed per second (0 = none), the "
                     "same at any substep count")
+    # Added with ragdolls (addon/ragdoll.py): keyframable, read at every frame
+    animated: BoolProperty(
+        name="Animated", default=False,
+        description="Follow the object's animation (for a ragdoll every bone's animated pose) "
+                    "while on; when it turns off the object simulates from there, keeping the "
+                    "velocity its animation had. Keyframe it to release a body at a frame")
+    pose_match: FloatProperty(
+        name="Pose Match", default=0.0, min=0.0, max=1.0, precision=3,
+        description="Ragdoll: how strongly each joint is driven toward the animated pose "
+                    "(0 = limp, 1 = holds its animation while still reacting to hits and "
+                    "contacts); a pose bone's custom property 'verlet_pose_match' overrides it "
+                    "for the joint to its parent")
     preset: StringProperty(
         name="Preset", options=FIXED, description="The last preset applied (informational)")
     # Added: what the object's cache file is named after (ids.py), issued at its first bake and

@@ -30,7 +30,7 @@ STRAND_WIDTH = 0.005        # [m] least width of an edge-only plant strand, for 
 # stiffness's times this factor, so the default Bend (0.375) sways such a blade by about 8 cm as
 # before, and full stiffness (compliance 0) stays rigid.
 STRAND_BEND_SCALE = 30.0
-SIMULATED = DEFORMING + ("RIGID",)
+SIMULATED = DEFORMING + ("RIGID", "RAGDOLL")
 
 
 def _settings(obj, name, default):
@@ -141,8 +141,11 @@ class SceneSim:
                 raise BridgeError(f"{obj.name}: {', '.join(bad)} is not a finite number")
         if not any(o.verlet.kind in SIMULATED for o in objs):
             raise BridgeError("the scene has no Verlet body to simulate (set an object's kind to "
-                              "Cloth, Plant, Soft Body or Rigid Body)")
+                              "Cloth, Plant, Soft Body, Rigid Body or Ragdoll)")
         for obj in objs:
+            if obj.verlet.kind == "RAGDOLL" or obj.type == "ARMATURE":
+                self._add_ragdoll(b, obj, depsgraph)
+                continue
             mesh, obj_eval = bridge.evaluated_mesh(obj, depsgraph)
             try:
                 self._add(b, obj, obj_eval, mesh)
@@ -161,6 +164,9 @@ class SceneSim:
                               gravity=g, damping=getattr(s, "damping", 0.0),
                               air_drag=getattr(s, "air_drag", 1.0), backend=kernels,
                               sleep=getattr(s, "use_sleep", DEFAULT_SLEEP))
+        for body in self.bodies:
+            if body.kind == "RAGDOLL":
+                body.attach(self.sim)
         self._wind = None
         self._read_wind()
         # keyframable settings (damping, stiffness, friction, gravity...), read every frame
@@ -188,6 +194,24 @@ class SceneSim:
             self.sim.set_wind(key[0], turbulence=key[1], seed=key[2])
 
     # ------------------------------------------------------------------ building
+    def _add_ragdoll(self, b, obj, depsgraph):
+        """An armature as a ragdoll (ragdoll_sim.py); any other kind on an armature, or a
+        ragdoll on anything but an armature, is refused by name."""
+        if obj.type != "ARMATURE":
+            kind = obj.type.lower().replace("_", " ")
+            article = "an" if kind[:1] in "aeiou" else "a"
+            raise BridgeError(f"{obj.name}: is {article} {kind} object; Ragdoll simulates an "
+                              "armature's bones (choose another kind for it, or set Ragdoll on "
+                              "the armature)")
+        if obj.verlet.kind != "RAGDOLL":
+            raise BridgeError(f"{obj.name}: is an armature object, not a mesh; an armature can "
+                              f"only be a Ragdoll (not {obj.verlet.kind.title()}): set its kind "
+                              "to Ragdoll, or simulate the mesh it deforms")
+        if obj.mode == "EDIT":
+            raise BridgeError(f"{obj.name}: is in Edit Mode; leave Edit Mode to simulate it")
+        from .ragdoll_sim import RagdollBody
+        self.bodies.append(RagdollBody(b, obj, depsgraph, self.scene, self.warnings))
+
     def _add(self, b, obj, obj_eval, mesh):
         kind = obj.verlet.kind
         x_local = bridge.positions(mesh)
@@ -234,7 +258,9 @@ class SceneSim:
             raise BridgeError(f"{obj.name}: {exc}") from None
         body = Body(obj, kind, ids, x, mw, bridge.topology_hash(n, faces))
         body.frames = frames
-        if obj.verlet.pin_group:
+        body.follow = bool(getattr(obj.verlet, "animated", False)) or \
+            _animated(obj, "verlet.animated")
+        if obj.verlet.pin_group or body.follow:
             self._add_pins(b, obj, mesh, body)
         self.bodies.append(body)
 
@@ -242,13 +268,18 @@ class SceneSim:
         """Pins from the pin group: strength = weight x pin_stiffness (properties.py). Full
         strength that cannot change is a hard pin; anything else a soft pin, whose compliance
         _update_pin_strength sets before every step (the first one included)."""
-        w = bridge.group_weights(obj, mesh, obj.verlet.pin_group)
-        pin_local = np.nonzero(w > 0)[0]
-        if pin_local.size == 0:
-            raise BridgeError(f"{obj.name}: pin group '{obj.verlet.pin_group}' is empty")
+        if obj.verlet.pin_group:
+            w = bridge.group_weights(obj, mesh, obj.verlet.pin_group)
+            if not (w > 0).any():
+                raise BridgeError(f"{obj.name}: pin group '{obj.verlet.pin_group}' is empty")
+        else:
+            w = np.zeros(len(body.ids))
+        # Added: an object that follows its animation (Animated) has every vertex pinned softly:
+        # compliance 0 while Animated is on, its pin group's strength (or released) when off
+        pin_local = np.arange(len(w)) if body.follow else np.nonzero(w > 0)[0]
         weight = np.minimum(w[pin_local], 1.0)
         soft = weight * _settings(obj, "pin_stiffness", 1.0) < 1.0
-        if _animated(obj, "verlet.pin_stiffness"):
+        if _animated(obj, "verlet.pin_stiffness") or body.follow:
             soft[:] = True
         if soft.any():
             b.pin(body.ids[pin_local[soft]], compliance=0.0)
@@ -333,13 +364,15 @@ class SceneSim:
                 continue
             obj = self.scene.objects[body.name]
             k = _settings(obj, "pin_stiffness", 1.0)
-            if k == body.pin_stiffness:
+            follow = getattr(body, "follow", False) and bool(obj.verlet.animated)
+            if (k, follow) == body.pin_stiffness:
                 continue
             from .properties import pin_compliance
             ids = body.ids[body.pin_local[body.pin_soft]]
-            self.sim.set_pin_compliance(ids, pin_compliance(body.pin_weight[body.pin_soft] * k,
+            strength = 1.0 if follow else body.pin_weight[body.pin_soft] * k
+            self.sim.set_pin_compliance(ids, pin_compliance(strength + np.zeros(len(ids)),
                                                             self.model.particle_mass[ids]))
-            body.pin_stiffness = k
+            body.pin_stiffness = (k, follow)
 
     def _move_pinned_frames(self, body, matrix):
         """Strands: the frame particles of pinned edges (pinned with them, solver/strands.py)
@@ -380,6 +413,9 @@ class SceneSim:
                                       "changes the topology")
                 self.sim.set_pin_targets(body.ids[body.pin_local], x[body.pin_local])
                 self._move_pinned_frames(body, np.array(obj_eval.matrix_world, np.float64))
+        for body in self.bodies:
+            if body.kind == "RAGDOLL":
+                body.before_step(self.scene, depsgraph)
         # Added: the scene wind, Blender's force fields and every keyframable setting are read
         # at every frame (keyed strengths, animated fields), as colliders and pins are
         self._read_wind()
@@ -390,7 +426,7 @@ class SceneSim:
         # does; they were relative to its matrix at the start, so an animated object (a flag
         # on a moving pole) showed its motion twice and its pins left the pole.
         for body in self.bodies:
-            if body.kind != "RIGID":
+            if body.kind not in ("RIGID", "RAGDOLL"):
                 obj = self.scene.objects[body.name].evaluated_get(depsgraph)
                 check_scale(obj, obj.matrix_world)      # results go to its object space
                 body.matrix = np.array(obj.matrix_world, dtype=np.float64)
@@ -398,6 +434,8 @@ class SceneSim:
     def result(self, body):
         """The body's current state: (n, 3) object-space positions (deforming kinds, in the
         object's space at the current frame) or its (4, 4) world matrix (RIGID)."""
+        if body.kind == "RAGDOLL":
+            return body.result(self.sim)
         x = np.array(self.sim.x[body.ids])
         if body.kind == "RIGID":
             return rigid_transform(body.rest_world, x) @ body.rest_matrix

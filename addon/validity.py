@@ -46,6 +46,9 @@ def settings_hash(scene):
         s = {p.identifier: _plain(getattr(obj.verlet, p.identifier), keyed,
                                   f"verlet.{p.identifier}")
              for p in obj.verlet.bl_rna.properties if p.identifier not in NOT_SETTINGS}
+        if obj.verlet.kind == "RAGDOLL" and obj.type == "ARMATURE":
+            from .ragdoll import signature      # its bones' limits, overrides and radii
+            s["rig"] = signature(obj)
         objects.append(json.dumps(s, sort_keys=True, default=str))
     data["objects"] = sorted(objects)
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -146,7 +149,7 @@ def _corners(mesh):
 
 def _fits(obj, header, source):
     """None when the cache may be shown on obj, else why not (a status line)."""
-    layout = "matrices" if obj.verlet.kind == "RIGID" else "positions"
+    layout = {"RIGID": "matrices", "RAGDOLL": "bones"}.get(obj.verlet.kind, "positions")
     # Added: a cache of another kind of body (e.g. a rigid body's matrices copied over a
     # cloth's file) used to be shown and fail inside the frame handler.
     if header.get("layout") != layout:
@@ -161,6 +164,12 @@ def _fits(obj, header, source):
     if owner is not None and owner != obj.verlet.cache_id:
         return (f"Cache unusable: {obj.name}: the cache file belongs to another object "
                 f"('{header.get('object')}' when it was baked); bake again")
+    if layout == "bones":
+        from .ragdoll import topology_hash
+        if obj.type != "ARMATURE" or topology_hash(obj) != header.get("topology_hash"):
+            return ("Cache outdated: the armature's deforming bones changed since the bake; "
+                    "press Bake to bake again (or Free Bake)")
+        return None
     if obj.type == "MESH" and layout == "positions":
         mesh = obj.data
         # Changed: the faces used to be hashed on every shown frame (with a Python loop over

@@ -12,7 +12,10 @@ The scene (one Verlet simulation, all kinds at once, in gusty wind):
   ball on it (UV sphere, COLLIDER);
 - a tuft of grass (PLANT: thin strips, vertex group "Root" pinned) swaying in the wind;
 - a jelly cube (SOFT, subdivided cube) and a crate (RIGID, cube) dropped onto a ramp (thin box,
-  COLLIDER), and a ground plane (COLLIDER).
+  COLLIDER), and a ground plane (COLLIDER);
+- a twelve-bone ragdoll (RAGDOLL armature with a skinned mesh) tumbling down a flight of stairs
+  behind the table, and a rig walking toward the camera on a keyframed walk cycle that is
+  released (its Animated switch keyed off) mid-stride and falls (scripts/demo_ragdoll.py).
 
 Outputs in out/ (or --out): demo.blend with its bake cache beside it (verlet_cache/demo/),
 demo.abc (verlet.export_alembic), pc2/*.pc2 (verlet.export_pc2) and demo.png, a contact sheet of
@@ -32,6 +35,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from extension_loader import load_extension  # noqa: E402,F401  (also used by the tests)
+import demo_ragdoll  # noqa: E402  (the ragdolls: stairs and a released walk cycle)
 from demo_render import configure_engine, render_contact_sheet, setup_view  # noqa: E402
 from demo_scene import (  # noqa: E402  (layout, sizes and measurements)
     BALL_RADIUS, BALL_XY, CRATE_SIZE, FLAG_SIZE, GRASS_XY, JELLY_SIZE, POLE_HEIGHT, POLE_XY,
@@ -273,6 +277,8 @@ def build_scene(cfg=None):
     _colour(jelly, (0.2, 0.85, 0.3, 1.0))
     objs["jelly"] = jelly
 
+    objs.update(demo_ragdoll.add(scene, cfg))
+    used.update({"animated"})
     bpy.context.view_layer.update()
     return {"objects": objs, "used": used}
 
@@ -336,6 +342,7 @@ def main(argv=None):
 
     t = time.perf_counter()
     facts = measure(ext, objs)
+    facts.update(demo_ragdoll.measure(ext, objs))
     timings["measure"] = time.perf_counter() - t
 
     engine = None
@@ -356,7 +363,8 @@ def main(argv=None):
 
 
 def report(cfg, objs, built, facts, timings, bake_s, out, engine, ext):
-    sim_objs = [o for o in objs.values() if o.verlet.kind != "COLLIDER"]
+    sim_objs = [o for o in objs.values() if o.verlet.kind not in ("COLLIDER", "NONE")
+                and o.type == "MESH"]
     verts = sum(len(o.data.vertices) for o in sim_objs)
     steps = cfg.frames - 1
     backend = ext.solver.backend.choose(None)
@@ -403,6 +411,8 @@ def report(cfg, objs, built, facts, timings, bake_s, out, engine, ext):
           f"(RMS off a rigid motion) up to {f['jelly_wobble_max'] * 100:.1f} % of its size;")
     print(f"      {f['jelly_gap_ground'] * cm:+.1f} cm from the ground, {f['jelly_speed_end']:.3f} m/s "
           f"at the end, rebound {f['jelly_rebound'] * 100:.0f} % of its drop")
+    for line in demo_ragdoll.lines(f):
+        print(line)
     print(f"  outputs in {out}: demo.blend (+ verlet_cache/), demo.abc, pc2/*.pc2"
           + (f", demo.png ({engine})" if engine else ""))
 

@@ -48,7 +48,8 @@ def _apply_threads():
 
 
 KERNEL_SOURCES = ("kernels/compiled.py", "kernels/compiled_contact.py", "kernels/compiled_loop.py",
-                  "kernels/compiled_bodies.py", "kernels/build.py")
+                  "kernels/compiled_bodies.py", "kernels/compiled_joints.py",
+                  "kernels/build.py")
 
 
 def _cache_key():

@@ -18,6 +18,7 @@ from .mesh import cloth_topology, normalize_faces
 from .strands import FRAME_MASS_FRACTION, edge_frames, joints
 from .model import STICK_KINDS, STICK_SOURCES, Model
 from .sleep import constraint_edges, islands
+from .bodies import JointBuilder
 
 # default cloth areal density [kg/m^2]: a light cotton (Blender's default vertex mass is 0.3 kg
 # per vertex whatever the resolution; a density keeps the cloth's weight independent of it)
@@ -104,7 +105,7 @@ def _scalar(value, name, lo=0.0, hi=np.inf):
     return v
 
 
-class Builder(GroupsMixin):
+class Builder(GroupsMixin, JointBuilder):
     """Collects a scene; ``build()`` returns the Model a Simulation runs."""
 
     def __init__(self):
@@ -488,7 +489,10 @@ class Builder(GroupsMixin):
             shape_start = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
             shape_comp = np.array([c[1] for c in clusters])
             shape_damp = np.array([c[2] for c in clusters])
+            body_cluster = np.empty(len(corder), np.int64)
+            body_cluster[corder] = np.arange(len(corder))   # add_shape_match id -> model cluster
         else:
+            body_cluster, centre = np.zeros(0, np.int64), np.zeros((0, 3))
             sp, sc = np.zeros(0, np.int64), np.zeros(0, np.int64)
             rest_off, shape_start = np.zeros((0, 3)), np.zeros(1, np.int64)
             shape_comp, shape_offsets = np.zeros(0), np.zeros(1, np.int64)
@@ -500,8 +504,13 @@ class Builder(GroupsMixin):
         col = self._colliders
         tetra_particles = np.array(tets, dtype=np.int64).reshape(-1, 4)
         volume_tris = np.concatenate(vt) if vt else np.zeros((0, 3), np.int64)
-        island = islands(n, constraint_edges(pairs, sp.astype(np.int64), sc.astype(np.int64),
-                                             volume_tris, tetra_particles))
+        # bodies joined by a joint are one island: one sleeps only when all of them rest
+        jointed = np.array([[self._clusters[e[0]][0][0], self._clusters[e[1]][0][0]]
+                            for e, *_ in getattr(self, "_joints", []) if min(e) >= 0],
+                           np.int64).reshape(-1, 2)
+        island = islands(n, np.concatenate([
+            constraint_edges(pairs, sp.astype(np.int64), sc.astype(np.int64), volume_tris,
+                             tetra_particles), jointed]))
         return Model(
             particle_x0=x0, particle_mass=mass, particle_inv_mass=inv_mass,
             particle_radius=np.concatenate(self._radius), particle_area=np.concatenate(self._area),
@@ -535,6 +544,7 @@ class Builder(GroupsMixin):
             surface_tris=np.concatenate(self._surface) if self._surface else np.zeros((0, 3), np.int64),
             **contact_arrays(self._groups_now(), self._group_self, self._disabled,
                              np.concatenate(self._friction), self._contact_surfaces),
+            **self._joint_fields(body_cluster, centre),
         )
 
 

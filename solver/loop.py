@@ -8,7 +8,8 @@ Jakobsen's loop ("Advanced Character Physics", section 2), ``substeps`` times pe
                 from their position at the step's start to their target
     relax       ``iterations`` sweeps: sticks, soft pins, volumes, colliders (projection with
                 friction, depenetration bounded by ``allowance``), embedded points of
-                tetrahedral bodies, contacts between bodies (Jacobi, averaged), shape matching
+                tetrahedral bodies, contacts between bodies (Jacobi, averaged), shape matching,
+                joints between rigid bodies
     velocity    shape-matching damping, restitution, and the overlap resolved without speed
                 moved into x* (collision/project.release_overlap); all on x* only
 
@@ -25,6 +26,8 @@ exactly the same ones:
     sticks     constraints/sticks.StickSolver.kernel_args(omega)
     volumes    constraints/volume.VolumeSolver.kernel_args(rest)
     shapes     constraints/shapes.ShapeSolver.kernel_args()
+    joints     constraints/joints.JointSolver.kernel_args(target): rigid-body joints between
+               clusters, solved after shape matching in every iteration
     colliders  collision/colliders.Colliders.kernel_args(...): per collider and per substep
     points     collision/points.TetraPoints.kernel_args()
     contacts   collision/contacts.Contacts.kernel_args()
@@ -43,6 +46,7 @@ import numpy as np
 
 from .collision.bodies import solve_bodies
 from .collision.project import project_collider, project_points, release_overlap, restitution
+from .constraints.joints import solve_joints
 from .constraints.pins import solve_soft_pins
 from .constraints.shapes import damp_shapes, solve_shapes
 from .constraints.sticks import solve_sticks
@@ -51,8 +55,8 @@ from .forces import apply_drag
 from .integrator import predict
 
 
-def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shapes, colliders,
-                 points, contacts, bodies, counts, scalars):
+def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shapes, joints,
+                 colliders, points, contacts, bodies, counts, scalars):
     X, Xp = state
     a_h2, keep, lim = integrate
     d_ids, d_drift, d_normal, d_along, d_decay, d_g_h2 = drag
@@ -63,6 +67,10 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     v_particles, v_particle_start, v_tris, v_tri_start, v_w, v_rest, v_alpha, v_lam = volumes
     (m_particles, m_rest_offset, m_start, m_color_offsets, m_mass, m_rigid, m_w, m_alpha, m_lam,
      m_boost, m_damping, m_keep, m_any_damped) = shapes
+    (j_bodies, j_entries, j_entry_start, j_inv_mass, j_inv_inertia, j_free, j_c0, j_R0, j_c, j_R,
+     j_moved, j_body, j_anchor, j_axis, j_perp, j_kind, j_swing, j_range, j_alpha, j_drive_on,
+     j_drive_alpha, j_target, j_lam, j_order, j_color_offsets, j_passes,
+     j_tolerance) = joints
     (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, radius, pair_particle, pair_start,
      by_particle, by_particle_start, by_particle_collider, approximate, abc, R, t, sc, Rb, tb, sb,
      moving) = colliders
@@ -93,6 +101,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             b_touch.fill(False)
         v_lam.fill(0.0)
         m_lam.fill(0.0)
+        j_lam.fill(0.0)
         # relax
         for it in range(iterations):
             solve_sticks(X, si, sj, rest, inv_mass, s_alpha, s_lam, kind, batch_offsets,
@@ -128,6 +137,12 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             if m_particles.size:
                 solve_shapes(X, m_particles, m_rest_offset, m_start, m_color_offsets, m_mass,
                              m_rigid, m_w, m_alpha, m_lam, contact, m_boost)
+            if j_order.size:
+                solve_joints(X, m_particles, m_rest_offset, m_mass, j_bodies, j_entries,
+                             j_entry_start, j_inv_mass, j_inv_inertia, j_free, j_c0, j_R0, j_c,
+                             j_R, j_moved, j_body, j_anchor, j_axis, j_perp, j_kind, j_swing,
+                             j_range, j_alpha, j_drive_on, j_drive_alpha, j_target, j_lam,
+                             j_order, j_color_offsets, j_passes, j_tolerance)
         # velocity pass
         if m_any_damped:
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)

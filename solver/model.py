@@ -8,7 +8,7 @@ V = volumes, T = volume triangles, B = tetrahedral bodies, P = embedded points, 
 F = surface triangles, G = collision groups. Units: metres, kilograms, seconds.
 """
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -94,10 +94,39 @@ class Model:
     #                                         group pairs that never collide
     contact_tris: np.ndarray = None         # (Ft, 3) int64 particle ids; solid ones wound out
     contact_tri_solid: np.ndarray = None    # (Ft,) bool face of a closed (solid) surface
+    # --- joints between rigid bodies (constraints/joints.py, bodies.py); J = joints. A body is
+    # a shape-matching cluster; its id is the index add_shape_match returned (build order)
+    shape_body_cluster: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #                                  (K,) int64 the model cluster of each body id
+    joint_body: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
+    #                                  (J, 2) int64 model clusters (a, b), -1 = the world
+    joint_anchor: np.ndarray = field(default_factory=lambda: np.zeros((0, 2, 3)))
+    #                                  (J, 2, 3) float64 [m] anchor from each body's rest centre
+    #                                  of mass (the world: the world point)
+    joint_axis: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    #                                  (J, 3) float64 unit axis in the build pose
+    joint_perp: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    #                                  (J, 3) float64 unit reference direction normal to it
+    joint_kind: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #                                  (J,) int64 joints.KIND_BALL | KIND_HINGE
+    joint_limits: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    #                                  (J, 3) float64 [rad] hinge (lo, hi, nan); ball (swing,
+    #                                  twist_lo, twist_hi); nan = unlimited
+    joint_compliance: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #                                  (J,) float64 [m/N] of the anchor, 0 = rigid
+    joint_order: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #                                  (J,) int64 solve order: by colour (no two joints of a
+    #                                  colour share a body), build order within one
+    joint_color_offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    #                                  (colours + 1,) int64 colour c is joint_order[o[c]:o[c+1]]
 
     @property
     def particle_count(self):
         return self.particle_x0.shape[0]
+
+    @property
+    def joint_count(self):
+        return self.joint_kind.shape[0]
 
     @property
     def stick_count(self):

@@ -43,12 +43,14 @@ from .collision.body_stage import BodyContacts
 from .collision.colliders import Colliders
 from .collision.contacts import Contacts
 from .collision.points import TetraPoints
+from .constraints.joints import JointSolver
 from .constraints.pins import SoftPinSolver
 from .constraints.shapes import ShapeSolver
 from .constraints.sticks import StickSolver
 from .constraints.volume import VolumeSolver
 from .errors import SolverError
 from .forces import Wind, drag_terms, explosion_kick, vertex_normals
+from .joint_control import JointControl
 from .kernels import table
 from .sleep import Sleep, same_fields
 from .state import Checkpoint, Control, State
@@ -91,7 +93,7 @@ def _read_only(a):
     return v
 
 
-class Simulation(AnimatedSettings):
+class Simulation(AnimatedSettings, JointControl):
     """Steps a Model. See the module docstring for the algorithm and the README for the API."""
 
     def __init__(self, model, substeps=DEFAULT_SUBSTEPS, iterations=DEFAULT_ITERATIONS,
@@ -135,6 +137,7 @@ class Simulation(AnimatedSettings):
         self.sticks = StickSolver(model)
         self.soft_pins = SoftPinSolver(model)
         self.shapes = ShapeSolver(model)
+        self.joints = JointSolver(model)
         self.volumes = VolumeSolver(model)
         self.points = TetraPoints(model)
         self.colliders = Colliders(model)
@@ -158,7 +161,9 @@ class Simulation(AnimatedSettings):
                                collider_friction=model.collider_friction.copy(),
                                collider_static_friction=model.collider_static_friction.copy(),
                                collider_restitution=model.collider_restitution.copy(),
-                               volume_rest=np.array(model.volume_rest, np.float64))
+                               volume_rest=np.array(model.volume_rest, np.float64),
+                               joint_target=np.tile(np.eye(3), (model.joint_count, 1, 1)),
+                               joint_drive=np.zeros(model.joint_count))
         # scratch, allocated once
         self._acc = np.zeros((n, 3))                # (n, 3) [m/s^2] external acceleration
 
@@ -446,6 +451,7 @@ class Simulation(AnimatedSettings):
         self.sticks.begin_step(h, ctl.stick_compliance)
         self.shapes.begin_step(h, ctl.shape_compliance, ctl.shape_damping)
         self.volumes.begin_step(h)
+        self.joints.begin_step(h, ctl.joint_drive)
 
     def _collide(self, dt, acc):
         """The collide stage: candidate contacts for this step (collision/colliders.py), after
@@ -494,6 +500,7 @@ class Simulation(AnimatedSettings):
         return ((st.X, st.X_prev), (a_h2, keep, lim), drag, pins,
                 self.soft_pins.kernel_args(ctl, h), self.sticks.kernel_args(self.over_relaxation),
                 self.volumes.kernel_args(ctl.volume_rest), self.shapes.kernel_args(),
+                self.joints.kernel_args(ctl.joint_target),
                 self.colliders.kernel_args(ctl, S, self._radius, self.contacts),
                 self.points.kernel_args(), self.contacts.kernel_args(),
                 self.contacts.body_args(inv_mass, self.max_depenetration_speed * h),

@@ -112,11 +112,14 @@ class Control:
     collider_static_friction: np.ndarray = None   # (C,) float64 static coefficient (>= kinetic)
     collider_restitution: np.ndarray = None       # (C,) float64 in [0, 1]
     volume_rest: np.ndarray = None        # (V,) float64 [m^3] target volume (rest x pressure)
+    # joint drives (Simulation.set_joint_targets / set_joint_drive; constraints/joints.py)
+    joint_target: np.ndarray = None       # (J, 3, 3) float64 target R_a^T R_b of each joint
+    joint_drive: np.ndarray = None        # (J,) float64 drive strength in [0, 1], 0 = limp
 
     _SOFT = ("soft_pin_anchor", "soft_pin_target", "soft_pin_compliance")
     _ANIMATED = ("gravity", "stick_compliance", "shape_compliance", "shape_damping",
                  "collider_friction", "collider_static_friction", "collider_restitution",
-                 "volume_rest")
+                 "volume_rest", "joint_target", "joint_drive")
 
     def copy(self):
         # frames are immutable tuples of arrays nobody writes: the lists are copied, the frames

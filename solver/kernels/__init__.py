@@ -18,13 +18,14 @@ have the same names and parameters.
 from types import SimpleNamespace
 
 KERNELS = ("apply_drag", "predict", "solve_sticks", "solve_soft_pins", "solve_volumes",
-           "solve_shapes", "damp_shapes", "project_collider", "project_points", "restitution",
-           "release_overlap", "find_body_contacts", "solve_bodies", "run_substeps")
+           "solve_shapes", "damp_shapes", "solve_joints", "project_collider", "project_points",
+           "restitution", "release_overlap", "find_body_contacts", "solve_bodies", "run_substeps")
 
 
 def _numpy_table():
     from ..collision.bodies import find_body_contacts, solve_bodies
     from ..collision.project import project_collider, project_points, release_overlap, restitution
+    from ..constraints.joints import solve_joints
     from ..constraints.pins import solve_soft_pins
     from ..constraints.shapes import damp_shapes, solve_shapes
     from ..constraints.sticks import solve_sticks
@@ -35,7 +36,8 @@ def _numpy_table():
     return SimpleNamespace(backend="numpy", apply_drag=apply_drag, predict=predict,
                            solve_sticks=solve_sticks, solve_soft_pins=solve_soft_pins,
                            solve_volumes=solve_volumes, solve_shapes=solve_shapes,
-                           damp_shapes=damp_shapes, project_collider=project_collider,
+                           damp_shapes=damp_shapes, solve_joints=solve_joints,
+                           project_collider=project_collider,
                            project_points=project_points, restitution=restitution,
                            release_overlap=release_overlap,
                            find_body_contacts=find_body_contacts, solve_bodies=solve_bodies,

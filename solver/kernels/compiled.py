@@ -549,3 +549,7 @@ def solve_volumes(X, particles, particle_start, tris, tri_start, w, rest, alpha,
 
 
 from .compiled_loop import run_substeps  # noqa: E402,F401  (it imports the kernels above)
+
+
+# the joint kernel lives in its own module (it uses _polar3 above); the table reaches it here
+from .compiled_joints import solve_joints  # noqa: E402,F401

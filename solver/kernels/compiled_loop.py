@@ -14,6 +14,7 @@ from numba import njit
 from .compiled import (damp_shapes, drag_and_predict, solve_shapes, solve_soft_pins,
                        solve_sticks, solve_volumes)
 from .compiled_bodies import solve_bodies
+from .compiled_joints import solve_joints
 from .compiled_contact import project_colliders, project_points, release_overlap, restitution
 
 
@@ -27,8 +28,8 @@ def _all_finite(X):
 
 
 @njit(cache=True, fastmath=False)
-def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shapes, colliders,
-                 points, contacts, bodies, counts, scalars):
+def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shapes, joints,
+                 colliders, points, contacts, bodies, counts, scalars):
     X, Xp = state
     a_h2, keep, lim = integrate
     d_ids, d_drift, d_normal, d_along, d_decay, d_g_h2 = drag
@@ -39,6 +40,10 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     v_particles, v_particle_start, v_tris, v_tri_start, v_w, v_rest, v_alpha, v_lam = volumes
     (m_particles, m_rest_offset, m_start, m_color_offsets, m_mass, m_rigid, m_w, m_alpha, m_lam,
      m_boost, m_damping, m_keep, m_any_damped) = shapes
+    (j_bodies, j_entries, j_entry_start, j_inv_mass, j_inv_inertia, j_free, j_c0, j_R0, j_c, j_R,
+     j_moved, j_body, j_anchor, j_axis, j_perp, j_kind, j_swing, j_range, j_alpha, j_drive_on,
+     j_drive_alpha, j_target, j_lam, j_order, j_color_offsets, j_passes,
+     j_tolerance) = joints
     (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, radius, pair_particle, pair_start,
      by_particle, by_particle_start, by_particle_collider, approximate, abc, R, t, sc, Rb, tb, sb,
      moving) = colliders
@@ -82,6 +87,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         point_used[:] = 0.0
         v_lam[:] = 0.0
         m_lam[:, :] = 0.0
+        j_lam[:, :] = 0.0
         # relax
         for it in range(iterations):
             solve_sticks(X, si, sj, rest, inv_mass, s_alpha, s_lam, kind, batch_offsets,
@@ -117,6 +123,12 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             if m_particles.shape[0]:
                 solve_shapes(X, m_particles, m_rest_offset, m_start, m_color_offsets, m_mass,
                              m_rigid, m_w, m_alpha, m_lam, contact, m_boost)
+            if j_order.shape[0]:
+                solve_joints(X, m_particles, m_rest_offset, m_mass, j_bodies, j_entries,
+                             j_entry_start, j_inv_mass, j_inv_inertia, j_free, j_c0, j_R0, j_c,
+                             j_R, j_moved, j_body, j_anchor, j_axis, j_perp, j_kind, j_swing,
+                             j_range, j_alpha, j_drive_on, j_drive_alpha, j_target, j_lam,
+                             j_order, j_color_offsets, j_passes, j_tolerance)
         # velocity pass
         if m_any_damped:
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)

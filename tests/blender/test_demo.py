@@ -34,7 +34,9 @@ def baked(extension):
     """The reduced demo scene (48 frames), baked (in memory: the file is unsaved)."""
     built = demo.build_scene(demo.Config.small())
     _bake(bpy.context.scene)
-    return extension, built, demo.measure(extension, built["objects"])
+    facts = demo.measure(extension, built["objects"])
+    facts.update(demo.demo_ragdoll.measure(extension, built["objects"]))
+    return extension, built, facts
 
 
 def test_demo_colliders_are_read_as_the_shapes_they_are(extension):
@@ -135,6 +137,14 @@ def test_crate_rests_on_the_ramp_and_jelly_on_the_ground(baked):
     assert f["jelly_rebound"] < 0.3                   # and does not bounce back up (energy)
 
 
+def test_ragdolls_tumble_down_the_stairs_and_the_released_walker_keeps_its_speed(baked):
+    _, _, f = baked
+    assert f["tumbler_moved_down_x"] > 0.3 and f["tumbler_dropped"] > 0.3
+    assert abs(f["walker_speed_walking"] - demo.demo_ragdoll.WALK_SPEED) < 0.1
+    assert abs(f["walker_speed_after_release"] - f["walker_speed_walking"]) < 0.2
+    assert f["walker_lowest_end"] > -0.02          # it fell on the ground, not through it
+
+
 def test_demo_pipeline_writes_every_output(tmp_path):
     """scripts/demo.py end to end on the reduced scene: blend + cache, Alembic, PC2, PNG."""
     out = tmp_path / "out"
@@ -147,7 +157,7 @@ def test_demo_pipeline_writes_every_output(tmp_path):
         bpy.ops.wm.read_factory_settings(use_empty=True)
     assert (out / "demo.blend").is_file()
     caches = list((out / "verlet_cache" / "demo").glob("*.vpc"))
-    assert len(caches) == 5                           # flag, tablecloth, grass, jelly, crate
+    assert len(caches) == 7       # flag, tablecloth, grass, jelly, crate, two ragdolls
     assert (out / "demo.abc").stat().st_size > 1000
     pc2 = sorted(p.name for p in (out / "pc2").glob("*.pc2"))
     assert pc2 == ["Flag.pc2", "Grass.pc2", "Jelly.pc2", "Tablecloth.pc2"]

@@ -29,7 +29,7 @@ def test_properties_registered_with_contract_names(extension):
     s = obj.verlet
     assert s.kind == "NONE"
     kinds = {i.identifier for i in s.bl_rna.properties["kind"].enum_items}
-    assert kinds == {"NONE", "CLOTH", "PLANT", "SOFT", "RIGID", "COLLIDER"}
+    assert kinds == {"NONE", "CLOTH", "PLANT", "SOFT", "RIGID", "COLLIDER", "RAGDOLL"}
     shapes = {i.identifier for i in s.bl_rna.properties["collider_shape"].enum_items}
     assert shapes == {"AUTO", "PLANE", "SPHERE", "BOX", "CYLINDER", "CAPSULE"}
     s.kind, s.pin_group, s.mass, s.friction, s.thickness = "CLOTH", "Pins", 2.5, 0.7, 0.01

@@ -75,7 +75,7 @@ def test_every_numeric_property_is_bounded(ui):
             got = getattr(settings, p.identifier)
             assert (got[0] if p.array_length else got) == pytest.approx(p.hard_max), p.identifier
             checked += 1
-    assert checked == 19      # 10 object + 9 scene numeric settings (substeps: at most 1000)
+    assert checked == 20      # 11 object + 9 scene numeric settings (substeps: at most 1000)
     assert bpy.context.scene.verlet.substeps == 1000
 
 
@@ -221,13 +221,15 @@ def test_poll_per_kind(ui):
 
 EXPECTED_PROPS = {
     ("PHYSICS_PT_verlet", None): ["kind"],
-    ("PHYSICS_PT_verlet_physical", "CLOTH"): ["mass", "damping", "stretch_stiffness",
-                                              "shear_stiffness", "bend_stiffness"],
-    ("PHYSICS_PT_verlet_physical", "PLANT"): ["mass", "damping", "stretch_stiffness",
-                                              "shear_stiffness", "bend_stiffness"],
-    ("PHYSICS_PT_verlet_physical", "SOFT"): ["mass", "damping", "shape_stiffness",
+    ("PHYSICS_PT_verlet_physical", "CLOTH"): ["mass", "damping", "animated",
+                                              "stretch_stiffness", "shear_stiffness",
+                                              "bend_stiffness"],
+    ("PHYSICS_PT_verlet_physical", "PLANT"): ["mass", "damping", "animated",
+                                              "stretch_stiffness", "shear_stiffness",
+                                              "bend_stiffness"],
+    ("PHYSICS_PT_verlet_physical", "SOFT"): ["mass", "damping", "animated", "shape_stiffness",
                                              "stretch_stiffness", "use_volume", "pressure"],
-    ("PHYSICS_PT_verlet_physical", "RIGID"): ["mass", "damping"],
+    ("PHYSICS_PT_verlet_physical", "RIGID"): ["mass", "damping", "animated"],
     ("PHYSICS_PT_verlet_collisions", "COLLIDER"): ["collider_shape", "thickness", "friction",
                                                    "restitution"],
     ("PHYSICS_PT_verlet_collisions", None): ["thickness", "friction", "restitution"],
@@ -258,7 +260,8 @@ def test_draw_every_panel_for_every_kind(ui):
             if pid == "PHYSICS_PT_verlet_forces":
                 assert all(e.data == bpy.context.scene.verlet for e in log if e.what == "prop")
             if pid == "PHYSICS_PT_verlet_cache":
-                assert drawn(log, "operator") == list(ALL_OPS)
+                keys = ("verlet.bake_to_keyframes",) if kind == "RIGID" else ()
+                assert drawn(log, "operator") == list(ALL_OPS[:2] + keys + ALL_OPS[2:])
                 labels = [e.name for e in log if e.what == "label"]
                 assert labels == (["Colliders follow their animation (not cached)"]
                                   if kind == "COLLIDER" else ["Not baked"]) + [KERNELS]

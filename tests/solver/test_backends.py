@@ -380,7 +380,52 @@ def contact_between_bodies():
     return b, dict(substeps=10), None
 
 
-SCENARIOS = [fast_particles_plates_and_sleep, contact_between_bodies, animated_settings, started_inside_colliders, soft_pinned_cloth, tree_of_strands_in_wind, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp, ropes_and_limits, bodies_on_a_ramp,
+def ragdoll_on_stairs():
+    """Rigid-body joints (solver/constraints/joints.py): capsule bodies joined by hinges with
+    limits (knee, elbow) and ball joints with swing and twist limits, one body hard-pinned
+    (kinematic), one hung from the world, pose drives changing strength and target, tumbling
+    down box stairs with friction."""
+    b = Builder()
+    z = 1.2
+    _, pelvis = b.add_capsule_body((-0.1, 0, z), (0.1, 0, z), 0.08, mass=8.0)
+    _, chest = b.add_capsule_body((0, 0, z + 0.05), (0, 0, z + 0.45), 0.1, mass=12.0)
+    _, thigh = b.add_capsule_body((0.1, 0, z - 0.05), (0.1, 0.05, z - 0.45), 0.06, mass=6.0)
+    _, shin = b.add_capsule_body((0.1, 0.05, z - 0.45), (0.1, 0.0, z - 0.85), 0.05, mass=4.0)
+    _, arm = b.add_capsule_body((0.15, 0, z + 0.4), (0.45, 0, z + 0.4), 0.04, mass=2.0,
+                                up=(0, 0, 1))
+    _, fore = b.add_capsule_body((0.45, 0, z + 0.4), (0.7, 0.1, z + 0.4), 0.035, mass=1.5)
+    b.add_joint(pelvis, chest, (0, 0, z + 0.05), kind="ball", axis=(0, 0, 1),
+                limits=(0.4, -0.3, 0.3))
+    b.add_joint(pelvis, thigh, (0.1, 0, z - 0.05), kind="ball", axis=(0, 0, -1),
+                limits=(1.0, None, None))
+    b.add_joint(thigh, shin, (0.1, 0.05, z - 0.45), kind="hinge", axis=(1, 0, 0),
+                limits=(-2.0, 0.0))
+    b.add_joint(chest, arm, (0.15, 0, z + 0.4), kind="ball", axis=(1, 0, 0),
+                limits=(1.2, -0.5, 0.5), compliance=1e-6)
+    b.add_joint(arm, fore, (0.45, 0, z + 0.4), kind="hinge", axis=(0, 0, 1),
+                limits=(0.0, 2.2))
+    pinned, post = b.add_capsule_body((-1.0, 0, 1.5), (-1.0, 0, 1.8), 0.05)
+    b.pin(pinned)
+    _, hung = b.add_capsule_body((-1.0, 0, 1.5), (-0.7, 0.1, 1.5), 0.04)
+    b.add_joint(post, hung, (-1.0, 0, 1.5), kind="hinge", axis=(0, 1, 0), limits=(-0.5, 0.8))
+    _, lamp = b.add_capsule_body((-1.5, 0, 1.5), (-1.5, 0.3, 1.5), 0.04)
+    b.add_joint(None, lamp, (-1.5, 0, 1.5))
+    for i in range(4):
+        b.add_collider("box", matrix=_translate(0.3 + 0.4 * i, 0, 0.6 - 0.2 * i),
+                       size=(0.4, 2.0, 0.2 + 0.0 * i), friction=0.5)
+    b.add_collider("plane", friction=0.6)
+
+    def drive(sim):
+        t = sim.time
+        sim.set_joint_drive([0, 3], [min(t, 1.0), 0.5])
+        sim.set_joint_targets([3], [[np.cos(0.3 * t), 0.0, np.sin(0.3 * t), 0.0]])
+    return b, dict(substeps=10, iterations=2), drive
+
+
+SCENARIOS = [ragdoll_on_stairs, fast_particles_plates_and_sleep, contact_between_bodies,
+             animated_settings, started_inside_colliders, soft_pinned_cloth,
+             tree_of_strands_in_wind, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp,
+             ropes_and_limits, bodies_on_a_ramp,
              balloon_and_moving_collider, cloth_on_elliptic_colliders, moving_elliptic_colliders,
              tetra_bodies_on_colliders, damped_soft_bodies_and_odd_clusters]
 
