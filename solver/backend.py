@@ -48,7 +48,7 @@ def _apply_threads():
 
 
 KERNEL_SOURCES = ("kernels/compiled.py", "kernels/compiled_contact.py", "kernels/compiled_loop.py",
-                  "kernels/build.py")
+                  "kernels/compiled_mesh.py", "kernels/build.py")
 
 
 def _cache_key():

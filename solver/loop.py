@@ -39,6 +39,7 @@ import math
 
 import numpy as np
 
+from .collision.mesh_query import place_meshes
 from .collision.project import project_collider, project_points, release_overlap, restitution
 from .constraints.pins import solve_soft_pins
 from .constraints.shapes import damp_shapes, solve_shapes
@@ -62,7 +63,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
      m_boost, m_damping, m_keep, m_any_damped) = shapes
     (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, radius, pair_particle, pair_start,
      by_particle, by_particle_start, by_particle_collider, approximate, abc, R, t, sc, Rb, tb, sb,
-     moving) = colliders
+     moving, mesh) = colliders
+    mesh_ids = mesh[17]
     rank_start, rank_points, tet, weight, inv_c2 = points
     (depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred, lift,
      lifted) = contacts
@@ -80,6 +82,9 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             Xp[:, pin_ids] = (pin_start + (pin_target - pin_start) * (s / substeps)).T
         if any_restitution:
             X_pred[:] = X
+        if mesh_ids.size:                      # the mesh colliders' vertices in this substep
+            place_meshes(mesh[0], mesh[1], mesh[6], mesh_ids, sc[s], sb[s], s / substeps,
+                         (s + 1) / substeps, s == substeps - 1, mesh[3], mesh[4])
         for a in (depth, used, point_depth, point_used):
             a.fill(0.0)
         touching.fill(False)
@@ -104,12 +109,12 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                                  c_thickness[k], radius, R[s, k], t[s, k], sc[s, k], Rb[s, k],
                                  tb[s, k], sb[s, k], moving[s, k], c_mu_s[k], c_mu_k[k], k,
                                  depth, used, touching, normal, motion, collider, allowance, lift,
-                                 lifted)
+                                 lifted, mesh)
             if rank_points.size and n_colliders:
                 project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, c_shape,
                                c_thickness, c_mu_s, c_mu_k, approximate[s], abc[s], R[s], t[s],
                                sc[s], Rb[s], tb[s], sb[s], moving[s], point_depth, point_used,
-                               allowance, lift, lifted)
+                               allowance, lift, lifted, mesh)
             if m_particles.size:
                 solve_shapes(X, m_particles, m_rest_offset, m_start, m_color_offsets, m_mass,
                              m_rigid, m_w, m_alpha, m_lam, touching, m_boost)

@@ -96,11 +96,15 @@ class Control:
     collider_static_friction: np.ndarray = None   # (C,) float64 static coefficient (>= kinetic)
     collider_restitution: np.ndarray = None       # (C,) float64 in [0, 1]
     volume_rest: np.ndarray = None        # (V,) float64 [m^3] target volume (rest x pressure)
+    # mesh colliders' local vertices (Model.mesh_vertex_start ranges): now, and at the end of the
+    # next step (Simulation.set_collider_vertices; interpolated across its substeps)
+    mesh_vertices: np.ndarray = None      # (M, 3) float64 [m]
+    mesh_target: np.ndarray = None        # (M, 3) float64 [m]
 
     _SOFT = ("soft_pin_anchor", "soft_pin_target", "soft_pin_compliance")
     _ANIMATED = ("gravity", "stick_compliance", "shape_compliance", "shape_damping",
                  "collider_friction", "collider_static_friction", "collider_restitution",
-                 "volume_rest")
+                 "volume_rest", "mesh_vertices", "mesh_target")
 
     def copy(self):
         # frames are immutable tuples of arrays nobody writes: the lists are copied, the frames

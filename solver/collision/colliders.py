@@ -39,6 +39,7 @@ a rank collider after collider.
 import numpy as np
 
 from . import frames, sdf
+from .mesh import MeshSet
 
 
 class Colliders:
@@ -52,6 +53,7 @@ class Colliders:
         # between steps (Simulation.set_collider_friction / set_collider_restitution)
         self.thickness = model.collider_thickness          # (C,) float64 [m]
         self.count = len(self.shape)
+        self.meshes = MeshSet(model)                       # the mesh colliders (mesh.py)
 
     def initial_frames(self, model):
         """(C,) frames.Frame of the build-time placements (the Control starts with these)."""
@@ -65,6 +67,8 @@ class Colliders:
         during the step takes every free particle."""
         ids_free = np.nonzero(free)[0]
         found = []
+        self.meshes.prepare(control.mesh_vertices, control.mesh_target, control.collider_frame,
+                            control.collider_target)
         for k in range(self.count):
             f0, f1 = control.collider_frame[k], control.collider_target[k]
             turning = not (np.allclose(f0.rotation, f1.rotation, atol=1e-12)
@@ -73,7 +77,14 @@ class Colliders:
                 found.append(ids_free)
                 continue
             sweep = float(np.linalg.norm(f1.translation - f0.translation))
-            phi, _ = sdf.evaluate(self.shape[k], self.dims[k], f0, x[ids_free])
+            if self.shape[k] == frames.MESH:
+                # near the box that holds the mesh during the whole step (refitted above)
+                lo, hi = self.meshes.root_boxes(k)
+                q = frames.to_local(f0, x[ids_free])
+                out = np.maximum(np.maximum(lo - q, q - hi), 0.0)
+                phi = np.sqrt(np.einsum("ij,ij->i", out, out))
+            else:
+                phi, _ = sdf.evaluate(self.shape[k], self.dims[k], f0, x[ids_free])
             margin = reach + sweep + self.thickness[k] + radius_max
             found.append(ids_free[phi < margin])
         contacts.set_candidates(found)
@@ -117,8 +128,10 @@ class Colliders:
                 control.collider_friction, control.collider_restitution, radius,
                 contacts.pair_particle, contacts.pair_start, contacts.by_particle,
                 contacts.by_particle_start, contacts.by_particle_collider) \
-            + self.placements(control, substeps)
+            + self.placements(control, substeps) \
+            + (self.meshes.kernel_args(control.mesh_vertices, control.mesh_target),)
 
     def end_step(self, control):
-        """The targets are reached: they become the placements now."""
+        """The targets are reached: they become the placements now (mesh vertices too)."""
         control.collider_frame = list(control.collider_target)
+        control.mesh_vertices[:] = control.mesh_target

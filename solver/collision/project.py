@@ -44,29 +44,31 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .frames import Frame
+from .frames import MESH, Frame
+from .mesh_query import mesh_sdf, surface_motion
 from .sdf import collider_sdf
 
 
 def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
                      sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider,
-                     allowance, lift, lifted):
+                     allowance, lift, lifted, mesh):
     """Project candidates idx (unique ids) out of collider k, with friction. X, Xp (3, n) [m]
     positions (updated) and previous positions; (a, b, c) from sdf.placement; radius (n,) [m];
     R, Rb (3, 3), t, tb (3,) [m], s, sb (3,) the frame at the end and start of the substep
     (moving: they differ); depth, used (n,) [m], touching (n,) bool, normal (n, 3), motion (n, 3)
     [m], collider (n,) int64: the contact state, written for the particles that touch;
     allowance [m] the depenetration s_max of this substep; lift (n, 3) [m] x* shift owed,
-    added to, and lifted (n,) bool set, where the lift is positive."""
+    added to, and lifted (n,) bool set, where the lift is positive; mesh the mesh group
+    (collision/mesh_query.py) a mesh collider's geometry comes from."""
     cs = SimpleNamespace(depth=depth, used=used, touching=touching, normal=normal,
                          motion=motion, collider=collider, lift=lift, lifted=lifted)
     _project(X.T, Xp.T, idx, shape, (a, b, c), thickness, radius, Frame(R, t, s),
-             Frame(Rb, tb, sb), moving, mu_s, mu_k, k, cs, allowance, approximate)
+             Frame(Rb, tb, sb), moving, mu_s, mu_k, k, cs, allowance, approximate, mesh)
 
 
 def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, thickness, mu_s,
                    mu_k, approximate, abc, R, t, s, Rb, tb, sb, moving, point_depth, point_used,
-                   allowance, lift, lifted):
+                   allowance, lift, lifted, mesh):
     """Embedded points of tetrahedral bodies against every collider: rank after rank, and within
     a rank collider after collider (points of one rank belong to different bodies, so their
     particles are disjoint). rank_start (ranks + 1,), rank_points (P,) int64; tet (P, 4) int64
@@ -85,7 +87,7 @@ def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, t
         for k in range(len(shape)):
             _project_points(x, x_prev, ids, corners, weights, inv, shape[k], abc[k],
                             thickness[k], Frame(R[k], t[k], s[k]), Frame(Rb[k], tb[k], sb[k]),
-                            moving[k], mu_s[k], mu_k[k], cs, allowance, approximate[k])
+                            moving[k], mu_s[k], mu_k[k], cs, allowance, approximate[k], k, mesh)
 
 
 def _to_local(R, t, x0, x1, x2):
@@ -97,6 +99,26 @@ def _to_local(R, t, x0, x1, x2):
     return q0, q1, q2
 
 
+def _distance(shape, approximate, abc, now, before, moving, k, mesh, x0, x1, x2, xp0, xp1, xp2):
+    """Signed distance (p,) [m] of world columns x to collider k, its world unit normal columns,
+    and a function giving the collider's motion over the substep at the contact points (hit
+    mask, penetration) -> (m0, m1, m2), or None when it does not move. A mesh (frames.MESH) is
+    asked through mesh_query with x* (xp) choosing an open mesh's side."""
+    R = now.rotation
+    q0, q1, q2 = _to_local(R, now.translation, x0, x1, x2)
+    if shape == MESH:
+        r0, r1, r2 = _to_local(R, now.translation, xp0, xp1, xp2)
+        phi, g0, g1, g2, tri, wa, wb, wc = mesh_sdf(q0, q1, q2, r0, r1, r2, k, mesh)
+
+        def motion(hit, d):
+            return surface_motion(R, now.translation, before.rotation, before.translation,
+                                  tri[hit], wa[hit], wb[hit], wc[hit], mesh)
+    else:
+        phi, g0, g1, g2 = collider_sdf(shape, approximate, abc, now.scale, q0, q1, q2)
+        motion = None
+    return phi, _to_world(R, g0, g1, g2), motion
+
+
 def _to_world(R, g0, g1, g2):
     """Columns of R g: a local direction into world space."""
     n0 = R[0, 0] * g0 + R[0, 1] * g1 + R[0, 2] * g2
@@ -106,16 +128,19 @@ def _to_world(R, g0, g1, g2):
 
 
 def _contact(x0, x1, x2, xp0, xp1, xp2, n0, n1, n2, d, depth, used, now, before, moving, mu_s,
-             mu_k, allowance):
+             mu_k, allowance, mesh_motion=None):
     """Projection and friction of contacts at columns x (k,) [m], previous positions xp, world
     normal n and penetration d (k,) [m], with depth and used (k,) [m] so far this substep.
     Returns the projected position y, the friction correction (subtract it from y), the
     collider motion, the new depth, the new used, the normal correction c and the lift (the
-    module docstring's formulas)."""
+    module docstring's formulas). mesh_motion: a mesh's surface motion at the contacts
+    (mesh_query.surface_motion) instead of the frame's at z."""
     z0 = x0 + n0 * d
     z1 = x1 + n1 * d
     z2 = x2 + n2 * d
-    if moving:
+    if mesh_motion is not None:
+        m0, m1, m2 = mesh_motion
+    elif moving:
         m0, m1, m2 = _motion(now, before, z0, z1, z2)
     else:
         m0 = m1 = m2 = np.zeros_like(z0)
@@ -142,23 +167,24 @@ def _contact(x0, x1, x2, xp0, xp1, xp2, n0, n1, n2, d, depth, used, now, before,
 
 
 def _project(x, x_prev, idx, shape, abc, thickness, radius, now, before, moving, mu_s, mu_k, k, cs,
-             allowance, approximate=False):
+             allowance, approximate, mesh):
     """project_collider on (n, 3) views x, x_prev, with frames.Frame placements and the
     contact state's arrays as attributes of cs."""
     xc, xpc = x[idx], x_prev[idx]
-    R = now.rotation
-    q0, q1, q2 = _to_local(R, now.translation, xc[:, 0], xc[:, 1], xc[:, 2])
-    phi, g0, g1, g2 = collider_sdf(shape, approximate, abc, now.scale, q0, q1, q2)
+    phi, (g0, g1, g2), motion = _distance(shape, approximate, abc, now, before, moving, k, mesh,
+                                          xc[:, 0], xc[:, 1], xc[:, 2], xpc[:, 0], xpc[:, 1],
+                                          xpc[:, 2])
     pen = phi - thickness - radius[idx]
     hit = pen < 0
     if not hit.any():
         return
     ids = idx[hit]
     d = -pen[hit]
-    n0, n1, n2 = _to_world(R, g0[hit], g1[hit], g2[hit])
+    n0, n1, n2 = g0[hit], g1[hit], g2[hit]
     (y0, y1, y2), (f0, f1, f2), (m0, m1, m2), depth, used, _, lift = _contact(
         xc[hit, 0], xc[hit, 1], xc[hit, 2], xpc[hit, 0], xpc[hit, 1], xpc[hit, 2], n0, n1, n2, d,
-        cs.depth[ids], cs.used[ids], now, before, moving, mu_s, mu_k, allowance)
+        cs.depth[ids], cs.used[ids], now, before, moving, mu_s, mu_k, allowance,
+        None if motion is None else motion(hit, d))
     x[ids, 0] = y0 - f0
     x[ids, 1] = y1 - f1
     x[ids, 2] = y2 - f2
@@ -183,7 +209,7 @@ def _embedded(col, tet, c):
 
 
 def _project_points(x, x_prev, ids, tet, c, inv_c2, shape, abc, thickness, now, before, moving,
-                    mu_s, mu_k, cs, allowance, approximate=False):
+                    mu_s, mu_k, cs, allowance, approximate, k, mesh):
     """Jakobsen's embedded-point contact (module docstring) of points ids (p,) of one rank
     against one collider: tet four (p,) int64 columns, their bodies' corner particles; c four
     (p,) float64 columns, their weights; inv_c2 (p,) float64 1 / sum_k c_k^2. Points of one
@@ -192,9 +218,9 @@ def _project_points(x, x_prev, ids, tet, c, inv_c2, shape, abc, thickness, now, 
     updated for the points that touch."""
     cols = (x[:, 0], x[:, 1], x[:, 2])             # views: writes go through to x
     p0, p1, p2 = (_embedded(col, tet, c) for col in cols)
-    R = now.rotation
-    q0, q1, q2 = _to_local(R, now.translation, p0, p1, p2)
-    phi, g0, g1, g2 = collider_sdf(shape, approximate, abc, now.scale, q0, q1, q2)
+    pp0, pp1, pp2 = (_embedded(x_prev[:, a], tet, c) for a in range(3))
+    phi, (g0, g1, g2), motion = _distance(shape, approximate, abc, now, before, moving, k, mesh,
+                                          p0, p1, p2, pp0, pp1, pp2)
     pen = phi - thickness
     hit = pen < 0
     if not hit.any():
@@ -202,11 +228,11 @@ def _project_points(x, x_prev, ids, tet, c, inv_c2, shape, abc, thickness, now, 
     ids, inv = ids[hit], inv_c2[hit]
     th, ch = [t[hit] for t in tet], [w[hit] for w in c]
     d = -pen[hit]
-    n0, n1, n2 = _to_world(R, g0[hit], g1[hit], g2[hit])
-    pp0, pp1, pp2 = (_embedded(x_prev[:, a], th, ch) for a in range(3))
+    n0, n1, n2 = g0[hit], g1[hit], g2[hit]
     _, (f0, f1, f2), _, depth, used, corr, lift = _contact(
-        p0[hit], p1[hit], p2[hit], pp0, pp1, pp2, n0, n1, n2, d, cs.point_depth[ids],
-        cs.point_used[ids], now, before, moving, mu_s, mu_k, allowance)
+        p0[hit], p1[hit], p2[hit], pp0[hit], pp1[hit], pp2[hit], n0, n1, n2, d,
+        cs.point_depth[ids], cs.point_used[ids], now, before, moving, mu_s, mu_k, allowance,
+        None if motion is None else motion(hit, d))
     cs.point_depth[ids] = depth
     cs.point_used[ids] = used
     # the point's move n c - friction, then each corner's share c_k / sum c^2 of it

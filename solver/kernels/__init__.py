@@ -19,10 +19,11 @@ from types import SimpleNamespace
 
 KERNELS = ("apply_drag", "predict", "solve_sticks", "solve_soft_pins", "solve_volumes",
            "solve_shapes", "damp_shapes", "project_collider", "project_points", "restitution",
-           "release_overlap", "run_substeps")
+           "release_overlap", "place_meshes", "run_substeps")
 
 
 def _numpy_table():
+    from ..collision.mesh_query import place_meshes
     from ..collision.project import project_collider, project_points, release_overlap, restitution
     from ..constraints.pins import solve_soft_pins
     from ..constraints.shapes import damp_shapes, solve_shapes
@@ -36,7 +37,8 @@ def _numpy_table():
                            solve_volumes=solve_volumes, solve_shapes=solve_shapes,
                            damp_shapes=damp_shapes, project_collider=project_collider,
                            project_points=project_points, restitution=restitution,
-                           release_overlap=release_overlap, run_substeps=run_substeps)
+                           release_overlap=release_overlap, place_meshes=place_meshes,
+                           run_substeps=run_substeps)
 
 
 def table(backend):
