@@ -426,7 +426,7 @@ class Simulation(AnimatedSettings):
             vmax = amax = 0.0
         reach = 2.0 * (vmax * dt + 0.5 * amax * dt * dt) + 1e-3
         self.colliders.collide(self.control, x, self._free, self._radius_max, reach,
-                               self.contacts)
+                               self.contacts, self.kernels)
 
     def _loop_args(self, h, acc, field_keep=None):
         """loop.run_substeps' argument groups for this step (its docstring lists them).

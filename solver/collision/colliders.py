@@ -60,34 +60,51 @@ class Colliders:
         return [frames.decompose(m) for m in model.collider_matrix]
 
     # ------------------------------------------------------------------ the collide stage
-    def collide(self, control, x, free, radius_max, reach, contacts):
+    def collide(self, control, x, free, radius_max, reach, contacts, kernels):
         """Broad phase once per step: into ``contacts``, the particles that may touch each
         collider during it. x (n, 3) [m]; free (n,) bool particles that can move; reach [m]
-        bounds how far any particle can travel in this step. A collider that rotates or scales
-        during the step takes every free particle."""
+        bounds how far any particle can travel in this step; kernels the kernel table (a mesh's
+        distances). A collider that rotates or scales during the step takes every free
+        particle."""
         ids_free = np.nonzero(free)[0]
         found = []
         self.meshes.prepare(control.mesh_vertices, control.mesh_target, control.collider_frame,
                             control.collider_target)
         for k in range(self.count):
             f0, f1 = control.collider_frame[k], control.collider_target[k]
+            if self.shape[k] == frames.MESH:
+                found.append(self._mesh_candidates(k, control, x, ids_free, radius_max, reach,
+                                                   kernels))
+                continue
             turning = not (np.allclose(f0.rotation, f1.rotation, atol=1e-12)
                            and np.allclose(f0.scale, f1.scale, atol=1e-12))
             if turning:
                 found.append(ids_free)
                 continue
             sweep = float(np.linalg.norm(f1.translation - f0.translation))
-            if self.shape[k] == frames.MESH:
-                # near the box that holds the mesh during the whole step (refitted above)
-                lo, hi = self.meshes.root_boxes(k)
-                q = frames.to_local(f0, x[ids_free])
-                out = np.maximum(np.maximum(lo - q, q - hi), 0.0)
-                phi = np.sqrt(np.einsum("ij,ij->i", out, out))
-            else:
-                phi, _ = sdf.evaluate(self.shape[k], self.dims[k], f0, x[ids_free])
+            phi, _ = sdf.evaluate(self.shape[k], self.dims[k], f0, x[ids_free])
             margin = reach + sweep + self.thickness[k] + radius_max
             found.append(ids_free[phi < margin])
         contacts.set_candidates(found)
+
+    def _mesh_candidates(self, k, control, x, ids_free, radius_max, reach, kernels):
+        """The free particles that may touch mesh collider k during the step: near the box that
+        holds the mesh during the whole step (refitted by MeshSet.prepare), then near its surface
+        at the step's start (one query per particle and step), the margin widened by how far
+        any surface point moves in the step (mesh.py MeshSet.surface_sweep: deformation and
+        the frame's motion, rotation included)."""
+        f0 = control.collider_frame[k]
+        sweep = self.meshes.surface_sweep(k, control, f0, control.collider_target[k])
+        margin = reach + sweep + self.thickness[k] + radius_max
+        lo, hi = self.meshes.root_boxes(k)
+        q = frames.to_local(f0, x[ids_free])
+        out = np.maximum(np.maximum(lo - q, q - hi), 0.0)
+        near = np.nonzero(np.einsum("ij,ij->i", out, out) < margin * margin)[0]
+        if not near.size:
+            return ids_free[:0]
+        phi = self.meshes.distances(kernels, k, control, f0, np.ascontiguousarray(q[near]),
+                                    margin)
+        return ids_free[near[phi < margin]]
 
     # ------------------------------------------------------------------ placement per substep
     def placements(self, control, substeps):

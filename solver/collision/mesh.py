@@ -228,6 +228,9 @@ class MeshSet:
         self.vert_normal = np.zeros((nv, 3))       # (V, 3) vertex pseudo-normals (step's end)
         self.edge_normal = np.zeros((nt, 3, 3))    # (T, 3, 3) edge pseudo-normals per slot
         self.leaf = np.nonzero(self.right < 0)[0]
+        # (n,) int64 each particle's last closest triangle: the compiled query's first guess
+        # (compiled_mesh.mesh_closest); it never changes an answer, so checkpoints skip it
+        self.hint = np.full(m.particle_count, -1, np.int64)
         self.levels = [np.nonzero((self.depth == d) & (self.right >= 0))[0]
                        for d in range(int(self.depth.max()) + 1 if nn else 0)][::-1]
         self._last = None                          # what the boxes and normals were made for
@@ -298,6 +301,34 @@ class MeshSet:
         self.vert_normal[:] = vn
         self.edge_normal[:] = es[self.tri_edge]
 
+    def surface_sweep(self, k, control, f0, f1):
+        """[m] a bound on how far any surface point of collider k moves during the step, in
+        the frame of its placement at the step's start: 1.6 x the largest world displacement of
+        a vertex between the step's ends (surface points are convex combinations of vertices;
+        the slerp's arc is at most pi/2 times its chord)."""
+        a, b = self.start[k], self.start[k + 1]
+        V0, V1 = control.mesh_vertices[a:b], control.mesh_target[a:b]
+        if f1 is f0 and np.array_equal(V0, V1):
+            return 0.0
+        w0 = (V0 * f0.scale) @ f0.rotation.T + f0.translation
+        w1 = (V1 * f1.scale) @ f1.rotation.T + f1.translation
+        d = w1 - w0
+        return 1.6 * float(np.sqrt(np.max(np.einsum("ij,ij->i", d, d))))
+
+    def distances(self, kernels, k, control, frame, q, bound):
+        """(p,) [m] signed distances (open meshes: unsigned) of local points q (p, 3) to collider
+        k's mesh at the step's start (its vertices placed under ``frame``'s scale); inf beyond
+        bound [m] (mesh_query.mesh_distances)."""
+        sc = np.zeros((len(self.start) - 1, 3))
+        sc[k] = frame.scale
+        ids = np.array([k], np.int64)
+        group = self.kernel_args(control.mesh_vertices, control.mesh_target)
+        kernels.place_meshes(control.mesh_vertices, control.mesh_target, self.start, ids, sc, sc,
+                             0.0, 0.0, False, self.W, self.Wb)
+        phi = np.empty(len(q))
+        kernels.mesh_distances(q, k, group, float(bound), phi)
+        return phi if self.closed[k] else np.abs(phi)
+
     def root_boxes(self, k):
         """(lo, hi) (3,) [m] the box of collider k's mesh over this step, rotation-only frame."""
         a = self.node_start[k]
@@ -308,4 +339,4 @@ class MeshSet:
         Control's local vertices at the step's start and end."""
         return (V0, V1, self.tri, self.W, self.Wb, self.tri_start, self.start, self.node_start,
                 self.lo, self.hi, self.right, self.skip, self.t0, self.t1, self.closed,
-                self.vert_normal, self.edge_normal, self.ids)
+                self.vert_normal, self.edge_normal, self.ids, self.hint)

@@ -12,7 +12,8 @@ The mesh group (MeshSet.kernel_args, the same tuple on both backends): 0 V0, 1 V
 vertices at the step's start and end; 2 tri (T, 3) int64; 3 W, 4 Wb (V, 3) [m] vertices at the
 substep's end and start (rotation-only frame); 5 tri_start, 6 vertex start, 7 node_start (C + 1,);
 8 lo, 9 hi (N, 3) node boxes; 10 right, 11 skip, 12 t0, 13 t1 (N,) int64; 14 closed (C,) bool;
-15 vertex pseudo-normals (V, 3); 16 edge pseudo-normals (T, 3, 3); 17 the mesh colliders (M,).
+15 vertex pseudo-normals (V, 3); 16 edge pseudo-normals (T, 3, 3); 17 the mesh colliders (M,);
+18 (n,) int64 each particle's last closest triangle (the compiled query's first guess only).
 
 Regions: 0 face, 1/2/3 vertex a/b/c, 4 edge ab, 5 edge ac, 6 edge bc; edge pseudo-normal slots
 0 = ab, 1 = bc, 2 = ca.
@@ -116,8 +117,12 @@ def mesh_sdf(q0, q1, q2, r0, r1, r2, k, mesh):
     (g0, g1, g2) in the rotation-only frame, the closest triangle and its barycentric weights.
     r: the points' positions at the substep's start x* (local), which pick the side of an open
     mesh (mesh.py)."""
+    return _signed(q0, q1, q2, r0, r1, r2, k, mesh, *closest(q0, q1, q2, k, mesh))
+
+
+def _signed(q0, q1, q2, r0, r1, r2, k, mesh, t, dd, c0, c1, c2, region, wa, wb, wc):
+    """mesh_sdf's sign and direction from a closest-point result."""
     tri, W, closed, vert_normal, edge_normal = mesh[2], mesh[3], mesh[14], mesh[15], mesh[16]
-    t, dd, c0, c1, c2, region, wa, wb, wc = closest(q0, q1, q2, k, mesh)
     ts = tri[t]
     a, b, c = W[ts[:, 0]], W[ts[:, 1]], W[ts[:, 2]]
     ab0, ab1, ab2 = b[:, 0] - a[:, 0], b[:, 1] - a[:, 1], b[:, 2] - a[:, 2]
@@ -182,3 +187,20 @@ def place_meshes(V0, V1, vstart, ids, sc, sb, f0, f1, last, W, Wb):
         P1 = V1[a:b] if last else V0[a:b] + (V1[a:b] - V0[a:b]) * f1
         W[a:b] = P1 * sc[k]
         Wb[a:b] = (V0[a:b] + (V1[a:b] - V0[a:b]) * f0) * sb[k]
+
+
+def mesh_distances(q, k, mesh, bound, phi):
+    """The collide stage's query: phi (p,) [m] the signed distance (open meshes: unsigned) of
+    local points q (p, 3) to collider k's mesh as placed in W; inf where no triangle is nearer
+    than bound [m], unless the mesh is closed and the point inside its root box (then it may be
+    deep inside: the full query). The compiled mirror searches within the bound only, which is
+    what makes the far points cheap."""
+    res = closest(q[:, 0], q[:, 1], q[:, 2], k, mesh)
+    lo, hi = mesh[8][mesh[7][k]], mesh[9][mesh[7][k]]
+    d0 = np.maximum(np.maximum(lo[0] - q[:, 0], q[:, 0] - hi[0]), 0.0)
+    d1 = np.maximum(np.maximum(lo[1] - q[:, 1], q[:, 1] - hi[1]), 0.0)
+    d2 = np.maximum(np.maximum(lo[2] - q[:, 2], q[:, 2] - hi[2]), 0.0)
+    in_box = d0 * d0 + d1 * d1 + d2 * d2 == 0.0
+    keep = (res[1] < bound * bound) | (bool(mesh[14][k]) & in_box)
+    phi[:] = np.where(keep, _signed(q[:, 0], q[:, 1], q[:, 2], q[:, 0], q[:, 1], q[:, 2], k,
+                                    mesh, *res)[0], np.inf)

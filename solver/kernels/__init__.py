@@ -19,11 +19,11 @@ from types import SimpleNamespace
 
 KERNELS = ("apply_drag", "predict", "solve_sticks", "solve_soft_pins", "solve_volumes",
            "solve_shapes", "damp_shapes", "project_collider", "project_points", "restitution",
-           "release_overlap", "place_meshes", "run_substeps")
+           "release_overlap", "place_meshes", "mesh_distances", "run_substeps")
 
 
 def _numpy_table():
-    from ..collision.mesh_query import place_meshes
+    from ..collision.mesh_query import mesh_distances, place_meshes
     from ..collision.project import project_collider, project_points, release_overlap, restitution
     from ..constraints.pins import solve_soft_pins
     from ..constraints.shapes import damp_shapes, solve_shapes
@@ -38,6 +38,7 @@ def _numpy_table():
                            damp_shapes=damp_shapes, project_collider=project_collider,
                            project_points=project_points, restitution=restitution,
                            release_overlap=release_overlap, place_meshes=place_meshes,
+                           mesh_distances=mesh_distances,
                            run_substeps=run_substeps)
 
 

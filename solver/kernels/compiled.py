@@ -14,7 +14,7 @@ from numba import njit, prange
 # compiled kernel through this one
 from .compiled_contact import (  # noqa: F401
     project_collider, project_points, release_overlap, restitution)
-from .compiled_mesh import place_meshes  # noqa: F401
+from .compiled_mesh import mesh_distances, place_meshes  # noqa: F401
 
 _EPS = 1e-12
 

@@ -2,20 +2,20 @@
 (scalar mirrors of collision/mesh_query.py: the same operations in the same order, so the
 backends agree bit for bit), and place_meshes (the substep's vertices).
 
-The query walks the depth-first node array with skip pointers (collision/mesh.py): first a
-greedy descent to the leaf nearer at every level gives a good bound, then the whole tree is
-walked, skipping every subtree whose box is farther than the best squared distance so far.
+The query walks the tree depth first with a small stack, the nearer child first, skipping every
+subtree whose box is farther than the best squared distance so far.
 Boxes are padded (mesh.py), so no triangle that could win or tie is skipped, and ties go to the
 lowest triangle index: the answer is the brute force's. Importing this module requires Numba.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 _TINY = 1e-12
+_STACK = 128        # nodes pending at most: one per level of the tree plus one (depth < 100)
 
 
-@njit(cache=True, fastmath=False)
+@njit(cache=True, fastmath=False, inline="always")
 def _tri_closest(p0, p1, p2, a0, a1, a2, b0, b1, b2, c0, c1, c2):
     """Scalar mirror of mesh_query.tri_closest: (d2, q0, q1, q2, region, wa, wb, wc)."""
     ab0 = b0 - a0
@@ -97,69 +97,99 @@ def _box_d2(lo, hi, i, p0, p1, p2):
     return d0 * d0 + d1 * d1 + d2 * d2
 
 
-@njit(cache=True, fastmath=False)
-def mesh_closest(p0, p1, p2, k, mesh):
+@njit(cache=True, fastmath=False, inline="always")
+def mesh_closest(p0, p1, p2, k, mesh, bound2, slot):
     """The closest triangle of collider k's mesh to local point p (mirror of mesh_query.closest):
-    (tri, d2, q0, q1, q2, region, wa, wb, wc)."""
+    (tri, d2, q0, q1, q2, region, wa, wb, wc); only triangles nearer than sqrt(bound2) count
+    (tri = -1 when there is none). slot >= 0: the particle whose last closest triangle
+    (mesh[18], the hint) is tried first, a tight first bound; the answer does not depend on it
+    (the least (d2, index) is found whatever the order), so it is scratch, not state."""
     tri = mesh[2]
     W = mesh[3]
     node_start = mesh[7]
     lo = mesh[8]
     hi = mesh[9]
     right = mesh[10]
-    skip = mesh[11]
     t0 = mesh[12]
     t1 = mesh[13]
-    root = node_start[k]
-    end = skip[root]
-    best = np.inf
+    best = bound2
     bt = -1
     r_q0 = r_q1 = r_q2 = 0.0
     r_reg = 1
     r_wa, r_wb, r_wc = 1.0, 0.0, 0.0
-    i = root
-    while right[i] >= 0:                       # greedy descent: a first bound
-        if _box_d2(lo, hi, i + 1, p0, p1, p2) <= _box_d2(lo, hi, right[i], p0, p1, p2):
-            i = i + 1
-        else:
-            i = right[i]
-    first = i
-    for phase in range(2):
-        i = first if phase == 0 else root
-        stop = skip[first] if phase == 0 else end
-        while i < stop:
-            if phase == 1 and _box_d2(lo, hi, i, p0, p1, p2) > best:
-                i = skip[i]
-                continue
-            if right[i] >= 0:
-                i += 1
-                continue
-            for j in range(t0[i], t1[i]):
-                ia = tri[j, 0]
-                ib = tri[j, 1]
-                ic = tri[j, 2]
-                d2, q0, q1, q2, reg, wa, wb, wc = _tri_closest(
-                    p0, p1, p2, W[ia, 0], W[ia, 1], W[ia, 2], W[ib, 0], W[ib, 1], W[ib, 2],
-                    W[ic, 0], W[ic, 1], W[ic, 2])
-                if d2 < best or (d2 == best and j < bt):
-                    best = d2
-                    bt = j
-                    r_q0, r_q1, r_q2 = q0, q1, q2
-                    r_reg = reg
-                    r_wa, r_wb, r_wc = wa, wb, wc
-            i = skip[i]
+    hint = mesh[18]
+    tri_start = mesh[5]
+    if slot >= 0:
+        j = hint[slot]
+        if j >= tri_start[k] and j < tri_start[k + 1]:
+            ia = tri[j, 0]
+            ib = tri[j, 1]
+            ic = tri[j, 2]
+            d2, q0, q1, q2, reg, wa, wb, wc = _tri_closest(
+                p0, p1, p2, W[ia, 0], W[ia, 1], W[ia, 2], W[ib, 0], W[ib, 1], W[ib, 2],
+                W[ic, 0], W[ic, 1], W[ic, 2])
+            if d2 < best:
+                best = d2
+                bt = j
+                r_q0, r_q1, r_q2 = q0, q1, q2
+                r_reg = reg
+                r_wa, r_wb, r_wc = wa, wb, wc
+    stack = np.empty(_STACK, np.int64)
+    stack[0] = node_start[k]
+    top = 1
+    while top > 0:
+        top -= 1
+        i = stack[top]
+        if _box_d2(lo, hi, i, p0, p1, p2) > best:
+            continue
+        if right[i] >= 0:
+            # the nearer child on top, so it is searched first and tightens the bound
+            l = i + 1
+            r = right[i]
+            dl = _box_d2(lo, hi, l, p0, p1, p2)
+            dr = _box_d2(lo, hi, r, p0, p1, p2)
+            if dl <= dr:
+                stack[top] = r
+                stack[top + 1] = l
+            else:
+                stack[top] = l
+                stack[top + 1] = r
+            top += 2
+            continue
+        for j in range(t0[i], t1[i]):
+            ia = tri[j, 0]
+            ib = tri[j, 1]
+            ic = tri[j, 2]
+            d2, q0, q1, q2, reg, wa, wb, wc = _tri_closest(
+                p0, p1, p2, W[ia, 0], W[ia, 1], W[ia, 2], W[ib, 0], W[ib, 1], W[ib, 2],
+                W[ic, 0], W[ic, 1], W[ic, 2])
+            if d2 < best or (d2 == best and j < bt):
+                best = d2
+                bt = j
+                r_q0, r_q1, r_q2 = q0, q1, q2
+                r_reg = reg
+                r_wa, r_wb, r_wc = wa, wb, wc
+    if slot >= 0 and bt >= 0:
+        hint[slot] = bt
     return bt, best, r_q0, r_q1, r_q2, r_reg, r_wa, r_wb, r_wc
 
 
-@njit(cache=True, fastmath=False)
-def mesh_sdf(q0, q1, q2, r0, r1, r2, k, mesh):
-    """Scalar mirror of mesh_query.mesh_sdf: (phi, g0, g1, g2, tri, wa, wb, wc)."""
+@njit(cache=True, fastmath=False, inline="always")
+def mesh_sdf(q0, q1, q2, r0, r1, r2, k, mesh, slot):
+    """Scalar mirror of mesh_query.mesh_sdf: (phi, g0, g1, g2, tri, wa, wb, wc); slot the
+    particle (its hint, mesh_closest) or -1."""
+    t, dd, c0, c1, c2, region, wa, wb, wc = mesh_closest(q0, q1, q2, k, mesh, np.inf, slot)
+    return _signed(q0, q1, q2, r0, r1, r2, k, mesh, t, dd, c0, c1, c2, region, wa, wb, wc)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _signed(q0, q1, q2, r0, r1, r2, k, mesh, t, dd, c0, c1, c2, region, wa, wb, wc):
+    """The signed distance and direction from a closest-point result (mesh_query._signed)."""
     tri = mesh[2]
     W = mesh[3]
     closed = mesh[14]
     vert_normal = mesh[15]
     edge_normal = mesh[16]
-    t, dd, c0, c1, c2, region, wa, wb, wc = mesh_closest(q0, q1, q2, k, mesh)
     ia = tri[t, 0]
     ib = tri[t, 1]
     ic = tri[t, 2]
@@ -210,7 +240,7 @@ def mesh_sdf(q0, q1, q2, r0, r1, r2, k, mesh):
     return dist * ig, g0, g1, g2, t, wa, wb, wc
 
 
-@njit(cache=True, fastmath=False)
+@njit(cache=True, fastmath=False, inline="always")
 def surface_motion(R, t, Rb, tb, j, wa, wb, wc, mesh):
     """Scalar mirror of mesh_query.surface_motion for one surface point."""
     tri = mesh[2]
@@ -247,3 +277,25 @@ def place_meshes(V0, V1, vstart, ids, sc, sb, f0, f1, last, W, Wb):
                     p1 = V0[i, c] + (V1[i, c] - V0[i, c]) * f1
                 W[i, c] = p1 * sc[k, c]
                 Wb[i, c] = (V0[i, c] + (V1[i, c] - V0[i, c]) * f0) * sb[k, c]
+
+
+@njit(cache=True, parallel=True, fastmath=False)
+def mesh_distances(q, k, mesh, bound, phi):
+    """Scalar mirror of mesh_query.mesh_distances: phi (p,) [m] of local points q (p, 3)."""
+    lo = mesh[8]
+    hi = mesh[9]
+    root = mesh[7][k]
+    closed = mesh[14][k]
+    for i in prange(q.shape[0]):
+        p0 = q[i, 0]
+        p1 = q[i, 1]
+        p2 = q[i, 2]
+        res = mesh_closest(p0, p1, p2, k, mesh, bound * bound, -1)
+        if res[0] < 0:
+            if not (closed and _box_d2(lo, hi, root, p0, p1, p2) == 0.0):
+                phi[i] = np.inf
+                continue
+            res = mesh_closest(p0, p1, p2, k, mesh, np.inf, -1)
+        t, dd, c0, c1, c2, region, wa, wb, wc = res
+        phi[i] = _signed(p0, p1, p2, p0, p1, p2, k, mesh, t, dd, c0, c1, c2, region, wa, wb,
+                         wc)[0]

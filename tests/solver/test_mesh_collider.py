@@ -40,7 +40,7 @@ def _query(sim, k, q, which):
                                                        q[:, 1], q[:, 2], k, group)
         return phi, np.column_stack([g0, g1, g2]), tri
     from solver.kernels.compiled_mesh import mesh_sdf
-    out = np.array([mesh_sdf(p[0], p[1], p[2], p[0], p[1], p[2], k, group)[:5] for p in q])
+    out = np.array([mesh_sdf(p[0], p[1], p[2], p[0], p[1], p[2], k, group, -1)[:5] for p in q])
     return out[:, 0], out[:, 1:4], out[:, 4].astype(np.int64)
 
 
