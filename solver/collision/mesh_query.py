@@ -23,6 +23,10 @@ import numpy as np
 
 TINY = 1e-12          # collision/sdf.TINY
 CHUNK = 1 << 18       # points x triangles evaluated at once
+# [m] an open mesh's surface is this much thicker on both sides: a particle resting on it at a
+# zero contact offset would otherwise sit exactly on the sheet, where the side its x* is on
+# (the sign of a dot product of nearly zero) is rounding noise, and could be pushed through
+SKIN = 1e-4
 
 
 def tri_closest(p0, p1, p2, a0, a1, a2, b0, b1, b2, c0, c1, c2):
@@ -155,7 +159,10 @@ def _signed(q0, q1, q2, r0, r1, r2, k, mesh, t, dd, c0, c1, c2, region, wa, wb, 
     g0 = np.where(far, e0 / dn * ig, np.where(ok, N[0] / nd, 0.0) * sg)
     g1 = np.where(far, e1 / dn * ig, np.where(ok, N[1] / nd, 0.0) * sg)
     g2 = np.where(far, e2 / dn * ig, np.where(ok, N[2] / nd, 1.0) * sg)
-    return dist * ig, g0, g1, g2, t, wa, wb, wc
+    phi = dist * ig
+    if not closed[k]:
+        phi = phi - SKIN
+    return phi, g0, g1, g2, t, wa, wb, wc
 
 
 def surface_motion(R, t, Rb, tb, tri_ids, wa, wb, wc, mesh):

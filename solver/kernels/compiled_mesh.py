@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit, prange
 
 _TINY = 1e-12
+_SKIN = 1e-4       # collision/mesh_query.SKIN
 _STACK = 128        # nodes pending at most: one per level of the tree plus one (depth < 100)
 
 
@@ -237,7 +238,10 @@ def _signed(q0, q1, q2, r0, r1, r2, k, mesh, t, dd, c0, c1, c2, region, wa, wb, 
             g0 = 0.0 * sg
             g1 = 0.0 * sg
             g2 = 1.0 * sg
-    return dist * ig, g0, g1, g2, t, wa, wb, wc
+    phi = dist * ig
+    if not closed[k]:
+        phi = phi - _SKIN
+    return phi, g0, g1, g2, t, wa, wb, wc
 
 
 @njit(cache=True, fastmath=False, inline="always")

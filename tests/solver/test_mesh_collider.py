@@ -9,6 +9,7 @@ import pytest
 from mesh_shapes import box, grid, icosphere, torus
 from solver import Builder, Simulation, backend
 from solver.collision import mesh_query
+from solver.collision.mesh_query import SKIN
 
 _BACKENDS = ["numpy"] + (["numba"] if backend.numba_kernels() is not None else [])
 
@@ -120,7 +121,7 @@ def test_particle_rests_on_a_mesh_plane_and_a_torus_at_radius_plus_thickness():
     sim = _drop([[-1.7, 0.3, 0.5], [1.0, 0.0, 1.0]],
                 [dict(vertices=gv, triangles=gf, thickness=0.01),
                  dict(vertices=tv, triangles=tf, thickness=0.03, matrix=_translate(0, 0, 0.5))])
-    assert sim.x[0, 2] == pytest.approx(0.02 + 0.01, abs=1e-6)
+    assert sim.x[0, 2] == pytest.approx(0.02 + 0.01 + SKIN, abs=1e-6)   # open: + the skin
     assert sim.x[1, 2] == pytest.approx(0.5 + 0.3 + 0.02 + 0.03, abs=1e-6)   # the ring's top
     assert np.abs(sim.v).max() < 1e-3
 
@@ -156,8 +157,8 @@ def test_open_mesh_is_two_sided_each_particle_keeps_its_side():
     gv, gf = grid(3, 2.0)
     sim = _drop([[0.1, 0.2, 0.3], [-0.3, 0.1, -0.3]], [dict(vertices=gv, triangles=gf)],
                 steps=24, gravity=(0, 0, 0), velocities=[[0, 0, -4.0], [0, 0, 4.0]])
-    assert sim.x[0, 2] >= 0.02 - 1e-9
-    assert sim.x[1, 2] <= -0.02 + 1e-9
+    assert sim.x[0, 2] >= 0.02 + SKIN - 1e-9
+    assert sim.x[1, 2] <= -0.02 - SKIN + 1e-9
     assert sim.x[0, 2] < 0.05 and sim.x[1, 2] > -0.05      # both reached the sheet
 
 
@@ -169,7 +170,7 @@ def test_deforming_mesh_pushes_a_resting_particle_up():
         if i >= 24:
             sim.set_collider_vertices(0, gv + [0, 0, rise * (i - 23)])
     sim = _drop([[0.13, -0.2, 0.2]], [dict(vertices=gv, triangles=gf)], steps=72, drive=drive)
-    assert sim.x[0, 2] == pytest.approx(0.5 + 0.02, abs=1e-3)
+    assert sim.x[0, 2] == pytest.approx(0.5 + 0.02 + SKIN, abs=1e-3)
 
 
 def test_friction_carries_a_particle_on_a_sliding_deforming_mesh():
@@ -202,7 +203,7 @@ def test_non_manifold_and_self_intersecting_meshes_still_work():
                 steps=48, drive=None)
     m = sim.model
     assert not m.mesh_closed[0] and m.mesh_closed[1]
-    assert sim.x[0, 2] == pytest.approx(0.5 + 0.02, abs=1e-6)
+    assert sim.x[0, 2] == pytest.approx(0.5 + 0.02 + SKIN, abs=1e-6)      # open: the skin
     b = Builder()
     b.add_particles(np.array([[0.8, 3.1, 1.5], [-0.2, 3.1, 1.5]]), radius=0.02)
     b.add_collider("mesh", vertices=both_v, triangles=both_f, matrix=_translate(0, 3, 0))
@@ -248,7 +249,7 @@ def test_degenerate_triangles_are_dropped_and_the_rest_used():
     sim = Simulation(m)
     for _ in range(24):
         sim.step(1 / 24)
-    assert sim.x[0, 2] == pytest.approx(0.02, abs=1e-6)
+    assert sim.x[0, 2] == pytest.approx(0.02 + SKIN, abs=1e-6)
 
 
 def test_set_collider_vertices_checks_its_input():
@@ -293,3 +294,13 @@ def test_resume_with_a_deforming_mesh_is_bit_identical():
         runs.append(np.array(sim.x))
     assert np.array_equal(runs[0], runs[1]) and np.array_equal(runs[0], runs[2])
     assert not np.allclose(runs[0], pts)
+
+
+def test_zero_radius_particles_rest_on_an_open_sheet_and_stay_on_their_side():
+    """At a zero contact offset a resting particle would sit exactly on the sheet, where the
+    side of x* is rounding noise: the skin keeps it SKIN above."""
+    gv, gf = grid(5, 2.0)
+    rng = np.random.default_rng(4)
+    pts = np.column_stack([rng.uniform(-0.8, 0.8, (30, 2)), np.full(30, 0.3)])
+    sim = _drop(pts, [dict(vertices=gv, triangles=gf)], steps=48, radius=0.0)
+    assert np.allclose(sim.x[:, 2], SKIN, atol=1e-7)
