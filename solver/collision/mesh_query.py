@@ -119,8 +119,8 @@ def closest(q0, q1, q2, k, mesh):
 def mesh_sdf(q0, q1, q2, r0, r1, r2, k, mesh):
     """Signed distance phi (p,) [m] of local points q to collider k's mesh, the unit direction
     (g0, g1, g2) in the rotation-only frame, the closest triangle and its barycentric weights.
-    r: the points' positions at the substep's start x* (local), which pick the side of an open
-    mesh (mesh.py)."""
+    r: the points' positions at the substep's start x* (local coordinates in the frame of the
+    substep's start), which pick the side of an open mesh (mesh.py)."""
     return _signed(q0, q1, q2, r0, r1, r2, k, mesh, *closest(q0, q1, q2, k, mesh))
 
 
@@ -146,7 +146,11 @@ def _signed(q0, q1, q2, r0, r1, r2, k, mesh, t, dd, c0, c1, c2, region, wa, wb, 
     if closed[k]:
         side = np.ones(t.size, bool)
     else:
-        side = (r0 - c0) * N[0] + (r1 - c1) * N[1] + (r2 - c2) * N[2] >= 0
+        # the side of x* (r, in the frame of the substep's start) against the same surface
+        # point at the substep's start (Wb): a sheet that moves must not change it
+        Wb = mesh[4]
+        sb = [wa * Wb[ts[:, 0], j] + wb * Wb[ts[:, 1], j] + wc * Wb[ts[:, 2], j] for j in range(3)]
+        side = (r0 - sb[0]) * N[0] + (r1 - sb[1]) * N[1] + (r2 - sb[2]) * N[2] >= 0
     inside = out != side
     dist = np.sqrt(dd)
     far = dist > TINY

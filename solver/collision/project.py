@@ -103,11 +103,12 @@ def _distance(shape, approximate, abc, now, before, moving, k, mesh, x0, x1, x2,
     """Signed distance (p,) [m] of world columns x to collider k, its world unit normal columns,
     and a function giving the collider's motion over the substep at the contact points (hit
     mask, penetration) -> (m0, m1, m2), or None when it does not move. A mesh (frames.MESH) is
-    asked through mesh_query with x* (xp) choosing an open mesh's side."""
+    asked through mesh_query with x* (xp, in the frame of the substep's start) choosing an
+    open mesh's side."""
     R = now.rotation
     q0, q1, q2 = _to_local(R, now.translation, x0, x1, x2)
     if shape == MESH:
-        r0, r1, r2 = _to_local(R, now.translation, xp0, xp1, xp2)
+        r0, r1, r2 = _to_local(before.rotation, before.translation, xp0, xp1, xp2)
         phi, g0, g1, g2, tri, wa, wb, wc = mesh_sdf(q0, q1, q2, r0, r1, r2, k, mesh)
 
         def motion(hit, d):

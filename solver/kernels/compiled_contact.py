@@ -168,12 +168,13 @@ def _bounded(x0, x1, x2, xp0, xp1, xp2, m0, m1, m2, n0, n1, n2, d, allowance):
 
 
 @njit(cache=True, fastmath=False, inline="always")
-def _distance(shape, approximate, a, b, c, R, t, s, x0, x1, x2, xp0, xp1, xp2, k, mesh, slot):
+def _distance(shape, approximate, a, b, c, R, t, s, Rb, tb, x0, x1, x2, xp0, xp1, xp2, k, mesh,
+              slot):
     """Signed distance [m] of world point x to collider k placed at (R, t, s), the world
     normal there, and for a mesh the closest triangle and its barycentric weights (-1 and
     zeros otherwise): x into the rotation-only frame, the exact, first-order or mesh SDF, the
-    gradient back to world space (collision/project.py's _distance). x* = xp picks an open
-    mesh's side (collision/mesh.py); slot the particle (a mesh query's hint) or -1."""
+    gradient back to world space (collision/project.py's _distance). x* = xp, taken into the
+    frame of the substep's start (Rb, tb), picks an open mesh's side (collision/mesh.py); slot the particle (a mesh query's hint) or -1."""
     d0 = x0 - t[0]
     d1 = x1 - t[1]
     d2 = x2 - t[2]
@@ -185,12 +186,12 @@ def _distance(shape, approximate, a, b, c, R, t, s, x0, x1, x2, xp0, xp1, xp2, k
     wb = 0.0
     wc = 0.0
     if shape == _MESH:
-        e0 = xp0 - t[0]
-        e1 = xp1 - t[1]
-        e2 = xp2 - t[2]
-        r0 = e0 * R[0, 0] + e1 * R[1, 0] + e2 * R[2, 0]
-        r1 = e0 * R[0, 1] + e1 * R[1, 1] + e2 * R[2, 1]
-        r2 = e0 * R[0, 2] + e1 * R[1, 2] + e2 * R[2, 2]
+        e0 = xp0 - tb[0]
+        e1 = xp1 - tb[1]
+        e2 = xp2 - tb[2]
+        r0 = e0 * Rb[0, 0] + e1 * Rb[1, 0] + e2 * Rb[2, 0]
+        r1 = e0 * Rb[0, 1] + e1 * Rb[1, 1] + e2 * Rb[2, 1]
+        r2 = e0 * Rb[0, 2] + e1 * Rb[1, 2] + e2 * Rb[2, 2]
         phi, g0, g1, g2, tri, wa, wb, wc = mesh_sdf(q0, q1, q2, r0, r1, r2, k, mesh, slot)
     elif approximate:
         phi, g0, g1, g2 = _approx_sdf(shape, a, b, c, s[0], s[1], q0, q1, q2)
@@ -217,8 +218,8 @@ def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, 
                       sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider,
                       allowance, lift, lifted, mesh):
     """Particle i against collider k (the arguments of project_collider)."""
-    phi, n0, n1, n2, tri, wa, wb, wc = _distance(shape, approximate, a, b, c, R, t, s, X[0, i],
-                                                 X[1, i], X[2, i], Xp[0, i], Xp[1, i],
+    phi, n0, n1, n2, tri, wa, wb, wc = _distance(shape, approximate, a, b, c, R, t, s, Rb, tb,
+                                                 X[0, i], X[1, i], X[2, i], Xp[0, i], Xp[1, i],
                                                  Xp[2, i], k, mesh, i)
     pen = phi - thickness - radius[i]
     if not pen < 0:
@@ -346,8 +347,9 @@ def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, t
                 pp0 = c0 * Xp[0, j0] + c1 * Xp[0, j1] + c2 * Xp[0, j2] + c3 * Xp[0, j3]
                 pp1 = c0 * Xp[1, j0] + c1 * Xp[1, j1] + c2 * Xp[1, j2] + c3 * Xp[1, j3]
                 pp2 = c0 * Xp[2, j0] + c1 * Xp[2, j1] + c2 * Xp[2, j2] + c3 * Xp[2, j3]
-                phi, n0, n1, n2, tri, wa, wb, wc = _distance(sh, ap, a, b, c, Rk, tk, sk, p0, p1,
-                                                             p2, pp0, pp1, pp2, k, mesh, -1)
+                phi, n0, n1, n2, tri, wa, wb, wc = _distance(sh, ap, a, b, c, Rk, tk, sk, Rbk,
+                                                             tbk, p0, p1, p2, pp0, pp1, pp2, k,
+                                                             mesh, -1)
                 pen = phi - off
                 if not pen < 0:
                     continue

@@ -220,7 +220,13 @@ def _signed(q0, q1, q2, r0, r1, r2, k, mesh, t, dd, c0, c1, c2, region, wa, wb, 
     out = e0 * N0 + e1 * N1 + e2 * N2 >= 0
     side = True
     if not closed[k]:
-        side = (r0 - c0) * N0 + (r1 - c1) * N1 + (r2 - c2) * N2 >= 0
+        # the side of x* (r, in the frame of the substep's start) against the same surface
+        # point at the substep's start: a sheet that moves must not change it
+        Wb = mesh[4]
+        b0 = wa * Wb[ia, 0] + wb * Wb[ib, 0] + wc * Wb[ic, 0]
+        b1 = wa * Wb[ia, 1] + wb * Wb[ib, 1] + wc * Wb[ic, 1]
+        b2 = wa * Wb[ia, 2] + wb * Wb[ib, 2] + wc * Wb[ic, 2]
+        side = (r0 - b0) * N0 + (r1 - b1) * N1 + (r2 - b2) * N2 >= 0
     ig = -1.0 if out != side else 1.0
     dist = np.sqrt(dd)
     if dist > _TINY:
