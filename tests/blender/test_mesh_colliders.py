@@ -60,13 +60,12 @@ def test_suzanne_with_auto_catches_the_cloth(extension):
     assert scenes.bake_op() == {"FINISHED"}
     _, frames = bake.load(c)
     w = scenes.world(c, frames[-1])
-    print("SUZ", w[:, 2].min(), w[:, 2].max(), w[55, 2], np.median(w[:, 2]))
-    # Suzanne (rotated upright) reaches about z = 0.95 at the top of her head
-    top = max(v.co.z for v in monkey.data.vertices)    # local Y is world Z after the rotation
+    # Suzanne stands upright (local Y is world Z): her head reaches zmax; without the collider
+    # the cloth falls 1.3 m + in 30 frames
     zmax = max((monkey.matrix_world @ v.co).z for v in monkey.data.vertices)
     assert w[:, 2].max() > zmax - 0.05                 # caught on her head
-    assert w[:, 2].max() < zmax + 0.05
-    assert top is not None
+    assert w[:, 2].min() > -0.2                        # hangs over her face, not through it
+    assert bpy.context.scene.get("verlet_error", "") == ""
 
 
 def test_shape_key_animated_collider_lifts_the_cloth(extension):
@@ -89,9 +88,8 @@ def test_shape_key_animated_collider_lifts_the_cloth(extension):
     _, frames = bake.load(c)
     z8 = scenes.world(c, frames[7])[:, 2]
     z36 = scenes.world(c, frames[-1])[:, 2]
-    print("LIFT", z8, z36, [scenes.world(c, f)[:, 2].mean() for f in frames])
-    assert np.all(np.abs(z8) < 0.03)                   # resting on the sheet at its base
-    assert np.all(np.abs(z36 - 0.5) < 0.03)            # carried up the 0.5 m the key moves
+    assert np.all(np.abs(z8) < 0.01)                   # resting on the sheet at its base
+    assert np.all(np.abs(z36 - 0.5) < 0.01)            # carried up the 0.5 m the key moves
 
 
 def test_collider_mesh_without_faces_is_refused(extension):
