@@ -198,6 +198,9 @@ def _warm_up():
     scaled = np.diag([0.2, 0.1, 0.1, 1.0])
     scaled[:3, 3] = (0.5, 0.0, 0.1)
     moving = b.add_collider("sphere", matrix=scaled)
+    # and a mesh collider (a tetrahedron) at the first particle: its broad-phase query too
+    b.add_collider("mesh", vertices=tet - [0.0, 0.0, 0.3], triangles=[[0, 2, 1], [0, 1, 3],
+                                                                      [0, 3, 2], [1, 2, 3]])
     sim = Simulation(b.build(), substeps=1, backend="numba", max_speed=10.0)
     scaled[0, 3] += 0.01
     sim.set_collider_matrix(moving, scaled)
