@@ -5,7 +5,8 @@ Jakobsen's loop ("Advanced Character Physics", section 2), ``substeps`` times pe
 
     drag        exact exponential air drag and wind, on x* (forces.apply_drag)
     integrate   x' = x + (x - x*) k + a h^2 (integrator.predict); pinned particles on the line
-                from their position at the step's start to their target
+                from their position at the step's start to their target; the mesh colliders'
+                vertices at the substep's start and end (collision/mesh_query.place_meshes)
     relax       ``iterations`` sweeps: sticks, soft pins, volumes, colliders (projection with
                 friction, depenetration bounded by ``allowance``), embedded points of
                 tetrahedral bodies, shape matching
@@ -25,7 +26,8 @@ exactly the same ones:
     sticks     constraints/sticks.StickSolver.kernel_args(omega)
     volumes    constraints/volume.VolumeSolver.kernel_args(rest)
     shapes     constraints/shapes.ShapeSolver.kernel_args()
-    colliders  collision/colliders.Colliders.kernel_args(...): per collider and per substep
+    colliders  collision/colliders.Colliders.kernel_args(...): per collider and per substep,
+               and last the mesh group (collision/mesh_query.py lists it)
     points     collision/points.TetraPoints.kernel_args()
     contacts   collision/contacts.Contacts.kernel_args()
     counts     (substeps, iterations)          int

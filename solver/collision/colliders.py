@@ -23,7 +23,8 @@ particles along.
 
 The collide stage (Colliders.collide) runs once per step: a broad phase that keeps, for each
 collider, the particles that may reach it during the step, as contact candidates in a Contacts
-(contacts.py). The projection then runs inside the relaxation loop over those candidates only.
+(contacts.py). Mesh colliders (mesh.py) are asked the same way: a distance, a normal and, for
+their motion, the closest surface point, per particle and substep. The projection then runs inside the relaxation loop over those candidates only.
 
 Tetrahedral bodies (Jakobsen section 5): an embedded point p = sum c_k x_k that penetrates by d
 along n moves its four particles by c_k d n / sum c_k^2, so p lands exactly on the surface and
@@ -64,8 +65,8 @@ class Colliders:
         """Broad phase once per step: into ``contacts``, the particles that may touch each
         collider during it. x (n, 3) [m]; free (n,) bool particles that can move; reach [m]
         bounds how far any particle can travel in this step; kernels the kernel table (a mesh's
-        distances). A collider that rotates or scales during the step takes every free
-        particle."""
+        distances). A primitive that rotates or scales during the step takes every free
+        particle; a mesh takes the particles near its surface (_mesh_candidates)."""
         ids_free = np.nonzero(free)[0]
         found = []
         self.meshes.prepare(control.mesh_vertices, control.mesh_target, control.collider_frame,
