@@ -281,19 +281,18 @@ class MeshSet:
             W[a:b] = V1[a:b] * frame1[k].scale
         tri = self.tri
         p = [W[tri[:, j]] for j in range(3)]
-        n = np.cross(p[1] - p[0], p[2] - p[0])
-        ln = np.linalg.norm(n, axis=1)
-        un = n / np.where(ln > 0, ln, 1.0)[:, None]
-        vn = np.zeros_like(W)
-        for j in range(3):
-            e1 = p[(j + 1) % 3] - p[j]
-            e2 = p[(j + 2) % 3] - p[j]
-            l1 = np.linalg.norm(e1, axis=1)
-            l2 = np.linalg.norm(e2, axis=1)
-            cosang = np.einsum("ij,ij->i", e1, e2) / np.maximum(l1 * l2, 1e-300)
-            ang = np.arccos(np.clip(cosang, -1.0, 1.0))
-            for c in range(3):
-                vn[:, c] += np.bincount(tri[:, j], weights=un[:, c] * ang, minlength=len(W))
+        e = [p[1] - p[0], p[2] - p[1], p[0] - p[2]]          # edge j leaves corner j
+        ln = [np.sqrt(np.einsum("ij,ij->i", v, v)) for v in e]
+        n = np.cross(e[0], -e[2])
+        la = np.sqrt(np.einsum("ij,ij->i", n, n))
+        un = n / np.where(la > 0, la, 1.0)[:, None]
+        # the angle at corner j, between edge j and the reversed edge j - 1
+        ang = np.concatenate([np.arccos(np.clip(
+            -np.einsum("ij,ij->i", e[j], e[j - 1]) / np.maximum(ln[j] * ln[j - 1], 1e-300),
+            -1.0, 1.0)) for j in range(3)])
+        corners = tri.T.ravel()
+        vn = np.column_stack([np.bincount(corners, weights=np.tile(un[:, c], 3) * ang,
+                                          minlength=len(W)) for c in range(3)])
         es = np.zeros((self.n_edges, 3))
         ids = self.tri_edge.ravel()
         for c in range(3):
