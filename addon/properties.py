@@ -50,12 +50,15 @@ KINDS = (
 )
 
 COLLIDER_SHAPES = (
-    ("AUTO", "Auto", "Infer the shape from the object's geometry"),
+    ("AUTO", "Auto", "Infer the shape from the object's geometry: a recognised primitive, "
+             "otherwise the mesh itself"),
     ("PLANE", "Plane", "An infinite half-space below the object's local XY plane"),
     ("SPHERE", "Sphere", "A sphere of the object's size"),
     ("BOX", "Box", "The object's bounding box"),
     ("CYLINDER", "Cylinder", "A cylinder along the object's local Z"),
     ("CAPSULE", "Capsule", "A capsule along the object's local Z"),
+    ("MESH", "Mesh", "The object's own (evaluated) mesh: closed meshes are solid, open ones "
+     "two-sided; follows armatures, shape keys and modifiers"),
 )
 
 # ---------------------------------------------------------------------- stiffness <-> compliance

@@ -12,7 +12,7 @@ import bpy
 import numpy as np
 
 from ..solver import Builder, Simulation
-from ..solver.geometry import polygon_areas, rigid_transform, strand_areas
+from ..solver.geometry import fan_triangles, polygon_areas, rigid_transform, strand_areas
 from ..solver.simulation import DEFAULT_SLEEP
 from ..solver.strands import edge_frames
 from ..solver.mesh import cloth_topology, normalize_faces
@@ -54,8 +54,8 @@ def infer_collider(obj, x_local):
     """(shape, local 4x4 offset, size kwargs) of a collider mesh, from its geometry.
 
     Recognises Blender's plane, cube, UV and ico sphere and cylinder primitives (in object space,
-    so any object scale or rotation works through the world matrix). Raises BridgeError naming
-    the object when the shape is not one of those and was not chosen explicitly."""
+    so any object scale or rotation works through the world matrix); any other mesh (a torus,
+    Suzanne, a character) is a mesh collider, its own triangles ("mesh", offset identity)."""
     choice = getattr(obj.verlet, "collider_shape", "AUTO")
     lo, hi = x_local.min(axis=0), x_local.max(axis=0)
     centre = (lo + hi) / 2
@@ -83,9 +83,9 @@ def infer_collider(obj, x_local):
                 np.all(np.abs(r_xy - ext[0] / 2) <= 1e-2 * size) and abs(ext[0] - ext[1]) <= 2e-2 * size:
             choice = "CYLINDER"
         else:
-            raise BridgeError(f"{obj.name}: AUTO cannot tell which collider shape this mesh is "
-                              "(not a plane, cube, sphere or cylinder primitive); choose the "
-                              "shape explicitly")
+            choice = "MESH"
+    if choice == "MESH":
+        return "mesh", np.eye(4), {}
     if choice == "PLANE":
         return "plane", offset, {}
     if choice == "SPHERE":
@@ -95,6 +95,16 @@ def infer_collider(obj, x_local):
     radius = float(max(ext[0], ext[1]) / 2)
     depth = float(max(ext[2], 2 * radius if choice == "CAPSULE" else 1e-6))
     return choice.lower(), offset, {"radius": radius, "depth": depth}
+
+
+def mesh_triangles(obj, mesh):
+    """(t, 3) int64 triangles (polygon fans) of a collider mesh; BridgeError naming the object
+    when it has no faces."""
+    start, total, corner = bridge.polygon_corners(mesh)
+    if not len(start) or not np.any(total >= 3):
+        raise BridgeError(f"{obj.name}: the collider mesh has no faces; a mesh collider needs "
+                          "faces (or choose a primitive collider shape)")
+    return fan_triangles(corner, start, total)
 
 
 class Body:
@@ -121,6 +131,8 @@ class SceneSim:
         self.scene = scene
         self.bodies = []
         self.colliders = []                 # (object name, collider index, local offset)
+        # mesh colliders: [object name, collider index, (v, 3) local vertices last passed]
+        self.mesh_colliders = []
         # [(object name, message)]: what the simulation leaves out of an object's settings, for
         # the bake's report and status (the message names the object and the cause)
         self.warnings = []
@@ -226,6 +238,8 @@ class SceneSim:
         check_scale(obj, mw)
         if kind == "COLLIDER":
             shape, offset, size = infer_collider(obj, x_local)
+            if shape == "mesh":
+                size = {"vertices": x_local, "triangles": mesh_triangles(obj, mesh)}
             m = np.array(mw, dtype=np.float64) @ offset
             try:
                 k = b.add_collider(shape, matrix=m, friction=_settings(obj, "friction", 0.5),
@@ -234,6 +248,8 @@ class SceneSim:
             except ValueError as exc:
                 raise BridgeError(f"{obj.name}: {exc}") from None
             self.colliders.append((obj.name, k, offset))
+            if shape == "mesh":
+                self.mesh_colliders.append([obj.name, k, x_local])
             return
         x = bridge.to_world(mw, x_local)
         faces = bridge.faces(mesh)
@@ -394,6 +410,7 @@ class SceneSim:
             obj = self.scene.objects[name].evaluated_get(depsgraph)
             check_scale(obj, obj.matrix_world)      # an animated scale may reach zero
             self.sim.set_collider_matrix(k, np.array(obj.matrix_world, dtype=np.float64) @ offset)
+        self._deform_mesh_colliders(depsgraph)
         pinned = [b for b in self.bodies if b.pin_local is not None]
         # Pins follow the user's modifier stack (an Armature): read it with our display modifier
         # off, or the evaluated mesh would be the last frame shown (bridge.py).
@@ -430,6 +447,28 @@ class SceneSim:
                 obj = self.scene.objects[body.name].evaluated_get(depsgraph)
                 check_scale(obj, obj.matrix_world)      # results go to its object space
                 body.matrix = np.array(obj.matrix_world, dtype=np.float64)
+
+    def _deform_mesh_colliders(self, depsgraph):
+        """Mesh colliders follow their evaluated mesh (armature, shape keys, modifiers): one
+        foreach_get per collider and frame, passed on when it changed (the solver interpolates
+        the vertices across the step's substeps)."""
+        for entry in self.mesh_colliders:
+            name, k, last = entry
+            mesh, obj_eval = bridge.evaluated_mesh(self.scene.objects[name], depsgraph)
+            try:
+                x = bridge.positions(mesh)
+            finally:
+                obj_eval.to_mesh_clear()
+            if len(x) != len(last):
+                raise BridgeError(f"{name}: the collider's vertex count changed during the "
+                                  f"simulation ({len(last)} -> {len(x)}); a modifier changes "
+                                  "its topology (apply or disable it)")
+            if not np.array_equal(x, last):
+                if not np.all(np.isfinite(x)):
+                    raise BridgeError(f"{name}: the collider mesh has NaN or infinite "
+                                      "coordinates")
+                self.sim.set_collider_vertices(k, x)
+                entry[2] = x
 
     def result(self, body):
         """The body's current state: (n, 3) object-space positions (deforming kinds, in the

@@ -49,7 +49,7 @@ def _apply_threads():
 
 KERNEL_SOURCES = ("kernels/compiled.py", "kernels/compiled_contact.py", "kernels/compiled_loop.py",
                   "kernels/compiled_bodies.py", "kernels/compiled_joints.py",
-                  "kernels/build.py")
+                  "kernels/compiled_mesh.py", "kernels/build.py")
 
 
 def _cache_key():
@@ -201,6 +201,9 @@ def _warm_up():
     scaled = np.diag([0.2, 0.1, 0.1, 1.0])
     scaled[:3, 3] = (0.5, 0.0, 0.1)
     moving = b.add_collider("sphere", matrix=scaled)
+    # and a mesh collider (a tetrahedron) at the first particle: its broad-phase query too
+    b.add_collider("mesh", vertices=tet - [0.0, 0.0, 0.3], triangles=[[0, 2, 1], [0, 1, 3],
+                                                                      [0, 3, 2], [1, 2, 3]])
     sim = Simulation(b.build(), substeps=1, backend="numba", max_speed=10.0)
     scaled[0, 3] += 0.01
     sim.set_collider_matrix(moving, scaled)

@@ -11,6 +11,7 @@ import numpy as np
 
 from .collision import frames as frames
 from .collision.groups import GroupsMixin, contact_arrays
+from .collision.mesh import build as build_meshes, check_mesh
 from .constraints.coloring import color_order, greedy_colors
 from .constraints.partition import partition_sticks
 from .geometry import fan_triangles, polygon_areas, signed_volume
@@ -407,14 +408,17 @@ class Builder(GroupsMixin, JointBuilder):
 
     # ------------------------------------------------------------------ colliders
     def add_collider(self, shape, matrix=None, friction=0.5, restitution=0.0, thickness=0.0,
-                     static_friction=None, radius=None, depth=None, size=None):
-        """A collider: shape "plane" | "sphere" | "box" | "cylinder" | "capsule" placed by a 4x4
+                     static_friction=None, radius=None, depth=None, size=None, vertices=None,
+                     triangles=None):
+        """A collider: shape "plane" | "sphere" | "box" | "cylinder" | "capsule" | "mesh" placed by a 4x4
         world matrix (default identity). friction is the kinetic Coulomb coefficient,
         static_friction (default = friction) the static one; restitution in [0, 1]; thickness
         [m] offsets the surface outwards. Sizes as Blender's primitives: radius [m] (sphere,
         cylinder, capsule; default 1, capsule 0.5), depth [m] full length along local Z, caps
         included (default 2), size (x, y, z) full extents of the box (default 2, 2, 2).
-        Returns the collider index."""
+        A mesh takes vertices (v, 3) [m] in its local frame and triangles (t, 3) int vertex ids
+        (collision/mesh.py: closed meshes are solid, open ones two-sided; zero-area triangles
+        are dropped). Returns the collider index."""
         if not isinstance(shape, str) or shape not in frames.SHAPE_CODES:   # (a list: TypeError)
             raise ValueError(f"shape: expected one of {sorted(frames.SHAPE_CODES)}, got {shape!r}")
         code = frames.SHAPE_CODES[shape]
@@ -422,11 +426,18 @@ class Builder(GroupsMixin, JointBuilder):
         frames.decompose(m, "matrix")          # checks first (it names the argument), then convert
         m = np.asarray(m, dtype=np.float64)
         dims = np.zeros(3)
+        mesh = None
+        if code == frames.MESH:
+            if vertices is None or triangles is None:
+                raise ValueError("mesh: a mesh collider needs vertices (v, 3) and triangles (t, 3)")
+            mesh = check_mesh(vertices, triangles, "mesh")
+        elif vertices is not None or triangles is not None:
+            raise ValueError(f"vertices, triangles: only a 'mesh' collider takes them, not {shape!r}")
         if code == frames.BOX:
             dims[:] = _points(size if size is not None else (2.0, 2.0, 2.0), "size")[0]
             if np.any(dims <= 0):
                 raise ValueError("size: box extents must be > 0")
-        elif code != frames.PLANE:
+        elif code not in (frames.PLANE, frames.MESH):
             r = _scalar(radius if radius is not None else (0.5 if code == frames.CAPSULE else 1.0),
                         "radius")
             if r <= 0:
@@ -443,7 +454,7 @@ class Builder(GroupsMixin, JointBuilder):
             raise ValueError("static_friction: must be >= friction (the kinetic coefficient)")
         self._colliders.append((code, dims, m.copy(), friction, static,
                                 _scalar(restitution, "restitution", 0.0, 1.0),
-                                _scalar(thickness, "thickness")))
+                                _scalar(thickness, "thickness"), mesh))
         return len(self._colliders) - 1
 
     # ------------------------------------------------------------------ build
@@ -541,6 +552,7 @@ class Builder(GroupsMixin, JointBuilder):
             collider_static_friction=np.array([c[4] for c in col], dtype=np.float64),
             collider_restitution=np.array([c[5] for c in col], dtype=np.float64),
             collider_thickness=np.array([c[6] for c in col], dtype=np.float64),
+            **build_meshes([c[7] for c in col]),
             surface_tris=np.concatenate(self._surface) if self._surface else np.zeros((0, 3), np.int64),
             **contact_arrays(self._groups_now(), self._group_self, self._disabled,
                              np.concatenate(self._friction), self._contact_surfaces),

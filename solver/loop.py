@@ -5,7 +5,8 @@ Jakobsen's loop ("Advanced Character Physics", section 2), ``substeps`` times pe
 
     drag        exact exponential air drag and wind, on x* (forces.apply_drag)
     integrate   x' = x + (x - x*) k + a h^2 (integrator.predict); pinned particles on the line
-                from their position at the step's start to their target
+                from their position at the step's start to their target; the mesh colliders'
+                vertices at the substep's start and end (collision/mesh_query.place_meshes)
     relax       ``iterations`` sweeps: sticks, soft pins, volumes, colliders (projection with
                 friction, depenetration bounded by ``allowance``), embedded points of
                 tetrahedral bodies, contacts between bodies (Jacobi, averaged), shape matching,
@@ -28,7 +29,8 @@ exactly the same ones:
     shapes     constraints/shapes.ShapeSolver.kernel_args()
     joints     constraints/joints.JointSolver.kernel_args(target): rigid-body joints between
                clusters, solved after shape matching in every iteration
-    colliders  collision/colliders.Colliders.kernel_args(...): per collider and per substep
+    colliders  collision/colliders.Colliders.kernel_args(...): per collider and per substep,
+               and last the mesh group (collision/mesh_query.py lists it)
     points     collision/points.TetraPoints.kernel_args()
     contacts   collision/contacts.Contacts.kernel_args()
     bodies     collision/contacts.Contacts.body_args(inv_mass): the body contacts of this step
@@ -45,6 +47,7 @@ import math
 import numpy as np
 
 from .collision.bodies import solve_bodies
+from .collision.mesh_query import place_meshes
 from .collision.project import project_collider, project_points, release_overlap, restitution
 from .constraints.joints import solve_joints
 from .constraints.pins import solve_soft_pins
@@ -73,7 +76,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
      j_tolerance) = joints
     (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, radius, pair_particle, pair_start,
      by_particle, by_particle_start, by_particle_collider, approximate, abc, R, t, sc, Rb, tb, sb,
-     moving) = colliders
+     moving, mesh) = colliders
+    mesh_ids = mesh[17]
     rank_start, rank_points, tet, weight, inv_c2 = points
     (depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred, lift,
      lifted) = contacts
@@ -94,6 +98,9 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             Xp[:, pin_ids] = (pin_start + (pin_target - pin_start) * (s / substeps)).T
         if any_restitution:
             X_pred[:] = X
+        if mesh_ids.size:                      # the mesh colliders' vertices in this substep
+            place_meshes(mesh[0], mesh[1], mesh[6], mesh_ids, sc[s], sb[s], s / substeps,
+                         (s + 1) / substeps, s == substeps - 1, mesh[3], mesh[4])
         for a in (depth, used, point_depth, point_used):
             a.fill(0.0)
         touching.fill(False)
@@ -121,12 +128,12 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                                  c_thickness[k], radius, R[s, k], t[s, k], sc[s, k], Rb[s, k],
                                  tb[s, k], sb[s, k], moving[s, k], c_mu_s[k], c_mu_k[k], k,
                                  depth, used, touching, normal, motion, collider, allowance, lift,
-                                 lifted)
+                                 lifted, mesh)
             if rank_points.size and n_colliders:
                 project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, c_shape,
                                c_thickness, c_mu_s, c_mu_k, approximate[s], abc[s], R[s], t[s],
                                sc[s], Rb[s], tb[s], sb[s], moving[s], point_depth, point_used,
-                               allowance, lift, lifted)
+                               allowance, lift, lifted, mesh)
             contact = touching
             if any_bodies:                      # other bodies (collision/bodies.py)
                 solve_bodies(X, Xp, b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass,

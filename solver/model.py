@@ -119,6 +119,21 @@ class Model:
     #                                  colour share a body), build order within one
     joint_color_offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     #                                  (colours + 1,) int64 colour c is joint_order[o[c]:o[c+1]]
+    # --- mesh colliders (collision/mesh.py), all concatenated; a primitive collider k has empty
+    # ranges. M = mesh vertices, U = mesh triangles (BVH order), N = BVH nodes, E = edges
+    mesh_vertices: np.ndarray = None     # (M, 3) float64 [m] local vertices at build time
+    mesh_triangles: np.ndarray = None    # (U, 3) int64 vertex ids (into mesh_vertices), outward
+    mesh_vertex_start: np.ndarray = None  # (C + 1,) int64 vertices of collider k
+    mesh_tri_start: np.ndarray = None    # (C + 1,) int64 triangles of collider k
+    mesh_node_start: np.ndarray = None   # (C + 1,) int64 BVH nodes of collider k (root first)
+    mesh_node_right: np.ndarray = None   # (N,) int64 right child, -1 for a leaf (left = next)
+    mesh_node_skip: np.ndarray = None    # (N,) int64 the node after this one's subtree
+    mesh_node_t0: np.ndarray = None      # (N,) int64 first triangle of the node
+    mesh_node_t1: np.ndarray = None      # (N,) int64 one past its last triangle
+    mesh_node_depth: np.ndarray = None   # (N,) int64 depth (root 0)
+    mesh_tri_edge: np.ndarray = None     # (U, 3) int64 edge id of slots v0v1, v1v2, v2v0
+    mesh_edge_count: int = 0             # E
+    mesh_closed: np.ndarray = None       # (C,) bool closed, consistently oriented: solid
 
     @property
     def particle_count(self):

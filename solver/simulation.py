@@ -163,7 +163,9 @@ class Simulation(AnimatedSettings, JointControl):
                                collider_restitution=model.collider_restitution.copy(),
                                volume_rest=np.array(model.volume_rest, np.float64),
                                joint_target=np.tile(np.eye(3), (model.joint_count, 1, 1)),
-                               joint_drive=np.zeros(model.joint_count))
+                               joint_drive=np.zeros(model.joint_count),
+                               mesh_vertices=model.mesh_vertices.copy(),
+                               mesh_target=model.mesh_vertices.copy())
         # scratch, allocated once
         self._acc = np.zeros((n, 3))                # (n, 3) [m/s^2] external acceleration
 
@@ -268,6 +270,19 @@ class Simulation(AnimatedSettings, JointControl):
             if not frames.same(frame, self.control.collider_frame[k]):
                 self.wake()                  # it lands without motion: wake what it may land in
             self.control.collider_frame[k] = frame       # the same frame: at rest (colliders.py)
+
+    def set_collider_vertices(self, k, vertices):
+        """The local vertices (v, 3) [m] of mesh collider k at the end of the next step (a
+        deforming mesh: interpolated linearly across its substeps; its surface's motion carries
+        and bounces what touches it, as a moving collider's does). The count and the triangles
+        stay the ones it was built with."""
+        k = self._collider(k)
+        m = self.model
+        if m.collider_shape[k] != frames.MESH:
+            raise ValueError(f"k: collider {k} is a {frames.SHAPE_NAMES[int(m.collider_shape[k])]}"
+                             ", not a mesh (set_collider_vertices moves a mesh's vertices)")
+        a, b = int(m.mesh_vertex_start[k]), int(m.mesh_vertex_start[k + 1])
+        self.control.mesh_target[a:b] = self._positions(vertices, b - a, "vertices")
 
     def set_pin_targets(self, ids, positions):
         """Where the targets of pinned particles ``ids`` (hard or soft pins) go during the next
@@ -475,7 +490,8 @@ class Simulation(AnimatedSettings, JointControl):
         sleep.wake_by_contacts(st, self.contacts)
         asleep = sleep.asleep_ids(st)
         free = self._free if asleep is None else self._free & ~sleep.asleep(st)
-        self.colliders.collide(self.control, x, free, self._radius_max, reach, self.contacts)
+        self.colliders.collide(self.control, x, free, self._radius_max, reach, self.contacts,
+                               self.kernels)
         return asleep
 
     def _loop_args(self, h, acc, field_keep=None, asleep=None):
@@ -568,6 +584,16 @@ class Simulation(AnimatedSettings, JointControl):
             move = float(np.linalg.norm(f1.translation - f0.translation)) \
                 + float(np.linalg.norm(a1 - a0, 2)) * reach
             fastest = max(fastest, move / dt)
+        m = self.model
+        if len(ctl.mesh_vertices):        # a deforming mesh: its fastest vertex, scaled
+            moves = ctl.mesh_target - ctl.mesh_vertices
+            for k in np.nonzero(np.diff(m.mesh_vertex_start) > 0)[0]:
+                a, b = m.mesh_vertex_start[k], m.mesh_vertex_start[k + 1]
+                if not np.array_equal(ctl.mesh_target[a:b], ctl.mesh_vertices[a:b]):
+                    s = max(float(np.max(ctl.collider_frame[k].scale)),
+                            float(np.max(ctl.collider_target[k].scale)))
+                    fastest = max(fastest, s * float(np.sqrt(np.max(np.einsum(
+                        "ij,ij->i", moves[a:b], moves[a:b])))) / dt)
         return fastest
 
     def _check_runaway(self, backup, limit):

@@ -115,11 +115,16 @@ class Control:
     # joint drives (Simulation.set_joint_targets / set_joint_drive; constraints/joints.py)
     joint_target: np.ndarray = None       # (J, 3, 3) float64 target R_a^T R_b of each joint
     joint_drive: np.ndarray = None        # (J,) float64 drive strength in [0, 1], 0 = limp
+    # mesh colliders' local vertices (Model.mesh_vertex_start ranges): now, and at the end of the
+    # next step (Simulation.set_collider_vertices; interpolated across its substeps)
+    mesh_vertices: np.ndarray = None      # (M, 3) float64 [m]
+    mesh_target: np.ndarray = None        # (M, 3) float64 [m]
 
     _SOFT = ("soft_pin_anchor", "soft_pin_target", "soft_pin_compliance")
     _ANIMATED = ("gravity", "stick_compliance", "shape_compliance", "shape_damping",
                  "collider_friction", "collider_static_friction", "collider_restitution",
-                 "volume_rest", "joint_target", "joint_drive")
+                 "volume_rest", "joint_target", "joint_drive", "mesh_vertices",
+                 "mesh_target")
 
     def copy(self):
         # frames are immutable tuples of arrays nobody writes: the lists are copied, the frames

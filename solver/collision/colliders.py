@@ -23,7 +23,8 @@ particles along.
 
 The collide stage (Colliders.collide) runs once per step: a broad phase that keeps, for each
 collider, the particles that may reach it during the step, as contact candidates in a Contacts
-(contacts.py). The projection then runs inside the relaxation loop over those candidates only.
+(contacts.py). Mesh colliders (mesh.py) are asked the same way: a distance, a normal and, for
+their motion, the closest surface point, per particle and substep. The projection then runs inside the relaxation loop over those candidates only.
 
 Tetrahedral bodies (Jakobsen section 5): an embedded point p = sum c_k x_k that penetrates by d
 along n moves its four particles by c_k d n / sum c_k^2, so p lands exactly on the surface and
@@ -39,6 +40,7 @@ a rank collider after collider.
 import numpy as np
 
 from . import frames, sdf
+from .mesh import MeshSet
 
 
 class Colliders:
@@ -52,21 +54,29 @@ class Colliders:
         # between steps (Simulation.set_collider_friction / set_collider_restitution)
         self.thickness = model.collider_thickness          # (C,) float64 [m]
         self.count = len(self.shape)
+        self.meshes = MeshSet(model)                       # the mesh colliders (mesh.py)
 
     def initial_frames(self, model):
         """(C,) frames.Frame of the build-time placements (the Control starts with these)."""
         return [frames.decompose(m) for m in model.collider_matrix]
 
     # ------------------------------------------------------------------ the collide stage
-    def collide(self, control, x, free, radius_max, reach, contacts):
+    def collide(self, control, x, free, radius_max, reach, contacts, kernels):
         """Broad phase once per step: into ``contacts``, the particles that may touch each
         collider during it. x (n, 3) [m]; free (n,) bool particles that can move; reach [m]
-        bounds how far any particle can travel in this step. A collider that rotates or scales
-        during the step takes every free particle."""
+        bounds how far any particle can travel in this step; kernels the kernel table (a mesh's
+        distances). A primitive that rotates or scales during the step takes every free
+        particle; a mesh takes the particles near its surface (_mesh_candidates)."""
         ids_free = np.nonzero(free)[0]
         found = []
+        self.meshes.prepare(control.mesh_vertices, control.mesh_target, control.collider_frame,
+                            control.collider_target)
         for k in range(self.count):
             f0, f1 = control.collider_frame[k], control.collider_target[k]
+            if self.shape[k] == frames.MESH:
+                found.append(self._mesh_candidates(k, control, x, ids_free, radius_max, reach,
+                                                   kernels))
+                continue
             turning = not (np.allclose(f0.rotation, f1.rotation, atol=1e-12)
                            and np.allclose(f0.scale, f1.scale, atol=1e-12))
             if turning:
@@ -86,6 +96,19 @@ class Colliders:
         near = np.zeros(len(x), bool)
         for k in range(self.count):
             f0, f1 = control.collider_frame[k], control.collider_target[k]
+            if self.shape[k] == frames.MESH:
+                # a mesh (moved or deformed): the distance to the world box of its vertices at
+                # both ends of the step, which bounds the surface during it
+                sweep = self.meshes.surface_sweep(k, control, f0, f1)
+                if sweep == 0.0 or not len(x):
+                    continue
+                a, b = self.meshes.start[k], self.meshes.start[k + 1]
+                w = np.concatenate([
+                    (control.mesh_vertices[a:b] * f0.scale) @ f0.rotation.T + f0.translation,
+                    (control.mesh_target[a:b] * f1.scale) @ f1.rotation.T + f1.translation])
+                out = np.maximum(np.maximum(w.min(axis=0) - x, x - w.max(axis=0)), 0.0)
+                near |= np.sqrt(np.einsum("ij,ij->i", out, out)) < margin + self.thickness[k]
+                continue
             if frames.same(f0, f1) or not len(x):
                 continue
             phi0, _ = sdf.evaluate(self.shape[k], self.dims[k], f0, x)
@@ -95,6 +118,25 @@ class Colliders:
                 + turn * np.linalg.norm(x - f0.translation, axis=1)
             near |= np.minimum(phi0, phi1) < margin + self.thickness[k] + sweep
         return near
+
+    def _mesh_candidates(self, k, control, x, ids_free, radius_max, reach, kernels):
+        """The free particles that may touch mesh collider k during the step: near the box that
+        holds the mesh during the whole step (refitted by MeshSet.prepare), then near its surface
+        at the step's start (one query per particle and step), the margin widened by how far
+        any surface point moves in the step (mesh.py MeshSet.surface_sweep: deformation and
+        the frame's motion, rotation included)."""
+        f0 = control.collider_frame[k]
+        sweep = self.meshes.surface_sweep(k, control, f0, control.collider_target[k])
+        margin = reach + sweep + self.thickness[k] + radius_max
+        lo, hi = self.meshes.root_boxes(k)
+        q = frames.to_local(f0, x[ids_free])
+        out = np.maximum(np.maximum(lo - q, q - hi), 0.0)
+        near = np.nonzero(np.einsum("ij,ij->i", out, out) < margin * margin)[0]
+        if not near.size:
+            return ids_free[:0]
+        phi = self.meshes.distances(kernels, k, control, f0, np.ascontiguousarray(q[near]),
+                                    margin)
+        return ids_free[near[phi < margin]]
 
     # ------------------------------------------------------------------ placement per substep
     def placements(self, control, substeps):
@@ -135,8 +177,10 @@ class Colliders:
                 control.collider_friction, control.collider_restitution, radius,
                 contacts.pair_particle, contacts.pair_start, contacts.by_particle,
                 contacts.by_particle_start, contacts.by_particle_collider) \
-            + self.placements(control, substeps)
+            + self.placements(control, substeps) \
+            + (self.meshes.kernel_args(control.mesh_vertices, control.mesh_target),)
 
     def end_step(self, control):
-        """The targets are reached: they become the placements now."""
+        """The targets are reached: they become the placements now (mesh vertices too)."""
         control.collider_frame = list(control.collider_target)
+        control.mesh_vertices[:] = control.mesh_target

@@ -10,8 +10,9 @@ from collections import namedtuple
 
 import numpy as np
 
-PLANE, SPHERE, BOX, CYLINDER, CAPSULE = range(5)
-SHAPE_CODES = {"plane": PLANE, "sphere": SPHERE, "box": BOX, "cylinder": CYLINDER, "capsule": CAPSULE}
+PLANE, SPHERE, BOX, CYLINDER, CAPSULE, MESH = range(6)
+SHAPE_CODES = {"plane": PLANE, "sphere": SPHERE, "box": BOX, "cylinder": CYLINDER, "capsule": CAPSULE,
+               "mesh": MESH}
 SHAPE_NAMES = {v: k for k, v in SHAPE_CODES.items()}
 
 # rotation (3,3) float64 orthonormal columns; translation (3,) [m]; scale (3,) float64 > 0
@@ -170,7 +171,7 @@ def to_local(frame, x):
 
 def is_exact(shape, scale):
     """Whether the SDF is exact for this shape under this scale (sdf.py's module docstring)."""
-    if shape in (PLANE, BOX):
+    if shape in (PLANE, BOX, MESH):           # a mesh's vertices take the scale (mesh.py)
         return True
     # equal to float32 precision: Blender's matrices are float32, so a uniformly scaled, rotated
     # object has scales that differ in the 7th digit

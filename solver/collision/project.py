@@ -63,7 +63,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .frames import Frame
+from .frames import MESH, Frame
+from .mesh_query import mesh_sdf, surface_motion
 from .sdf import collider_sdf
 
 # The tunnelling guard (module docstring): a particle that moved more than its contact offset
@@ -77,23 +78,24 @@ GUARD_STEPS = 32
 
 def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
                      sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider,
-                     allowance, lift, lifted):
+                     allowance, lift, lifted, mesh):
     """Project candidates idx (unique ids) out of collider k, with friction. X, Xp (3, n) [m]
     positions (updated) and previous positions; (a, b, c) from sdf.placement; radius (n,) [m];
     R, Rb (3, 3), t, tb (3,) [m], s, sb (3,) the frame at the end and start of the substep
     (moving: they differ); depth, used (n,) [m], touching (n,) bool, normal (n, 3), motion (n, 3)
     [m], collider (n,) int64: the contact state, written for the particles that touch;
     allowance [m] the depenetration s_max of this substep; lift (n, 3) [m] x* shift owed,
-    added to, and lifted (n,) bool set, where the lift is positive."""
+    added to, and lifted (n,) bool set, where the lift is positive; mesh the mesh group
+    (collision/mesh_query.py) a mesh collider's geometry comes from."""
     cs = SimpleNamespace(depth=depth, used=used, touching=touching, normal=normal,
                          motion=motion, collider=collider, lift=lift, lifted=lifted)
     _project(X.T, Xp.T, idx, shape, (a, b, c), thickness, radius, Frame(R, t, s),
-             Frame(Rb, tb, sb), moving, mu_s, mu_k, k, cs, allowance, approximate)
+             Frame(Rb, tb, sb), moving, mu_s, mu_k, k, cs, allowance, approximate, mesh)
 
 
 def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, thickness, mu_s,
                    mu_k, approximate, abc, R, t, s, Rb, tb, sb, moving, point_depth, point_used,
-                   allowance, lift, lifted):
+                   allowance, lift, lifted, mesh):
     """Embedded points of tetrahedral bodies against every collider: rank after rank, and within
     a rank collider after collider (points of one rank belong to different bodies, so their
     particles are disjoint). rank_start (ranks + 1,), rank_points (P,) int64; tet (P, 4) int64
@@ -112,7 +114,7 @@ def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, t
         for k in range(len(shape)):
             _project_points(x, x_prev, ids, corners, weights, inv, shape[k], abc[k],
                             thickness[k], Frame(R[k], t[k], s[k]), Frame(Rb[k], tb[k], sb[k]),
-                            moving[k], mu_s[k], mu_k[k], cs, allowance, approximate[k])
+                            moving[k], mu_s[k], mu_k[k], cs, allowance, approximate[k], k, mesh)
 
 
 def _to_local(R, t, x0, x1, x2):
@@ -124,6 +126,34 @@ def _to_local(R, t, x0, x1, x2):
     return q0, q1, q2
 
 
+def _distance(shape, approximate, abc, now, before, k, mesh, x0, x1, x2, xp0, xp1, xp2):
+    """Signed distance (p,) [m] of world columns x to collider k placed at ``now``, its world
+    unit normal columns, and for a mesh (frames.MESH) the closest triangle and its barycentric
+    weights (tri, wa, wb, wc) (else None): the one distance function of the projection and the
+    guard. A mesh is asked through mesh_query with x* (xp, in the frame of the substep's start,
+    ``before``) choosing an open mesh's side."""
+    R = now.rotation
+    q0, q1, q2 = _to_local(R, now.translation, x0, x1, x2)
+    if shape == MESH:
+        r0, r1, r2 = _to_local(before.rotation, before.translation, xp0, xp1, xp2)
+        phi, g0, g1, g2, tri, wa, wb, wc = mesh_sdf(q0, q1, q2, r0, r1, r2, k, mesh)
+        surf = (tri, wa, wb, wc)
+    else:
+        phi, g0, g1, g2 = collider_sdf(shape, approximate, abc, now.scale, q0, q1, q2)
+        surf = None
+    return phi, _to_world(R, g0, g1, g2), surf
+
+
+def _surface_motion(now, before, surf, hit, mesh):
+    """A mesh's surface motion over the substep at the contacts hit (mesh_query.surface_motion),
+    or None for a primitive (its frame's motion: _contact)."""
+    if surf is None:
+        return None
+    tri, wa, wb, wc = surf
+    return surface_motion(now.rotation, now.translation, before.rotation, before.translation,
+                          tri[hit], wa[hit], wb[hit], wc[hit], mesh)
+
+
 def _to_world(R, g0, g1, g2):
     """Columns of R g: a local direction into world space."""
     n0 = R[0, 0] * g0 + R[0, 1] * g1 + R[0, 2] * g2
@@ -133,16 +163,19 @@ def _to_world(R, g0, g1, g2):
 
 
 def _contact(x0, x1, x2, xp0, xp1, xp2, n0, n1, n2, d, depth, used, now, before, moving, mu_s,
-             mu_k, allowance):
+             mu_k, allowance, mesh_motion=None):
     """Projection and friction of contacts at columns x (k,) [m], previous positions xp, world
     normal n and penetration d (k,) [m], with depth and used (k,) [m] so far this substep.
     Returns the projected position y, the friction correction (subtract it from y), the
     collider motion, the new depth, the new used, the normal correction c and the lift (the
-    module docstring's formulas)."""
+    module docstring's formulas). mesh_motion: a mesh's surface motion at the contacts
+    (mesh_query.surface_motion) instead of the frame's at z."""
     z0 = x0 + n0 * d
     z1 = x1 + n1 * d
     z2 = x2 + n2 * d
-    if moving:
+    if mesh_motion is not None:
+        m0, m1, m2 = mesh_motion
+    elif moving:
         m0, m1, m2 = _motion(now, before, z0, z1, z2)
     else:
         m0 = m1 = m2 = np.zeros_like(z0)
@@ -168,16 +201,6 @@ def _contact(x0, x1, x2, xp0, xp1, xp2, n0, n1, n2, d, depth, used, now, before,
             used + take, corr, lift)
 
 
-def _distance(shape, approximate, abc, now, p0, p1, p2):
-    """Signed distance phi [m] of world columns p to the collider placed at ``now``, and the
-    world normal columns there: the one distance function of the projection and the guard."""
-    R = now.rotation
-    q0, q1, q2 = _to_local(R, now.translation, p0, p1, p2)
-    phi, g0, g1, g2 = collider_sdf(shape, approximate, abc, now.scale, q0, q1, q2)
-    n0, n1, n2 = _to_world(R, g0, g1, g2)
-    return phi, n0, n1, n2
-
-
 def _carried(now, before, x0, x1, x2):
     """Where the collider's material point at (x0, x1, x2) at the substep's start (before) is
     at its end (now): R (Rb^T (x - tb) / sb * s) + t."""
@@ -192,14 +215,17 @@ def _carried(now, before, x0, x1, x2):
             R[2, 0] * w0 + R[2, 1] * w1 + R[2, 2] * w2 + t[2])
 
 
-def _trace(shape, approximate, abc, now, thickness, rad, p, e, length, x):
+def _trace(shape, approximate, abc, now, before, k, mesh, thickness, rad, p, e, length, x, xp):
     """The guard's sphere tracing (module docstring), for k segments at once: start columns
-    p, direction columns e (end - start), length (k,) [m], end columns x, radii rad (k,).
-    Returns hit (k,) bool, pen (k,) [m] the end point's signed distance to the offset tangent
-    plane at the first contact, and the normal columns there. Each segment takes the compiled
-    _trace's operations in its order (a masked loop over the steps)."""
+    p, direction columns e (end - start), length (k,) [m], end columns x, radii rad (k,), x*
+    columns xp (they pick an open mesh's side along the whole segment). Returns hit (k,) bool,
+    pen (k,) [m] the end point's signed distance to the offset tangent plane at the first
+    contact, the normal columns there and, for a mesh, the triangle and weights there (else
+    None). Each segment takes the compiled _trace's operations in its order (a masked loop
+    over the steps)."""
     p0, p1, p2 = p
-    phi, n0, n1, n2 = _distance(shape, approximate, abc, now, p0, p1, p2)
+    phi, (n0, n1, n2), surf = _distance(shape, approximate, abc, now, before, k, mesh, p0, p1,
+                                        p2, *xp)
     gap = phi - thickness - rad
     q0, q1, q2 = p0.copy(), p1.copy(), p2.copy()
     tau = np.zeros_like(gap)
@@ -216,21 +242,27 @@ def _trace(shape, approximate, abc, now, thickness, rad, p, e, length, x):
         q0[live] = p0[live] + e[0][live] * tau[live]
         q1[live] = p1[live] + e[1][live] * tau[live]
         q2[live] = p2[live] + e[2][live] * tau[live]
-        f, m0, m1, m2 = _distance(shape, approximate, abc, now, q0[live], q1[live], q2[live])
+        f, (m0, m1, m2), sf = _distance(shape, approximate, abc, now, before, k, mesh, q0[live],
+                                        q1[live], q2[live], xp[0][live], xp[1][live],
+                                        xp[2][live])
         gap[live] = f - thickness - rad[live]
         n0[live], n1[live], n2[live] = m0, m1, m2
+        if surf is not None:
+            for whole, part in zip(surf, sf):
+                whole[live] = part
         got = live[gap[live] <= GUARD_TOLERANCE]
         done[got] = ok[got] = True
     pen = gap + ((x[0] - q0) * n0 + (x[1] - q1) * n1 + (x[2] - q2) * n2)
-    return ok & (pen < 0), pen, n0, n1, n2
+    return ok & (pen < 0), pen, n0, n1, n2, surf
 
 
-def _guard(xc, xpc, idx, shape, approximate, abc, thickness, radius, now, before, moving, pen,
-           n0, n1, n2):
+def _guard(xc, xpc, idx, shape, approximate, abc, thickness, radius, now, before, moving, k,
+           mesh, pen, n0, n1, n2, surf):
     """The tunnelling guard on one collider's candidates: where the segment from the substep's
     start (carried by the collider's motion into its frame now) to the position now first
-    touches, replace the end point's penetration pen and normal (updated in place) by the
-    contact there, unless the end point is inside on the same side."""
+    touches, replace the end point's penetration pen, normal and (a mesh) closest surface
+    point (all updated in place) by the contact there, unless the end point is inside on the
+    same side."""
     if moving:
         p0, p1, p2 = _carried(now, before, xpc[:, 0], xpc[:, 1], xpc[:, 2])
     else:
@@ -243,25 +275,30 @@ def _guard(xc, xpc, idx, shape, approximate, abc, thickness, radius, now, before
                      & (pen < length))[0]
     if not sel.size:
         return
-    hit, pen_h, h0, h1, h2 = _trace(
-        shape, approximate, abc, now, thickness, rad[sel], (p0[sel], p1[sel], p2[sel]),
-        (e0[sel], e1[sel], e2[sel]), length[sel], (xc[sel, 0], xc[sel, 1], xc[sel, 2]))
+    hit, pen_h, h0, h1, h2, hs = _trace(
+        shape, approximate, abc, now, before, k, mesh, thickness, rad[sel],
+        (p0[sel], p1[sel], p2[sel]), (e0[sel], e1[sel], e2[sel]), length[sel],
+        (xc[sel, 0], xc[sel, 1], xc[sel, 2]), (xpc[sel, 0], xpc[sel, 1], xpc[sel, 2]))
     same = (pen[sel] < 0) & (n0[sel] * h0 + n1[sel] * h1 + n2[sel] * h2 > 0)
     use = hit & ~same
     u = sel[use]
     pen[u] = pen_h[use]
     n0[u], n1[u], n2[u] = h0[use], h1[use], h2[use]
+    if surf is not None:
+        for whole, part in zip(surf, hs):
+            whole[u] = part[use]
 
 
 def _project(x, x_prev, idx, shape, abc, thickness, radius, now, before, moving, mu_s, mu_k, k, cs,
-             allowance, approximate=False):
+             allowance, approximate, mesh):
     """project_collider on (n, 3) views x, x_prev, with frames.Frame placements and the
     contact state's arrays as attributes of cs."""
     xc, xpc = x[idx], x_prev[idx]
-    phi, n0, n1, n2 = _distance(shape, approximate, abc, now, xc[:, 0], xc[:, 1], xc[:, 2])
+    phi, (n0, n1, n2), surf = _distance(shape, approximate, abc, now, before, k, mesh, xc[:, 0],
+                                        xc[:, 1], xc[:, 2], xpc[:, 0], xpc[:, 1], xpc[:, 2])
     pen = phi - thickness - radius[idx]
-    _guard(xc, xpc, idx, shape, approximate, abc, thickness, radius, now, before, moving, pen,
-           n0, n1, n2)
+    _guard(xc, xpc, idx, shape, approximate, abc, thickness, radius, now, before, moving, k,
+           mesh, pen, n0, n1, n2, surf)
     hit = pen < 0
     if not hit.any():
         return
@@ -270,7 +307,8 @@ def _project(x, x_prev, idx, shape, abc, thickness, radius, now, before, moving,
     n0, n1, n2 = n0[hit], n1[hit], n2[hit]
     (y0, y1, y2), (f0, f1, f2), (m0, m1, m2), depth, used, _, lift = _contact(
         xc[hit, 0], xc[hit, 1], xc[hit, 2], xpc[hit, 0], xpc[hit, 1], xpc[hit, 2], n0, n1, n2, d,
-        cs.depth[ids], cs.used[ids], now, before, moving, mu_s, mu_k, allowance)
+        cs.depth[ids], cs.used[ids], now, before, moving, mu_s, mu_k, allowance,
+        _surface_motion(now, before, surf, hit, mesh))
     x[ids, 0] = y0 - f0
     x[ids, 1] = y1 - f1
     x[ids, 2] = y2 - f2
@@ -295,7 +333,7 @@ def _embedded(col, tet, c):
 
 
 def _project_points(x, x_prev, ids, tet, c, inv_c2, shape, abc, thickness, now, before, moving,
-                    mu_s, mu_k, cs, allowance, approximate=False):
+                    mu_s, mu_k, cs, allowance, approximate, k, mesh):
     """Jakobsen's embedded-point contact (module docstring) of points ids (p,) of one rank
     against one collider: tet four (p,) int64 columns, their bodies' corner particles; c four
     (p,) float64 columns, their weights; inv_c2 (p,) float64 1 / sum_k c_k^2. Points of one
@@ -304,9 +342,9 @@ def _project_points(x, x_prev, ids, tet, c, inv_c2, shape, abc, thickness, now, 
     updated for the points that touch."""
     cols = (x[:, 0], x[:, 1], x[:, 2])             # views: writes go through to x
     p0, p1, p2 = (_embedded(col, tet, c) for col in cols)
-    R = now.rotation
-    q0, q1, q2 = _to_local(R, now.translation, p0, p1, p2)
-    phi, g0, g1, g2 = collider_sdf(shape, approximate, abc, now.scale, q0, q1, q2)
+    pp0, pp1, pp2 = (_embedded(x_prev[:, a], tet, c) for a in range(3))
+    phi, (g0, g1, g2), surf = _distance(shape, approximate, abc, now, before, k, mesh, p0, p1,
+                                        p2, pp0, pp1, pp2)
     pen = phi - thickness
     hit = pen < 0
     if not hit.any():
@@ -314,11 +352,11 @@ def _project_points(x, x_prev, ids, tet, c, inv_c2, shape, abc, thickness, now, 
     ids, inv = ids[hit], inv_c2[hit]
     th, ch = [t[hit] for t in tet], [w[hit] for w in c]
     d = -pen[hit]
-    n0, n1, n2 = _to_world(R, g0[hit], g1[hit], g2[hit])
-    pp0, pp1, pp2 = (_embedded(x_prev[:, a], th, ch) for a in range(3))
+    n0, n1, n2 = g0[hit], g1[hit], g2[hit]
     _, (f0, f1, f2), _, depth, used, corr, lift = _contact(
-        p0[hit], p1[hit], p2[hit], pp0, pp1, pp2, n0, n1, n2, d, cs.point_depth[ids],
-        cs.point_used[ids], now, before, moving, mu_s, mu_k, allowance)
+        p0[hit], p1[hit], p2[hit], pp0[hit], pp1[hit], pp2[hit], n0, n1, n2, d,
+        cs.point_depth[ids], cs.point_used[ids], now, before, moving, mu_s, mu_k, allowance,
+        _surface_motion(now, before, surf, hit, mesh))
     cs.point_depth[ids] = depth
     cs.point_used[ids] = used
     # the point's move n c - friction, then each corner's share c_k / sum c^2 of it

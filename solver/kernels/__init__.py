@@ -19,11 +19,13 @@ from types import SimpleNamespace
 
 KERNELS = ("apply_drag", "predict", "solve_sticks", "solve_soft_pins", "solve_volumes",
            "solve_shapes", "damp_shapes", "solve_joints", "project_collider", "project_points",
-           "restitution", "release_overlap", "find_body_contacts", "solve_bodies", "run_substeps")
+           "restitution", "release_overlap", "find_body_contacts", "solve_bodies", "place_meshes",
+           "mesh_distances", "run_substeps")
 
 
 def _numpy_table():
     from ..collision.bodies import find_body_contacts, solve_bodies
+    from ..collision.mesh_query import mesh_distances, place_meshes
     from ..collision.project import project_collider, project_points, release_overlap, restitution
     from ..constraints.joints import solve_joints
     from ..constraints.pins import solve_soft_pins
@@ -41,6 +43,7 @@ def _numpy_table():
                            project_points=project_points, restitution=restitution,
                            release_overlap=release_overlap,
                            find_body_contacts=find_body_contacts, solve_bodies=solve_bodies,
+                           place_meshes=place_meshes, mesh_distances=mesh_distances,
                            run_substeps=run_substeps)
 
 

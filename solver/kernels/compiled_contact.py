@@ -19,11 +19,14 @@ of both files (Numba's own cache only notices a change to a kernel's own file).
 import numpy as np
 from numba import njit, prange
 
+from .compiled_mesh import mesh_sdf, surface_motion
+
 _TINY = 1e-12       # collision/sdf.TINY
 # the tunnelling guard (collision/project.py)
 GUARD_MIN_MOTION = 1e-3    # [m]
 GUARD_TOLERANCE = 1e-6     # [m]
 GUARD_STEPS = 32
+_MESH = 5           # collision/frames.MESH
 
 
 @njit(cache=True)
@@ -169,23 +172,49 @@ def _bounded(x0, x1, x2, xp0, xp1, xp2, m0, m1, m2, n0, n1, n2, d, allowance):
 
 
 @njit(cache=True, fastmath=False, inline="always")
-def _distance(shape, approximate, a, b, c, R, t, s, x0, x1, x2):
-    """Signed distance [m] of world point x to a collider placed at (R, t, s), and the world
-    normal there: x into the rotation-only frame, the exact or first-order SDF, the gradient
-    back to world space (collision/project.py's _to_local, collider_sdf, _to_world)."""
+def _distance(shape, approximate, a, b, c, R, t, s, Rb, tb, x0, x1, x2, xp0, xp1, xp2, k, mesh,
+              slot):
+    """Signed distance [m] of world point x to collider k placed at (R, t, s), the world
+    normal there, and for a mesh the closest triangle and its barycentric weights (-1 and
+    zeros otherwise): x into the rotation-only frame, the exact, first-order or mesh SDF, the
+    gradient back to world space (collision/project.py's _distance). x* = xp, taken into the
+    frame of the substep's start (Rb, tb), picks an open mesh's side (collision/mesh.py); slot the particle (a mesh query's hint) or -1."""
     d0 = x0 - t[0]
     d1 = x1 - t[1]
     d2 = x2 - t[2]
     q0 = d0 * R[0, 0] + d1 * R[1, 0] + d2 * R[2, 0]
     q1 = d0 * R[0, 1] + d1 * R[1, 1] + d2 * R[2, 1]
     q2 = d0 * R[0, 2] + d1 * R[1, 2] + d2 * R[2, 2]
-    if approximate:
+    tri = -1
+    wa = 0.0
+    wb = 0.0
+    wc = 0.0
+    if shape == _MESH:
+        e0 = xp0 - tb[0]
+        e1 = xp1 - tb[1]
+        e2 = xp2 - tb[2]
+        r0 = e0 * Rb[0, 0] + e1 * Rb[1, 0] + e2 * Rb[2, 0]
+        r1 = e0 * Rb[0, 1] + e1 * Rb[1, 1] + e2 * Rb[2, 1]
+        r2 = e0 * Rb[0, 2] + e1 * Rb[1, 2] + e2 * Rb[2, 2]
+        phi, g0, g1, g2, tri, wa, wb, wc = mesh_sdf(q0, q1, q2, r0, r1, r2, k, mesh, slot)
+    elif approximate:
         phi, g0, g1, g2 = _approx_sdf(shape, a, b, c, s[0], s[1], q0, q1, q2)
     else:
         phi, g0, g1, g2 = _local_sdf(shape, a, b, c, q0, q1, q2)
     return (phi, R[0, 0] * g0 + R[0, 1] * g1 + R[0, 2] * g2,
             R[1, 0] * g0 + R[1, 1] * g1 + R[1, 2] * g2,
-            R[2, 0] * g0 + R[2, 1] * g1 + R[2, 2] * g2)
+            R[2, 0] * g0 + R[2, 1] * g1 + R[2, 2] * g2, tri, wa, wb, wc)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _collider_motion(shape, R, t, s, Rb, tb, sb, moving, y0, y1, y2, tri, wa, wb, wc, mesh):
+    """The collider's motion over the substep at a contact: a mesh's surface point
+    (compiled_mesh.surface_motion), else the frame's at y (_motion), zero at rest."""
+    if shape == _MESH:
+        return surface_motion(R, t, Rb, tb, tri, wa, wb, wc, mesh)
+    if moving:
+        return _motion(R, t, s, Rb, tb, sb, y0, y1, y2)
+    return 0.0, 0.0, 0.0
 
 
 @njit(cache=True, fastmath=False, inline="always")
@@ -204,13 +233,16 @@ def _carried(R, t, s, Rb, tb, sb, x0, x1, x2):
 
 
 @njit(cache=True, fastmath=False)
-def _trace(shape, approximate, a, b, c, R, t, s, thickness, rad, p0, p1, p2, e0, e1, e2, length,
-           x0, x1, x2):
+def _trace(shape, approximate, a, b, c, R, t, s, Rb, tb, thickness, rad, p0, p1, p2, e0, e1, e2,
+           length, x0, x1, x2, xp0, xp1, xp2, k, mesh):
     """Scalar mirror of collision/project._trace: sphere tracing from (p0, p1, p2) along
-    (e0, e1, e2) (length [m]) to the end point x. Returns (hit, pen, n0, n1, n2): the end
-    point's signed distance [m] to the offset tangent plane at the first contact, and its
-    normal; hit is False when the segment touches nothing (or moves away from what it grazes)."""
-    phi, n0, n1, n2 = _distance(shape, approximate, a, b, c, R, t, s, p0, p1, p2)
+    (e0, e1, e2) (length [m]) to the end point x; x* = xp picks an open mesh's side at every
+    point of the segment. Returns (hit, pen, n0, n1, n2, tri, wa, wb, wc): the end point's
+    signed distance [m] to the offset tangent plane at the first contact, its normal, and for
+    a mesh the triangle and weights there; hit is False when the segment touches nothing (or
+    moves away from what it grazes)."""
+    phi, n0, n1, n2, tri, wa, wb, wc = _distance(shape, approximate, a, b, c, R, t, s, Rb, tb,
+                                                 p0, p1, p2, xp0, xp1, xp2, k, mesh, -1)
     gap = phi - thickness - rad
     q0 = p0
     q1 = p1
@@ -221,29 +253,32 @@ def _trace(shape, approximate, a, b, c, R, t, s, thickness, rad, p0, p1, p2, e0,
         for _ in range(GUARD_STEPS):
             tau = tau + gap / length
             if not tau < 1.0:
-                return False, 0.0, 0.0, 0.0, 0.0
+                return False, 0.0, 0.0, 0.0, 0.0, -1, 0.0, 0.0, 0.0
             q0 = p0 + e0 * tau
             q1 = p1 + e1 * tau
             q2 = p2 + e2 * tau
-            phi, n0, n1, n2 = _distance(shape, approximate, a, b, c, R, t, s, q0, q1, q2)
+            phi, n0, n1, n2, tri, wa, wb, wc = _distance(shape, approximate, a, b, c, R, t, s,
+                                                         Rb, tb, q0, q1, q2, xp0, xp1, xp2, k,
+                                                         mesh, -1)
             gap = phi - thickness - rad
             if gap <= GUARD_TOLERANCE:
                 found = True
                 break
         if not found:
-            return False, 0.0, 0.0, 0.0, 0.0
+            return False, 0.0, 0.0, 0.0, 0.0, -1, 0.0, 0.0, 0.0
     pen = gap + ((x0 - q0) * n0 + (x1 - q1) * n1 + (x2 - q2) * n2)
-    return pen < 0, pen, n0, n1, n2
+    return pen < 0, pen, n0, n1, n2, tri, wa, wb, wc
 
 
 @njit(cache=True, fastmath=False, inline="always")
 def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
                       sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider,
-                      allowance, lift, lifted):
+                      allowance, lift, lifted, mesh):
     """Particle i against collider k (the arguments of project_collider), with the tunnelling
     guard (collision/project.py)."""
-    phi, n0, n1, n2 = _distance(shape, approximate, a, b, c, R, t, s, X[0, i], X[1, i],
-                                X[2, i])
+    phi, n0, n1, n2, tri, wa, wb, wc = _distance(shape, approximate, a, b, c, R, t, s, Rb, tb,
+                                                 X[0, i], X[1, i], X[2, i], Xp[0, i], Xp[1, i],
+                                                 Xp[2, i], k, mesh, i)
     rad = radius[i]
     pen = phi - thickness - rad
     # the tunnelling guard: the segment from the substep's start (carried by the collider's
@@ -259,23 +294,23 @@ def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, 
     e2 = X[2, i] - p2
     length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
     if length > max(thickness + rad, GUARD_MIN_MOTION) and pen < length:
-        hit, pen_h, h0, h1, h2 = _trace(shape, approximate, a, b, c, R, t, s, thickness, rad,
-                                        p0, p1, p2, e0, e1, e2, length, X[0, i], X[1, i],
-                                        X[2, i])
+        hit, pen_h, h0, h1, h2, htri, ha, hb, hc = _trace(
+            shape, approximate, a, b, c, R, t, s, Rb, tb, thickness, rad, p0, p1, p2, e0, e1, e2,
+            length, X[0, i], X[1, i], X[2, i], Xp[0, i], Xp[1, i], Xp[2, i], k, mesh)
         if hit and not (pen < 0 and n0 * h0 + n1 * h1 + n2 * h2 > 0):
             pen = pen_h
             n0 = h0
             n1 = h1
             n2 = h2
+            tri = htri
+            wa = ha
+            wb = hb
+            wc = hc
     if not pen < 0:
         return
     d = -pen
-    m0 = 0.0
-    m1 = 0.0
-    m2 = 0.0
-    if moving:
-        m0, m1, m2 = _motion(R, t, s, Rb, tb, sb, X[0, i] + n0 * d, X[1, i] + n1 * d,
-                             X[2, i] + n2 * d)
+    m0, m1, m2 = _collider_motion(shape, R, t, s, Rb, tb, sb, moving, X[0, i] + n0 * d,
+                                  X[1, i] + n1 * d, X[2, i] + n2 * d, tri, wa, wb, wc, mesh)
     corr, lf = _bounded(X[0, i], X[1, i], X[2, i], Xp[0, i], Xp[1, i], Xp[2, i], m0, m1,
                         m2, n0, n1, n2, d, allowance)
     y0 = X[0, i] + n0 * corr
@@ -308,7 +343,7 @@ def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, 
 @njit(cache=True, parallel=True, fastmath=False)
 def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
                      sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider,
-                     allowance, lift, lifted):
+                     allowance, lift, lifted, mesh):
     """Scalar mirror of collision/project.project_collider: one collider, exact SDF (local_sdf)
     or, with ``approximate``, the first-order one (approx_local_sdf) of a sphere, cylinder or
     capsule under a non-uniform scale; candidates idx (unique ids); (a, b, c) from
@@ -321,13 +356,13 @@ def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius,
     for m in prange(idx.shape[0]):
         _project_particle(X, Xp, idx[m], shape, approximate, a, b, c, thickness, radius, R, t, s,
                           Rb, tb, sb, moving, mu_s, mu_k, k, depth, used, touching, normal,
-                          motion, collider, allowance, lift, lifted)
+                          motion, collider, allowance, lift, lifted, mesh)
 
 
 @njit(cache=True, parallel=True, fastmath=False)
 def project_colliders(X, Xp, particles, particle_start, pair_collider, shape, approximate, abc,
                       thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, depth, used,
-                      touching, normal, motion, collider, allowance, lift, lifted):
+                      touching, normal, motion, collider, allowance, lift, lifted, mesh):
     """Every collider in one parallel pass (what the compiled loop runs): particle after
     particle, each against its candidate colliders in increasing order. A particle's contact
     touches only that particle, so this gives the same bits as project_collider run collider
@@ -344,13 +379,13 @@ def project_colliders(X, Xp, particles, particle_start, pair_collider, shape, ap
             _project_particle(X, Xp, i, shape[k], approximate[k], abc[k, 0], abc[k, 1],
                               abc[k, 2], thickness[k], radius, R[k], t[k], s[k], Rb[k], tb[k],
                               sb[k], moving[k], mu_s[k], mu_k[k], k, depth, used, touching,
-                              normal, motion, collider, allowance, lift, lifted)
+                              normal, motion, collider, allowance, lift, lifted, mesh)
 
 
 @njit(cache=True, fastmath=False)
 def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, thickness, mu_s,
                    mu_k, approximate, abc, R, t, s, Rb, tb, sb, moving, point_depth, point_used,
-                   allowance, lift, lifted):
+                   allowance, lift, lifted, mesh):
     """Scalar mirror of collision/project.project_points (every rank, every collider): Jakobsen's embedded-point contact with friction.
     X, Xp (3, n) float64 [m] positions (updated) and previous positions;
     rank_start (ranks + 1,) int64, rank_points (P,) int64: rank r is
@@ -393,20 +428,18 @@ def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, t
                 p0 = c0 * X[0, j0] + c1 * X[0, j1] + c2 * X[0, j2] + c3 * X[0, j3]
                 p1 = c0 * X[1, j0] + c1 * X[1, j1] + c2 * X[1, j2] + c3 * X[1, j3]
                 p2 = c0 * X[2, j0] + c1 * X[2, j1] + c2 * X[2, j2] + c3 * X[2, j3]
-                phi, n0, n1, n2 = _distance(sh, ap, a, b, c, Rk, tk, sk, p0, p1, p2)
+                pp0 = c0 * Xp[0, j0] + c1 * Xp[0, j1] + c2 * Xp[0, j2] + c3 * Xp[0, j3]
+                pp1 = c0 * Xp[1, j0] + c1 * Xp[1, j1] + c2 * Xp[1, j2] + c3 * Xp[1, j3]
+                pp2 = c0 * Xp[2, j0] + c1 * Xp[2, j1] + c2 * Xp[2, j2] + c3 * Xp[2, j3]
+                phi, n0, n1, n2, tri, wa, wb, wc = _distance(sh, ap, a, b, c, Rk, tk, sk, Rbk,
+                                                             tbk, p0, p1, p2, pp0, pp1, pp2, k,
+                                                             mesh, -1)
                 pen = phi - off
                 if not pen < 0:
                     continue
                 d = -pen
-                m0 = 0.0
-                m1 = 0.0
-                m2 = 0.0
-                if mk:
-                    m0, m1, m2 = _motion(Rk, tk, sk, Rbk, tbk, sbk, p0 + n0 * d, p1 + n1 * d,
-                                         p2 + n2 * d)
-                pp0 = c0 * Xp[0, j0] + c1 * Xp[0, j1] + c2 * Xp[0, j2] + c3 * Xp[0, j3]
-                pp1 = c0 * Xp[1, j0] + c1 * Xp[1, j1] + c2 * Xp[1, j2] + c3 * Xp[1, j3]
-                pp2 = c0 * Xp[2, j0] + c1 * Xp[2, j1] + c2 * Xp[2, j2] + c3 * Xp[2, j3]
+                m0, m1, m2 = _collider_motion(sh, Rk, tk, sk, Rbk, tbk, sbk, mk, p0 + n0 * d,
+                                              p1 + n1 * d, p2 + n2 * d, tri, wa, wb, wc, mesh)
                 corr, lf = _bounded(p0, p1, p2, pp0, pp1, pp2, m0, m1, m2, n0, n1, n2, d,
                                     allowance)
                 y0 = p0 + n0 * corr

@@ -15,6 +15,7 @@ from .compiled import (damp_shapes, drag_and_predict, solve_shapes, solve_soft_p
                        solve_sticks, solve_volumes)
 from .compiled_bodies import solve_bodies
 from .compiled_joints import solve_joints
+from .compiled_mesh import place_meshes
 from .compiled_contact import project_colliders, project_points, release_overlap, restitution
 
 
@@ -46,7 +47,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
      j_tolerance) = joints
     (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, radius, pair_particle, pair_start,
      by_particle, by_particle_start, by_particle_collider, approximate, abc, R, t, sc, Rb, tb, sb,
-     moving) = colliders
+     moving, mesh) = colliders
+    mesh_ids = mesh[17]
     rank_start, rank_points, tet, weight, inv_c2 = points
     (depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred, lift,
      lifted) = contacts
@@ -77,6 +79,9 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                 Xp[c, p] = pin_start[q, c] + (pin_target[q, c] - pin_start[q, c]) * f0
         if any_restitution:
             X_pred[:, :] = X
+        if mesh_ids.shape[0]:
+            place_meshes(mesh[0], mesh[1], mesh[6], mesh_ids, sc[s], sb[s], f0, f1,
+                         s == substeps - 1, mesh[3], mesh[4])
         for i in range(n):
             depth[i] = 0.0
             used[i] = 0.0
@@ -106,12 +111,12 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                                   c_shape, approximate[s], abc[s], c_thickness, radius, R[s],
                                   t[s], sc[s], Rb[s], tb[s], sb[s], moving[s], c_mu_s, c_mu_k,
                                   depth, used, touching, normal, motion, collider, allowance,
-                                  lift, lifted)
+                                  lift, lifted, mesh)
             if rank_points.shape[0] and n_colliders:
                 project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, c_shape,
                                c_thickness, c_mu_s, c_mu_k, approximate[s], abc[s], R[s], t[s],
                                sc[s], Rb[s], tb[s], sb[s], moving[s], point_depth, point_used,
-                               allowance, lift, lifted)
+                               allowance, lift, lifted, mesh)
             contact = touching
             if any_bodies:
                 solve_bodies(X, Xp, b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass,

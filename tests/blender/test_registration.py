@@ -31,7 +31,7 @@ def test_properties_registered_with_contract_names(extension):
     kinds = {i.identifier for i in s.bl_rna.properties["kind"].enum_items}
     assert kinds == {"NONE", "CLOTH", "PLANT", "SOFT", "RIGID", "COLLIDER", "RAGDOLL"}
     shapes = {i.identifier for i in s.bl_rna.properties["collider_shape"].enum_items}
-    assert shapes == {"AUTO", "PLANE", "SPHERE", "BOX", "CYLINDER", "CAPSULE"}
+    assert shapes == {"AUTO", "PLANE", "SPHERE", "BOX", "CYLINDER", "CAPSULE", "MESH"}
     s.kind, s.pin_group, s.mass, s.friction, s.thickness = "CLOTH", "Pins", 2.5, 0.7, 0.01
     assert (s.kind, s.pin_group) == ("CLOTH", "Pins")
     assert np.allclose([s.mass, s.friction, s.thickness], [2.5, 0.7, 0.01])

@@ -422,7 +422,32 @@ def ragdoll_on_stairs():
     return b, dict(substeps=10, iterations=2), drive
 
 
-SCENARIOS = [ragdoll_on_stairs, fast_particles_plates_and_sleep, contact_between_bodies,
+def cloth_and_bodies_on_deforming_meshes():
+    """A closed torus whose vertices wave, an open sheet that turns and stretches (matrix) and
+    a tetrahedral body: the BVH query and the brute force pick the same triangles."""
+    from mesh_shapes import grid, torus
+    b = Builder()
+    x, f = _grid(10, size=1.6, z=0.7)
+    b.add_cloth(x, f)
+    tv, tf = torus(0.6, 0.2, 16, 8)
+    b.add_collider("mesh", vertices=tv, triangles=tf, friction=0.6, restitution=0.2,
+                   matrix=_translate(0, 0, 0.2))
+    gv, gf = grid(3, 1.2)
+    b.add_collider("mesh", vertices=gv, triangles=gf, thickness=0.02,
+                   matrix=_translate(1.2, 0, 0.1))
+    _tetra(b, (1.2, 0.0, 0.6), 0.15, 0.3)
+
+    def drive(sim):
+        i = sim.state.step_index
+        wave = tv + 0.05 * np.sin(3 * tv[:, [1, 2, 0]] + 0.3 * i)
+        sim.set_collider_vertices(0, wave)
+        sim.set_collider_matrix(1, _placed((0, 1, 1), 0.02 * i, (1 + 0.01 * i, 1, 1),
+                                           (1.2, 0, 0.1)))
+    return b, dict(substeps=6), drive
+
+
+SCENARIOS = [ragdoll_on_stairs, cloth_and_bodies_on_deforming_meshes,
+             fast_particles_plates_and_sleep, contact_between_bodies,
              animated_settings, started_inside_colliders, soft_pinned_cloth,
              tree_of_strands_in_wind, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp,
              ropes_and_limits, bodies_on_a_ramp,

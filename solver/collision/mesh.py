@@ -1,0 +1,341 @@
+"""Mesh colliders: any triangle mesh, static, moving (its matrix) or deforming (its vertices).
+
+Geometry. The mesh is placed like every collider by a 4x4 matrix M = T R S (frames.py); its
+local vertices v become w = S v in the rotation-only frame (q = R^T (x - t)), so distances are
+exact under any scale. The distance of a point q is the distance to its closest point c on the
+closest triangle (Ericson, "Real-Time Collision Detection", 5.1.5, closest point on a triangle by
+Voronoi regions; ties between triangles go to the lowest triangle index).
+
+Sign (closed meshes are solid). A mesh is closed when every edge has exactly two triangles and
+they run it in opposite directions (a consistently oriented 2-manifold; several components are
+fine, self-intersections too); its orientation is made outward (positive signed volume) at
+build. A point is outside when (q - c) . N >= 0, N the angle-weighted pseudo-normal of the
+feature c lies on (Baerentzen and Aanaes, "Signed distance computation using the angle weighted
+pseudonormal", 2005): the face normal in a face, the sum of the adjacent unit face normals on an
+edge, the sum of the incident unit face normals weighted by their angles at a vertex.
+Open meshes (a boundary edge, a non-manifold edge, inconsistent winding) are two-sided with
+thickness: a particle keeps the side its position at the substep's start x* is on, measured as
+sign((x* - c) . N) at the closest feature c of x, and is pushed to radius + thickness on that
+side. So nothing ever needs an inside: non-manifold and self-intersecting meshes just work.
+
+Acceleration structure: a bounding volume hierarchy of axis-aligned boxes, median split along
+the longest axis of the triangle centroids, built once (vectorised, level by level) with the
+triangles reordered so that every node covers a contiguous range; nodes in depth-first order
+with skip pointers (the node after a subtree), so a query walks it without a stack. Once per
+step the boxes are refitted to cover the triangles' whole motion in that step (vertices at the
+step's start and end, under the scales at both ends: a linear interpolation of both stays inside),
+padded by PAD so that float rounding never prunes a triangle that could win; the query therefore
+returns exactly what the brute force over all triangles returns (kernels: mesh_query.py, NumPy,
+and kernels/compiled_mesh.py).
+
+Deforming meshes: Simulation.set_collider_vertices gives the local vertices at the end of the
+next step; each substep uses v0 + (v1 - v0) f (the last one v1 exactly), as collider matrices are
+interpolated. The surface point's motion over the substep (its barycentric point at the
+substep's start and end, through the frames at both) feeds friction and restitution.
+"""
+
+import numpy as np
+
+LEAF = 4            # triangles per leaf at most
+PAD_REL = 1e-9      # box padding, relative to the mesh's extent (rounding of the query: ~1e-16)
+
+
+def check_mesh(vertices, triangles, name="mesh"):
+    """Validated (v, 3) float64 vertices and (t, 3) int64 triangles with the zero-area ones
+    dropped. Raises ValueError naming ``name`` and the cause."""
+    try:
+        v = np.array(vertices, dtype=np.float64)
+        t = np.array(triangles)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: vertices and triangles must be arrays of numbers") from None
+    if v.ndim != 2 or v.shape[1] != 3 or v.shape[0] == 0:
+        raise ValueError(f"{name}: vertices must have shape (v, 3) with v > 0, got {v.shape}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{name}: a vertex is NaN or infinite")
+    if t.size == 0:
+        raise ValueError(f"{name}: the mesh has no triangles (faces)")
+    if t.ndim != 2 or t.shape[1] != 3 or not np.issubdtype(t.dtype, np.integer):
+        raise ValueError(f"{name}: triangles must be (t, 3) integer vertex ids, got "
+                         f"shape {t.shape} of {t.dtype}")
+    t = t.astype(np.int64)
+    if t.min() < 0 or t.max() >= len(v):
+        raise ValueError(f"{name}: a triangle names vertex {int(t.max() if t.max() >= len(v) else t.min())}"
+                         f", out of range 0..{len(v) - 1}")
+    a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
+    area2 = np.linalg.norm(np.cross(b - a, c - a), axis=1)
+    scale = np.maximum.reduce([np.sum((b - a) ** 2, 1), np.sum((c - a) ** 2, 1),
+                               np.sum((c - b) ** 2, 1)])
+    keep = (area2 > 1e-12 * scale) & (t[:, 0] != t[:, 1]) & (t[:, 1] != t[:, 2]) \
+        & (t[:, 0] != t[:, 2])
+    if not keep.any():
+        raise ValueError(f"{name}: every triangle is degenerate (zero area)")
+    return v, t[keep]
+
+
+def _edges(t):
+    """Undirected edge id of each triangle's slot (T, 3) (slot 0 = v0v1, 1 = v1v2, 2 = v2v0),
+    the number of unique edges, and whether the mesh is closed (module docstring)."""
+    a = np.stack([t[:, 0], t[:, 1], t[:, 2]], 1).ravel()
+    b = np.stack([t[:, 1], t[:, 2], t[:, 0]], 1).ravel()
+    key = np.minimum(a, b) * (t.max() + 1) + np.maximum(a, b)
+    uniq, edge_id, count = np.unique(key, return_inverse=True, return_counts=True)
+    directed = np.unique(a * (t.max() + 1) + b).size == a.size
+    closed = bool(np.all(count == 2) and directed)
+    return edge_id.reshape(-1, 3).astype(np.int64), uniq.size, closed
+
+
+def build_bvh(v, t):
+    """Reorder triangles t (T, 3) into BVH order and build the tree (module docstring).
+    Returns (t_sorted, right, skip, t0, t1, depth): per node (N,) int64 its right child (-1 for
+    a leaf; the left child is the next node), the node after its subtree, its triangle range
+    [t0, t1) and its depth."""
+    T = len(t)
+    cen = (v[t[:, 0]] + v[t[:, 1]] + v[t[:, 2]]) / 3.0
+    order = np.arange(T)
+    # breadth-first levels of ranges [lo, hi) of the current order, one node each
+    lo, hi, parent = np.array([0]), np.array([T]), np.array([-1])
+    parts, base, d = [], 0, 0
+    while True:
+        idx = base + np.arange(lo.size)
+        parts.append((lo, hi, parent, np.full(lo.size, d)))
+        base += lo.size
+        d += 1
+        split = hi - lo > LEAF
+        if not split.any():
+            break
+        sl, sh = lo[split], hi[split]
+        # sort each range being split along the longest axis of its centroids' box
+        sizes = sh - sl
+        seg = np.repeat(np.arange(sl.size), sizes)
+        pos = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes) \
+            + np.repeat(sl, sizes)
+        c = cen[order[pos]]
+        starts = np.cumsum(sizes) - sizes
+        axis = np.argmax(np.maximum.reduceat(c, starts, axis=0)
+                         - np.minimum.reduceat(c, starts, axis=0), axis=1)
+        key = c[np.arange(pos.size), axis[seg]]
+        order[pos] = order[pos][np.lexsort((np.arange(pos.size), key, seg))]
+        mid = (sl + sh) // 2
+        parent = np.repeat(idx[split], 2)
+        lo = np.stack([sl, mid], 1).ravel()
+        hi = np.stack([mid, sh], 1).ravel()
+    bfs_lo, bfs_hi, bfs_parent, bfs_depth = (np.concatenate(z) for z in zip(*parts))
+    levels = parts
+    N = bfs_lo.size
+    # children: every split node has two consecutive children on the next level
+    left = np.full(N, -1)
+    has = bfs_parent >= 0
+    kids = np.nonzero(has)[0]
+    first = kids[::2]
+    left[bfs_parent[first]] = first
+    # subtree sizes bottom-up, then depth-first (preorder) numbers top-down
+    size = np.ones(N, np.int64)
+    for d in range(len(levels) - 1, 0, -1):
+        sel = np.nonzero(bfs_depth == d)[0]
+        np.add.at(size, bfs_parent[sel], size[sel])
+    pre = np.zeros(N, np.int64)
+    for d in range(1, len(levels)):
+        sel = np.nonzero(bfs_depth == d)[0]
+        p = bfs_parent[sel]
+        is_right = sel != left[p]
+        pre[sel] = pre[p] + 1 + np.where(is_right, size[left[p]], 0)
+    right = np.full(N, -1, np.int64)
+    split = left >= 0
+    right[pre[split]] = pre[left[split] + 1]
+    skip = np.empty(N, np.int64)
+    skip[pre] = pre + size
+    t0 = np.empty(N, np.int64)
+    t1 = np.empty(N, np.int64)
+    t0[pre], t1[pre] = bfs_lo, bfs_hi
+    depth = np.empty(N, np.int64)
+    depth[pre] = bfs_depth
+    return t[order], right, skip, t0, t1, depth
+
+
+def build(meshes):
+    """The Model's mesh arrays from per-collider (vertices, triangles) or None (a primitive).
+    Returns a dict of Model fields (model.py documents them)."""
+    C = len(meshes)
+    vstart, tstart, nstart = [0], [0], [0]
+    V, Tr, R, S, A, B, D, E, closed = [], [], [], [], [], [], [], [], []
+    n_edges = 0
+    for mesh in meshes:
+        if mesh is None:
+            closed.append(False)
+        else:
+            v, t = mesh
+            tt, right, skip, t0, t1, depth = build_bvh(v, t)
+            edge_id, ne, is_closed = _edges(tt)
+            if is_closed and _signed_volume(v, tt) < 0:
+                tt = tt[:, [0, 2, 1]]                     # outward
+                edge_id = edge_id[:, [2, 1, 0]]           # slots follow: v0v2, v2v1, v1v0
+            closed.append(is_closed)
+            off_v, off_t, off_n = vstart[-1], tstart[-1], nstart[-1]
+            V.append(v)
+            Tr.append(tt + off_v)
+            R.append(np.where(right >= 0, right + off_n, -1))
+            S.append(skip + off_n)
+            A.append(t0 + off_t)
+            B.append(t1 + off_t)
+            D.append(depth)
+            E.append(edge_id + n_edges)
+            n_edges += ne
+            vstart.append(off_v + len(v))
+            tstart.append(off_t + len(tt))
+            nstart.append(off_n + len(right))
+            continue
+        vstart.append(vstart[-1])
+        tstart.append(tstart[-1])
+        nstart.append(nstart[-1])
+
+    def cat(parts, shape, dtype):
+        return np.concatenate(parts).astype(dtype) if parts else np.zeros(shape, dtype)
+    return dict(
+        mesh_vertices=cat(V, (0, 3), np.float64), mesh_triangles=cat(Tr, (0, 3), np.int64),
+        mesh_vertex_start=np.array(vstart, np.int64), mesh_tri_start=np.array(tstart, np.int64),
+        mesh_node_start=np.array(nstart, np.int64), mesh_node_right=cat(R, (0,), np.int64),
+        mesh_node_skip=cat(S, (0,), np.int64), mesh_node_t0=cat(A, (0,), np.int64),
+        mesh_node_t1=cat(B, (0,), np.int64), mesh_node_depth=cat(D, (0,), np.int64),
+        mesh_tri_edge=cat(E, (0, 3), np.int64), mesh_edge_count=n_edges,
+        mesh_closed=np.array(closed, bool).reshape(C))
+
+
+def _signed_volume(v, t):
+    a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
+    return float(np.sum(np.einsum("ij,ij->i", a, np.cross(b, c)))) / 6.0
+
+
+class MeshSet:
+    """The mesh colliders' per-step data (everything that travels to the kernels as the
+    ``mesh`` group). W and Wb are scratch that the substep loop fills (place_meshes)."""
+
+    def __init__(self, model):
+        m = model
+        self.start = m.mesh_vertex_start
+        self.tri = m.mesh_triangles
+        self.tri_start = m.mesh_tri_start
+        self.node_start = m.mesh_node_start
+        self.right, self.skip = m.mesh_node_right, m.mesh_node_skip
+        self.t0, self.t1, self.depth = m.mesh_node_t0, m.mesh_node_t1, m.mesh_node_depth
+        self.tri_edge, self.n_edges = m.mesh_tri_edge, m.mesh_edge_count
+        self.closed = m.mesh_closed
+        self.ids = np.nonzero(np.diff(m.mesh_tri_start) > 0)[0].astype(np.int64)   # mesh colliders
+        nv, nt, nn = len(m.mesh_vertices), len(self.tri), len(self.right)
+        self.W = np.zeros((nv, 3))                 # (V, 3) [m] vertices now, rotation-only frame
+        self.Wb = np.zeros((nv, 3))                # (V, 3) [m] the same at the substep's start
+        self.lo = np.zeros((nn, 3))                # (N, 3) [m] node boxes, rotation-only frame
+        self.hi = np.zeros((nn, 3))
+        self.vert_normal = np.zeros((nv, 3))       # (V, 3) vertex pseudo-normals (step's end)
+        self.edge_normal = np.zeros((nt, 3, 3))    # (T, 3, 3) edge pseudo-normals per slot
+        self.leaf = np.nonzero(self.right < 0)[0]
+        # (n,) int64 each particle's last closest triangle: the compiled query's first guess
+        # (compiled_mesh.mesh_closest); it never changes an answer, so checkpoints skip it
+        self.hint = np.full(m.particle_count, -1, np.int64)
+        self.levels = [np.nonzero((self.depth == d) & (self.right >= 0))[0]
+                       for d in range(int(self.depth.max()) + 1 if nn else 0)][::-1]
+        self._last = None                          # what the boxes and normals were made for
+
+    def prepare(self, V0, V1, frame0, frame1):
+        """Once per step: refit the boxes over the step's motion and the pseudo-normals at its
+        end. V0, V1 (V, 3) local vertices at the step's start and end; frame0, frame1 lists of
+        the colliders' frames at both ends."""
+        if not self.ids.size:
+            return
+        scales = np.array([[frame0[k].scale, frame1[k].scale] for k in self.ids])
+        if self._last is not None and np.array_equal(self._last[2], scales) \
+                and np.array_equal(self._last[0], V0) and np.array_equal(self._last[1], V1):
+            return                               # nothing moved relative to the frame
+        self._last = (V0.copy(), V1.copy(), scales)
+        lo_v = np.empty_like(V0)
+        hi_v = np.empty_like(V0)
+        for j, k in enumerate(self.ids):
+            a, b = self.start[k], self.start[k + 1]
+            s0, s1 = frame0[k].scale, frame1[k].scale
+            c = np.stack([V0[a:b] * s0, V0[a:b] * s1, V1[a:b] * s0, V1[a:b] * s1])
+            lo_v[a:b], hi_v[a:b] = c.min(0), c.max(0)
+        tri = self.tri
+        tlo = np.minimum(np.minimum(lo_v[tri[:, 0]], lo_v[tri[:, 1]]), lo_v[tri[:, 2]])
+        thi = np.maximum(np.maximum(hi_v[tri[:, 0]], hi_v[tri[:, 1]]), hi_v[tri[:, 2]])
+        leaf = self.leaf
+        self.lo[leaf] = np.minimum.reduceat(tlo, self.t0[leaf], axis=0)
+        self.hi[leaf] = np.maximum.reduceat(thi, self.t0[leaf], axis=0)
+        for sel in self.levels:                  # deepest first: children before parents
+            if sel.size:
+                l, r = sel + 1, self.right[sel]
+                self.lo[sel] = np.minimum(self.lo[l], self.lo[r])
+                self.hi[sel] = np.maximum(self.hi[l], self.hi[r])
+        for j, k in enumerate(self.ids):
+            a, b = self.node_start[k], self.node_start[k + 1]
+            root_ext = float(np.max(np.abs(np.concatenate([self.lo[a], self.hi[a]]))))
+            pad = PAD_REL * (root_ext + 1.0)
+            self.lo[a:b] -= pad
+            self.hi[a:b] += pad
+        self._pseudo_normals(V1, frame1)
+
+    def _pseudo_normals(self, V1, frame1):
+        """Angle-weighted vertex and edge pseudo-normals of the scaled vertices at the step's
+        end (Baerentzen and Aanaes 2005), computed in NumPy for both backends."""
+        W = np.empty_like(V1)
+        for k in self.ids:
+            a, b = self.start[k], self.start[k + 1]
+            W[a:b] = V1[a:b] * frame1[k].scale
+        tri = self.tri
+        p = [W[tri[:, j]] for j in range(3)]
+        e = [p[1] - p[0], p[2] - p[1], p[0] - p[2]]          # edge j leaves corner j
+        ln = [np.sqrt(np.einsum("ij,ij->i", v, v)) for v in e]
+        n = np.cross(e[0], -e[2])
+        la = np.sqrt(np.einsum("ij,ij->i", n, n))
+        un = n / np.where(la > 0, la, 1.0)[:, None]
+        # the angle at corner j, between edge j and the reversed edge j - 1
+        ang = np.concatenate([np.arccos(np.clip(
+            -np.einsum("ij,ij->i", e[j], e[j - 1]) / np.maximum(ln[j] * ln[j - 1], 1e-300),
+            -1.0, 1.0)) for j in range(3)])
+        corners = tri.T.ravel()
+        vn = np.column_stack([np.bincount(corners, weights=np.tile(un[:, c], 3) * ang,
+                                          minlength=len(W)) for c in range(3)])
+        es = np.zeros((self.n_edges, 3))
+        ids = self.tri_edge.ravel()
+        for c in range(3):
+            es[:, c] = np.bincount(ids, weights=np.repeat(un[:, c], 3), minlength=self.n_edges)
+        self.vert_normal[:] = vn
+        self.edge_normal[:] = es[self.tri_edge]
+
+    def surface_sweep(self, k, control, f0, f1):
+        """[m] a bound on how far any surface point of collider k moves during the step, in
+        the frame of its placement at the step's start: 1.6 x the largest world displacement of
+        a vertex between the step's ends (surface points are convex combinations of vertices;
+        the slerp's arc is at most pi/2 times its chord)."""
+        a, b = self.start[k], self.start[k + 1]
+        V0, V1 = control.mesh_vertices[a:b], control.mesh_target[a:b]
+        if f1 is f0 and np.array_equal(V0, V1):
+            return 0.0
+        w0 = (V0 * f0.scale) @ f0.rotation.T + f0.translation
+        w1 = (V1 * f1.scale) @ f1.rotation.T + f1.translation
+        d = w1 - w0
+        return 1.6 * float(np.sqrt(np.max(np.einsum("ij,ij->i", d, d))))
+
+    def distances(self, kernels, k, control, frame, q, bound):
+        """(p,) [m] signed distances (open meshes: unsigned) of local points q (p, 3) to collider
+        k's mesh at the step's start (its vertices placed under ``frame``'s scale); inf beyond
+        bound [m] (mesh_query.mesh_distances)."""
+        sc = np.zeros((len(self.start) - 1, 3))
+        sc[k] = frame.scale
+        ids = np.array([k], np.int64)
+        group = self.kernel_args(control.mesh_vertices, control.mesh_target)
+        kernels.place_meshes(control.mesh_vertices, control.mesh_target, self.start, ids, sc, sc,
+                             0.0, 0.0, False, self.W, self.Wb)
+        phi = np.empty(len(q))
+        kernels.mesh_distances(q, k, group, float(bound), phi)
+        return phi if self.closed[k] else np.abs(phi)
+
+    def root_boxes(self, k):
+        """(lo, hi) (3,) [m] the box of collider k's mesh over this step, rotation-only frame."""
+        a = self.node_start[k]
+        return self.lo[a], self.hi[a]
+
+    def kernel_args(self, V0, V1):
+        """The mesh group of the kernels' arguments (mesh_query.py lists it); V0, V1 (V, 3) the
+        Control's local vertices at the step's start and end."""
+        return (V0, V1, self.tri, self.W, self.Wb, self.tri_start, self.start, self.node_start,
+                self.lo, self.hi, self.right, self.skip, self.t0, self.t1, self.closed,
+                self.vert_normal, self.edge_normal, self.ids, self.hint)

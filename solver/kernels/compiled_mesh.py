@@ -1,0 +1,311 @@
+"""Numba-compiled mesh collider queries: the BVH closest-point query and the signed distance
+(scalar mirrors of collision/mesh_query.py: the same operations in the same order, so the
+backends agree bit for bit), and place_meshes (the substep's vertices).
+
+The query walks the tree depth first with a small stack, the nearer child first, skipping every
+subtree whose box is farther than the best squared distance so far.
+Boxes are padded (mesh.py), so no triangle that could win or tie is skipped, and ties go to the
+lowest triangle index: the answer is the brute force's. Importing this module requires Numba.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+_TINY = 1e-12
+_SKIN = 1e-4       # collision/mesh_query.SKIN
+_STACK = 128        # nodes pending at most: one per level of the tree plus one (depth < 100)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _tri_closest(p0, p1, p2, a0, a1, a2, b0, b1, b2, c0, c1, c2):
+    """Scalar mirror of mesh_query.tri_closest: (d2, q0, q1, q2, region, wa, wb, wc)."""
+    ab0 = b0 - a0
+    ab1 = b1 - a1
+    ab2 = b2 - a2
+    ac0 = c0 - a0
+    ac1 = c1 - a1
+    ac2 = c2 - a2
+    ap0 = p0 - a0
+    ap1 = p1 - a1
+    ap2 = p2 - a2
+    d1 = ab0 * ap0 + ab1 * ap1 + ab2 * ap2
+    d2 = ac0 * ap0 + ac1 * ap1 + ac2 * ap2
+    q0, q1, q2 = a0, a1, a2
+    region = 1
+    wa, wb, wc = 1.0, 0.0, 0.0
+    if not (d1 <= 0 and d2 <= 0):
+        bp0 = p0 - b0
+        bp1 = p1 - b1
+        bp2 = p2 - b2
+        d3 = ab0 * bp0 + ab1 * bp1 + ab2 * bp2
+        d4 = ac0 * bp0 + ac1 * bp1 + ac2 * bp2
+        vc = d1 * d4 - d3 * d2
+        cp0 = p0 - c0
+        cp1 = p1 - c1
+        cp2 = p2 - c2
+        d5 = ab0 * cp0 + ab1 * cp1 + ab2 * cp2
+        d6 = ac0 * cp0 + ac1 * cp1 + ac2 * cp2
+        vb = d5 * d2 - d1 * d6
+        va = d3 * d6 - d5 * d4
+        e43 = d4 - d3
+        e56 = d5 - d6
+        if d3 >= 0 and d4 <= d3:
+            q0, q1, q2 = b0, b1, b2
+            region = 2
+            wa, wb, wc = 0.0, 1.0, 0.0
+        elif vc <= 0 and d1 >= 0 and d3 <= 0:
+            v = d1 / (d1 - d3)
+            q0, q1, q2 = a0 + ab0 * v, a1 + ab1 * v, a2 + ab2 * v
+            region = 4
+            wa, wb, wc = 1.0 - v, v, 0.0
+        elif d6 >= 0 and d5 <= d6:
+            q0, q1, q2 = c0, c1, c2
+            region = 3
+            wa, wb, wc = 0.0, 0.0, 1.0
+        elif vb <= 0 and d2 >= 0 and d6 <= 0:
+            w = d2 / (d2 - d6)
+            q0, q1, q2 = a0 + ac0 * w, a1 + ac1 * w, a2 + ac2 * w
+            region = 5
+            wa, wb, wc = 1.0 - w, 0.0, w
+        elif va <= 0 and e43 >= 0 and e56 >= 0:
+            w = e43 / (e43 + e56)
+            q0, q1, q2 = b0 + (c0 - b0) * w, b1 + (c1 - b1) * w, b2 + (c2 - b2) * w
+            region = 6
+            wa, wb, wc = 0.0, 1.0 - w, w
+        else:
+            den = va + vb + vc
+            if den > 0:
+                inv = 1.0 / den
+                v = vb * inv
+                w = vc * inv
+                q0 = a0 + ab0 * v + ac0 * w
+                q1 = a1 + ab1 * v + ac1 * w
+                q2 = a2 + ab2 * v + ac2 * w
+                region = 0
+                wa, wb, wc = 1.0 - v - w, v, w
+    e0 = p0 - q0
+    e1 = p1 - q1
+    e2 = p2 - q2
+    return e0 * e0 + e1 * e1 + e2 * e2, q0, q1, q2, region, wa, wb, wc
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _box_d2(lo, hi, i, p0, p1, p2):
+    """Squared distance from p to node i's box (0 inside)."""
+    d0 = max(max(lo[i, 0] - p0, p0 - hi[i, 0]), 0.0)
+    d1 = max(max(lo[i, 1] - p1, p1 - hi[i, 1]), 0.0)
+    d2 = max(max(lo[i, 2] - p2, p2 - hi[i, 2]), 0.0)
+    return d0 * d0 + d1 * d1 + d2 * d2
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def mesh_closest(p0, p1, p2, k, mesh, bound2, slot):
+    """The closest triangle of collider k's mesh to local point p (mirror of mesh_query.closest):
+    (tri, d2, q0, q1, q2, region, wa, wb, wc); only triangles nearer than sqrt(bound2) count
+    (tri = -1 when there is none). slot >= 0: the particle whose last closest triangle
+    (mesh[18], the hint) is tried first, a tight first bound; the answer does not depend on it
+    (the least (d2, index) is found whatever the order), so it is scratch, not state."""
+    tri = mesh[2]
+    W = mesh[3]
+    node_start = mesh[7]
+    lo = mesh[8]
+    hi = mesh[9]
+    right = mesh[10]
+    t0 = mesh[12]
+    t1 = mesh[13]
+    best = bound2
+    bt = -1
+    r_q0 = r_q1 = r_q2 = 0.0
+    r_reg = 1
+    r_wa, r_wb, r_wc = 1.0, 0.0, 0.0
+    hint = mesh[18]
+    tri_start = mesh[5]
+    if slot >= 0:
+        j = hint[slot]
+        if j >= tri_start[k] and j < tri_start[k + 1]:
+            ia = tri[j, 0]
+            ib = tri[j, 1]
+            ic = tri[j, 2]
+            d2, q0, q1, q2, reg, wa, wb, wc = _tri_closest(
+                p0, p1, p2, W[ia, 0], W[ia, 1], W[ia, 2], W[ib, 0], W[ib, 1], W[ib, 2],
+                W[ic, 0], W[ic, 1], W[ic, 2])
+            if d2 < best:
+                best = d2
+                bt = j
+                r_q0, r_q1, r_q2 = q0, q1, q2
+                r_reg = reg
+                r_wa, r_wb, r_wc = wa, wb, wc
+    stack = np.empty(_STACK, np.int64)
+    stack[0] = node_start[k]
+    top = 1
+    while top > 0:
+        top -= 1
+        i = stack[top]
+        if _box_d2(lo, hi, i, p0, p1, p2) > best:
+            continue
+        if right[i] >= 0:
+            # the nearer child on top, so it is searched first and tightens the bound
+            l = i + 1
+            r = right[i]
+            dl = _box_d2(lo, hi, l, p0, p1, p2)
+            dr = _box_d2(lo, hi, r, p0, p1, p2)
+            if dl <= dr:
+                stack[top] = r
+                stack[top + 1] = l
+            else:
+                stack[top] = l
+                stack[top + 1] = r
+            top += 2
+            continue
+        for j in range(t0[i], t1[i]):
+            ia = tri[j, 0]
+            ib = tri[j, 1]
+            ic = tri[j, 2]
+            d2, q0, q1, q2, reg, wa, wb, wc = _tri_closest(
+                p0, p1, p2, W[ia, 0], W[ia, 1], W[ia, 2], W[ib, 0], W[ib, 1], W[ib, 2],
+                W[ic, 0], W[ic, 1], W[ic, 2])
+            if d2 < best or (d2 == best and j < bt):
+                best = d2
+                bt = j
+                r_q0, r_q1, r_q2 = q0, q1, q2
+                r_reg = reg
+                r_wa, r_wb, r_wc = wa, wb, wc
+    if slot >= 0 and bt >= 0:
+        hint[slot] = bt
+    return bt, best, r_q0, r_q1, r_q2, r_reg, r_wa, r_wb, r_wc
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def mesh_sdf(q0, q1, q2, r0, r1, r2, k, mesh, slot):
+    """Scalar mirror of mesh_query.mesh_sdf: (phi, g0, g1, g2, tri, wa, wb, wc); slot the
+    particle (its hint, mesh_closest) or -1."""
+    t, dd, c0, c1, c2, region, wa, wb, wc = mesh_closest(q0, q1, q2, k, mesh, np.inf, slot)
+    return _signed(q0, q1, q2, r0, r1, r2, k, mesh, t, dd, c0, c1, c2, region, wa, wb, wc)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _signed(q0, q1, q2, r0, r1, r2, k, mesh, t, dd, c0, c1, c2, region, wa, wb, wc):
+    """The signed distance and direction from a closest-point result (mesh_query._signed)."""
+    tri = mesh[2]
+    W = mesh[3]
+    closed = mesh[14]
+    vert_normal = mesh[15]
+    edge_normal = mesh[16]
+    ia = tri[t, 0]
+    ib = tri[t, 1]
+    ic = tri[t, 2]
+    if region == 0:
+        ab0 = W[ib, 0] - W[ia, 0]
+        ab1 = W[ib, 1] - W[ia, 1]
+        ab2 = W[ib, 2] - W[ia, 2]
+        ac0 = W[ic, 0] - W[ia, 0]
+        ac1 = W[ic, 1] - W[ia, 1]
+        ac2 = W[ic, 2] - W[ia, 2]
+        N0 = ab1 * ac2 - ab2 * ac1
+        N1 = ab2 * ac0 - ab0 * ac2
+        N2 = ab0 * ac1 - ab1 * ac0
+    elif region <= 3:
+        v = tri[t, region - 1]
+        N0 = vert_normal[v, 0]
+        N1 = vert_normal[v, 1]
+        N2 = vert_normal[v, 2]
+    else:
+        slot = 0 if region == 4 else (1 if region == 6 else 2)
+        N0 = edge_normal[t, slot, 0]
+        N1 = edge_normal[t, slot, 1]
+        N2 = edge_normal[t, slot, 2]
+    e0 = q0 - c0
+    e1 = q1 - c1
+    e2 = q2 - c2
+    out = e0 * N0 + e1 * N1 + e2 * N2 >= 0
+    side = True
+    if not closed[k]:
+        # the side of x* (r, in the frame of the substep's start) against the same surface
+        # point at the substep's start: a sheet that moves must not change it
+        Wb = mesh[4]
+        b0 = wa * Wb[ia, 0] + wb * Wb[ib, 0] + wc * Wb[ic, 0]
+        b1 = wa * Wb[ia, 1] + wb * Wb[ib, 1] + wc * Wb[ic, 1]
+        b2 = wa * Wb[ia, 2] + wb * Wb[ib, 2] + wc * Wb[ic, 2]
+        side = (r0 - b0) * N0 + (r1 - b1) * N1 + (r2 - b2) * N2 >= 0
+    ig = -1.0 if out != side else 1.0
+    dist = np.sqrt(dd)
+    if dist > _TINY:
+        g0 = e0 / dist * ig
+        g1 = e1 / dist * ig
+        g2 = e2 / dist * ig
+    else:
+        sg = 1.0 if side else -1.0
+        nn = np.sqrt(N0 * N0 + N1 * N1 + N2 * N2)
+        if nn > _TINY:
+            g0 = N0 / nn * sg
+            g1 = N1 / nn * sg
+            g2 = N2 / nn * sg
+        else:
+            g0 = 0.0 * sg
+            g1 = 0.0 * sg
+            g2 = 1.0 * sg
+    phi = dist * ig
+    if not closed[k]:
+        phi = phi - _SKIN
+    return phi, g0, g1, g2, t, wa, wb, wc
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def surface_motion(R, t, Rb, tb, j, wa, wb, wc, mesh):
+    """Scalar mirror of mesh_query.surface_motion for one surface point."""
+    tri = mesh[2]
+    W = mesh[3]
+    Wb = mesh[4]
+    ia = tri[j, 0]
+    ib = tri[j, 1]
+    ic = tri[j, 2]
+    w0 = wa * W[ia, 0] + wb * W[ib, 0] + wc * W[ic, 0]
+    w1 = wa * W[ia, 1] + wb * W[ib, 1] + wc * W[ic, 1]
+    w2 = wa * W[ia, 2] + wb * W[ib, 2] + wc * W[ic, 2]
+    v0 = wa * Wb[ia, 0] + wb * Wb[ib, 0] + wc * Wb[ic, 0]
+    v1 = wa * Wb[ia, 1] + wb * Wb[ib, 1] + wc * Wb[ic, 1]
+    v2 = wa * Wb[ia, 2] + wb * Wb[ib, 2] + wc * Wb[ic, 2]
+    m0 = (R[0, 0] * w0 + R[0, 1] * w1 + R[0, 2] * w2 + t[0]) \
+        - (Rb[0, 0] * v0 + Rb[0, 1] * v1 + Rb[0, 2] * v2 + tb[0])
+    m1 = (R[1, 0] * w0 + R[1, 1] * w1 + R[1, 2] * w2 + t[1]) \
+        - (Rb[1, 0] * v0 + Rb[1, 1] * v1 + Rb[1, 2] * v2 + tb[1])
+    m2 = (R[2, 0] * w0 + R[2, 1] * w1 + R[2, 2] * w2 + t[2]) \
+        - (Rb[2, 0] * v0 + Rb[2, 1] * v1 + Rb[2, 2] * v2 + tb[2])
+    return m0, m1, m2
+
+
+@njit(cache=True, fastmath=False)
+def place_meshes(V0, V1, vstart, ids, sc, sb, f0, f1, last, W, Wb):
+    """Scalar mirror of mesh_query.place_meshes."""
+    for m in range(ids.shape[0]):
+        k = ids[m]
+        for i in range(vstart[k], vstart[k + 1]):
+            for c in range(3):
+                if last:
+                    p1 = V1[i, c]
+                else:
+                    p1 = V0[i, c] + (V1[i, c] - V0[i, c]) * f1
+                W[i, c] = p1 * sc[k, c]
+                Wb[i, c] = (V0[i, c] + (V1[i, c] - V0[i, c]) * f0) * sb[k, c]
+
+
+@njit(cache=True, parallel=True, fastmath=False)
+def mesh_distances(q, k, mesh, bound, phi):
+    """Scalar mirror of mesh_query.mesh_distances: phi (p,) [m] of local points q (p, 3)."""
+    lo = mesh[8]
+    hi = mesh[9]
+    root = mesh[7][k]
+    closed = mesh[14][k]
+    for i in prange(q.shape[0]):
+        p0 = q[i, 0]
+        p1 = q[i, 1]
+        p2 = q[i, 2]
+        res = mesh_closest(p0, p1, p2, k, mesh, bound * bound, -1)
+        if res[0] < 0:
+            if not (closed and _box_d2(lo, hi, root, p0, p1, p2) == 0.0):
+                phi[i] = np.inf
+                continue
+            res = mesh_closest(p0, p1, p2, k, mesh, np.inf, -1)
+        t, dd, c0, c1, c2, region, wa, wb, wc = res
+        phi[i] = _signed(p0, p1, p2, p0, p1, p2, k, mesh, t, dd, c0, c1, c2, region, wa, wb,
+                         wc)[0]

@@ -1,0 +1,116 @@
+"""Mesh colliders in Blender: AUTO makes any mesh that is not a recognised primitive (a torus,
+Suzanne) a mesh collider, a shape-key-animated collider moves the cloth resting on it, and bad
+collider meshes are refused naming the object."""
+
+import numpy as np
+import pytest
+
+from conftest import import_bpy
+
+bpy = import_bpy()
+
+import bmesh  # noqa: E402  (importable once bpy is)
+import scenes  # noqa: E402
+
+
+def _addon():
+    from verlet_physics.addon import bake
+    return bake
+
+
+def _torus(name="Torus", major=1.0, minor=0.3, nu=32, nv=16, location=(0.0, 0.0, 0.0)):
+    u, w = np.meshgrid(np.arange(nu) * 2 * np.pi / nu, np.arange(nv) * 2 * np.pi / nv,
+                       indexing="ij")
+    r = major + minor * np.cos(w)
+    v = np.column_stack([(r * np.cos(u)).ravel(), (r * np.sin(u)).ravel(),
+                         (minor * np.sin(w)).ravel()])
+    i, j = np.arange(nu)[:, None], np.arange(nv)[None, :]
+    quads = np.stack([i * nv + j, ((i + 1) % nu) * nv + j, ((i + 1) % nu) * nv + (j + 1) % nv,
+                      i * nv + (j + 1) % nv], -1).reshape(-1, 4)
+    me = bpy.data.meshes.new(name)
+    me.from_pydata(v.tolist(), [], quads.tolist())
+    me.update()
+    obj = scenes.link(bpy.data.objects.new(name, me))
+    obj.location = location
+    obj.verlet.kind = "COLLIDER"
+    return obj
+
+
+def test_a_torus_with_auto_is_a_mesh_collider_the_cloth_rests_on(extension):
+    bake = _addon()
+    scenes.set_range(1, 30)
+    torus = _torus(location=(0.0, 0.0, 0.2))
+    assert torus.verlet.collider_shape == "AUTO"
+    c = scenes.cloth(n=6, size=0.2, location=(1.0, 0.0, 0.8), thickness=0.01)
+    assert scenes.bake_op() == {"FINISHED"}
+    _, frames = bake.load(c)
+    w = scenes.world(c, frames[-1])
+    top = 0.2 + 0.3 + 0.01                             # the ring's top + the cloth's thickness
+    assert np.all(w[:, 2] > top - 0.03)                # on it, not through the hole or the tube
+    assert abs(np.median(w[:, 2]) - top) < 0.02
+    assert bpy.context.scene.get("verlet_error", "") == ""
+
+
+def test_suzanne_with_auto_catches_the_cloth(extension):
+    bake = _addon()
+    scenes.set_range(1, 30)
+    monkey = scenes._bmesh_object("Suzanne", lambda bm: bmesh.ops.create_monkey(bm),
+                                  (0.0, 0.0, 0.0), "COLLIDER", rotation=(1.5708, 0.0, 0.0))
+    c = scenes.cloth(n=10, size=1.2, location=(0.0, 0.0, 1.3))
+    assert scenes.bake_op() == {"FINISHED"}
+    _, frames = bake.load(c)
+    w = scenes.world(c, frames[-1])
+    # Suzanne stands upright (local Y is world Z): her head reaches zmax; without the collider
+    # the cloth falls 1.3 m + in 30 frames
+    zmax = max((monkey.matrix_world @ v.co).z for v in monkey.data.vertices)
+    assert w[:, 2].max() > zmax - 0.05                 # caught on her head
+    assert w[:, 2].min() > -0.2                        # hangs over her face, not through it
+    assert bpy.context.scene.get("verlet_error", "") == ""
+
+
+def test_shape_key_animated_collider_lifts_the_cloth(extension):
+    bake = _addon()
+    scenes.set_range(1, 36)
+    me = scenes.grid_mesh("Lift", n=5, size=2.0)
+    lift = scenes.link(bpy.data.objects.new("Lift", me))
+    lift.verlet.kind = "COLLIDER"
+    lift.verlet.collider_shape = "MESH"
+    lift.shape_key_add(name="Basis")
+    up = lift.shape_key_add(name="Up")
+    for v in up.data:
+        v.co.z += 0.5
+    up.value = 0.0
+    up.keyframe_insert("value", frame=8)
+    up.value = 1.0
+    up.keyframe_insert("value", frame=28)
+    c = scenes.cloth(n=6, size=0.5, location=(0.0, 0.0, 0.1))
+    assert scenes.bake_op() == {"FINISHED"}
+    _, frames = bake.load(c)
+    z8 = scenes.world(c, frames[7])[:, 2]
+    z36 = scenes.world(c, frames[-1])[:, 2]
+    assert np.all(np.abs(z8) < 0.01)                   # resting on the sheet at its base
+    assert np.all(np.abs(z36 - 0.5) < 0.01)            # carried up the 0.5 m the key moves
+
+
+def test_collider_mesh_without_faces_is_refused(extension):
+    scenes.set_range(1, 5)
+    me = bpy.data.meshes.new("Dots")
+    me.from_pydata([[0, 0, 0], [1, 0, 0.3], [0, 1, 0.5], [1, 1, 0.1]], [], [])
+    dots = scenes.link(bpy.data.objects.new("Dots", me))
+    dots.verlet.kind = "COLLIDER"
+    scenes.cloth(n=4, size=0.3, location=(0.0, 0.0, 1.0))
+    with pytest.raises(RuntimeError, match="Dots.*no faces"):
+        scenes.bake_op()
+
+
+def test_collider_vertex_count_change_is_refused(extension):
+    scenes.set_range(1, 6)
+    torus = _torus(name="Donut", nu=12, nv=6)
+    mod = torus.modifiers.new("Subdivide", "SUBSURF")
+    mod.levels = 0
+    mod.keyframe_insert("levels", frame=2)
+    mod.levels = 1
+    mod.keyframe_insert("levels", frame=3)
+    scenes.cloth(n=4, size=0.3, location=(1.0, 0.0, 1.0))
+    with pytest.raises(RuntimeError, match="Donut.*vertex count changed"):
+        scenes.bake_op()

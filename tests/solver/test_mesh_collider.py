@@ -1,0 +1,310 @@
+"""Mesh colliders (solver/collision/mesh.py): the signed distance against analytic shapes, the
+BVH query against the brute force, resting, solidity, open meshes' sides, deforming meshes,
+non-manifold input, bad input and resume. The physics tests run on the backend the suite runs
+with (VERLET_BACKEND); the distance tests check both backends directly."""
+
+import numpy as np
+import pytest
+
+from mesh_shapes import box, grid, icosphere, torus
+from solver import Builder, Simulation, backend
+from solver.collision import mesh_query
+from solver.collision.mesh_query import SKIN
+
+_BACKENDS = ["numpy"] + (["numba"] if backend.numba_kernels() is not None else [])
+
+
+def _translate(x, y, z):
+    m = np.eye(4)
+    m[:3, 3] = x, y, z
+    return m
+
+
+def _mesh_sim(v, f, matrix=None, points=np.zeros((1, 3)), **kw):
+    b = Builder()
+    b.add_particles(points)
+    k = b.add_collider("mesh", matrix=matrix, vertices=v, triangles=f, **kw)
+    return Simulation(b.build(), backend="numpy"), k
+
+
+def _query(sim, k, q, which):
+    """phi (p,), unit gradient (p, 3) and closest triangle of local points q, with the NumPy
+    reference or the compiled kernel (one call per point)."""
+    ms, ctl = sim.colliders.meshes, sim.control
+    ms.prepare(ctl.mesh_vertices, ctl.mesh_target, ctl.collider_frame, ctl.collider_target)
+    group = ms.kernel_args(ctl.mesh_vertices, ctl.mesh_target)
+    sc = np.array([f.scale for f in ctl.collider_frame])
+    mesh_query.place_meshes(*group[:2], group[6], group[17], sc, sc, 0.0, 1.0, True, group[3],
+                            group[4])
+    if which == "numpy":
+        phi, g0, g1, g2, tri, *_ = mesh_query.mesh_sdf(q[:, 0], q[:, 1], q[:, 2], q[:, 0],
+                                                       q[:, 1], q[:, 2], k, group)
+        return phi, np.column_stack([g0, g1, g2]), tri
+    from solver.kernels.compiled_mesh import mesh_sdf
+    out = np.array([mesh_sdf(p[0], p[1], p[2], p[0], p[1], p[2], k, group, -1)[:5] for p in q])
+    return out[:, 0], out[:, 1:4], out[:, 4].astype(np.int64)
+
+
+def _box_sdf(q, h):
+    d = np.abs(q) - h
+    return np.linalg.norm(np.maximum(d, 0), axis=1) + np.minimum(d.max(axis=1), 0)
+
+
+@pytest.mark.parametrize("which", _BACKENDS)
+def test_signed_distance_of_a_box_mesh_is_the_analytic_one(which):
+    rng = np.random.default_rng(1)
+    v, f = box((1.0, 2.0, 0.6))
+    sim, k = _mesh_sim(v, f)
+    q = rng.uniform(-1.5, 1.5, (400, 3))
+    phi, g, _ = _query(sim, k, q, which)
+    assert np.allclose(phi, _box_sdf(q, np.array([0.5, 1.0, 0.3])), atol=1e-12)
+    assert np.allclose(np.linalg.norm(g, axis=1), 1.0)
+    assert (phi < 0).sum() > 10                   # some points were inside: the sign works
+
+
+@pytest.mark.parametrize("which", _BACKENDS)
+def test_signed_distance_of_an_icosphere_is_the_sphere_within_the_mesh_error(which):
+    rng = np.random.default_rng(2)
+    v, f = icosphere(3, 0.8)
+    sim, k = _mesh_sim(v, f, matrix=_translate(0.2, 0, 0))    # local points: frame-independent
+    q = rng.uniform(-1.2, 1.2, (500, 3))
+    phi, g, _ = _query(sim, k, q, which)
+    exact = np.linalg.norm(q, axis=1) - 0.8
+    edge = np.max(np.linalg.norm(v[f[:, 0]] - v[f[:, 1]], axis=1))
+    chord = 0.8 - np.sqrt(0.8 ** 2 - (edge / np.sqrt(3)) ** 2)    # deepest face centre
+    assert np.all(np.abs(phi - exact) <= chord + 1e-12)
+    assert np.all(np.sign(phi[np.abs(exact) > chord]) == np.sign(exact[np.abs(exact) > chord]))
+    far = np.abs(exact) > 0.05
+    assert np.all(np.einsum("ij,ij->i", g[far], q[far] / np.linalg.norm(q[far], axis=1)[:, None])
+                  > 0.9)                          # the gradient points outward
+
+
+def test_inward_winding_is_made_outward():
+    v, f = icosphere(1, 1.0)
+    sim, k = _mesh_sim(v, f[:, ::-1])
+    phi, _, _ = _query(sim, k, np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 2.0]]), "numpy")
+    assert phi[0] < -0.7 and phi[1] > 0.9
+
+
+@pytest.mark.skipif(len(_BACKENDS) < 2, reason="compiled kernels unavailable")
+def test_bvh_query_finds_the_brute_force_triangle():
+    """Ties included (a grid's shared edges and vertices): the lowest triangle index wins."""
+    rng = np.random.default_rng(3)
+    for v, f in (torus(1.0, 0.3, 24, 12), grid(6, 2.0), icosphere(2, 1.0)):
+        sim, k = _mesh_sim(v, f)
+        q = np.vstack([rng.uniform(-1.5, 1.5, (300, 3)), v[:20] + [0, 0, 0.1], v[:20]])
+        a = _query(sim, k, q, "numpy")
+        b = _query(sim, k, q, "numba")
+        assert np.array_equal(a[2], b[2])
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+def _drop(points, colliders, steps=72, substeps=10, radius=0.02, gravity=(0, 0, -9.81),
+          velocities=None, drive=None):
+    b = Builder()
+    b.add_particles(np.atleast_2d(points), radius=radius)
+    for c in colliders:
+        b.add_collider("mesh", **c)
+    sim = Simulation(b.build(), substeps=substeps, gravity=gravity)
+    if velocities is not None:
+        sim.set_velocities(np.arange(len(np.atleast_2d(points))), velocities)
+    for i in range(steps):
+        if drive is not None:
+            drive(sim, i)
+        sim.step(1 / 24)
+    return sim
+
+
+def test_particle_rests_on_a_mesh_plane_and_a_torus_at_radius_plus_thickness():
+    gv, gf = grid(4, 4.0)
+    tv, tf = torus(1.0, 0.3, 32, 16)
+    sim = _drop([[-1.7, 0.3, 0.5], [1.0, 0.0, 1.0]],
+                [dict(vertices=gv, triangles=gf, thickness=0.01),
+                 dict(vertices=tv, triangles=tf, thickness=0.03, matrix=_translate(0, 0, 0.5))])
+    assert sim.x[0, 2] == pytest.approx(0.02 + 0.01 + SKIN, abs=1e-6)   # open: + the skin
+    assert sim.x[1, 2] == pytest.approx(0.5 + 0.3 + 0.02 + 0.03, abs=1e-6)   # the ring's top
+    assert np.abs(sim.v).max() < 1e-3
+
+
+def _torus_sdf(x, major, minor):
+    return np.hypot(np.hypot(x[:, 0], x[:, 1]) - major, x[:, 2]) - minor
+
+
+def test_cloth_dropped_on_a_closed_torus_ends_nowhere_inside():
+    b = Builder()
+    n = 11
+    g = np.linspace(-1.4, 1.4, n)
+    x, y = np.meshgrid(g, g, indexing="ij")
+    pts = np.column_stack([x.ravel(), y.ravel(), np.full(n * n, 0.8)])
+    idx = np.arange(n * n).reshape(n, n)
+    quads = np.stack([idx[:-1, :-1], idx[1:, :-1], idx[1:, 1:], idx[:-1, 1:]], -1).reshape(-1, 4)
+    b.add_cloth(pts, quads, radius=0.01) if "radius" in Builder.add_cloth.__code__.co_varnames \
+        else b.add_cloth(pts, quads)
+    tv, tf = torus(1.0, 0.3, 24, 12)
+    k = b.add_collider("mesh", vertices=tv, triangles=tf, thickness=0.01)
+    sim = Simulation(b.build(), substeps=8)
+    for _ in range(36):
+        sim.step(1 / 24)
+    x = sim.x
+    phi, _, _ = _query(sim, k, x, "numpy")
+    assert phi.min() > 0.0                       # nothing inside the mesh
+    chord = 0.3 * (1 - np.cos(np.pi / 12)) + 1.3 * (1 - np.cos(np.pi / 24))
+    assert _torus_sdf(x, 1.0, 0.3).min() > -chord
+    assert np.any(phi < 0.05)                    # and it did drape onto the torus
+
+
+def test_open_mesh_is_two_sided_each_particle_keeps_its_side():
+    gv, gf = grid(3, 2.0)
+    sim = _drop([[0.1, 0.2, 0.3], [-0.3, 0.1, -0.3]], [dict(vertices=gv, triangles=gf)],
+                steps=24, gravity=(0, 0, 0), velocities=[[0, 0, -4.0], [0, 0, 4.0]])
+    assert sim.x[0, 2] >= 0.02 + SKIN - 1e-9
+    assert sim.x[1, 2] <= -0.02 - SKIN + 1e-9
+    assert sim.x[0, 2] < 0.05 and sim.x[1, 2] > -0.05      # both reached the sheet
+
+
+@pytest.mark.parametrize("radius", [0.02, 0.0])
+def test_deforming_mesh_pushes_a_resting_particle_up(radius):
+    """The open sheet rises 2.6 mm per substep, far more than the skin: the side of x* is taken
+    against the sheet where it was at the substep's start, so the particle is carried."""
+    gv, gf = grid(4, 2.0)
+    rise = 0.5 / 16
+
+    def drive(sim, i):
+        if 24 <= i < 40:
+            sim.set_collider_vertices(0, gv + [0, 0, rise * (i - 23)])
+    sim = _drop([[0.13, -0.2, 0.2]], [dict(vertices=gv, triangles=gf)], steps=48, drive=drive,
+                substeps=12, radius=radius)
+    assert sim.x[0, 2] == pytest.approx(0.5 + radius + SKIN, abs=1e-3)
+
+
+def test_friction_carries_a_particle_on_a_sliding_deforming_mesh():
+    gv, gf = grid(8, 4.0)
+    speed = 0.5                                           # [m/s] the vertices slide along X
+
+    def drive(sim, i):
+        sim.set_collider_vertices(0, gv + [speed * (i + 1) / 24, 0, 0])
+    sim = _drop([[0.0, 0.0, 0.021]], [dict(vertices=gv, triangles=gf, friction=1.0)],
+                steps=24, drive=drive)
+    assert sim.x[0, 0] == pytest.approx(speed * 1.0, abs=0.03)
+    assert sim.v[0, 0] == pytest.approx(speed, abs=0.05)
+    # without friction it stays behind
+    sim = _drop([[0.0, 0.0, 0.021]], [dict(vertices=gv, triangles=gf, friction=0.0)],
+                steps=24, drive=drive)
+    assert abs(sim.x[0, 0]) < 0.01
+
+
+def test_non_manifold_and_self_intersecting_meshes_still_work():
+    v, f = box((1.0, 1.0, 1.0))
+    fin = np.vstack([v, [[1.2, 1.2, 0.0]]])               # a fin on the edge (0.5, 0.5, z)
+    e = np.nonzero(np.isclose(v[:, 0], 0.5) & np.isclose(v[:, 1], 0.5))[0]
+    f_fin = np.vstack([f, [[e[0], e[1], 8]]])             # that edge now has 3 triangles
+    v2, f2 = box((0.6, 0.6, 1.6))                         # a second box through the first
+    both_v = np.vstack([v, v2 + [0.6, 0, 0]])
+    both_f = np.vstack([f, f2 + 8])
+    sim = _drop([[-0.3, -0.2, 1.5], [0.8, 0.1, 1.5], [-0.2, 0.3, 1.5]],
+                [dict(vertices=fin, triangles=f_fin, matrix=_translate(0, 0, 0)),
+                 dict(vertices=both_v, triangles=both_f, matrix=_translate(0, 3, 0))],
+                steps=48, drive=None)
+    m = sim.model
+    assert not m.mesh_closed[0] and m.mesh_closed[1]
+    assert sim.x[0, 2] == pytest.approx(0.5 + 0.02 + SKIN, abs=1e-6)      # open: the skin
+    b = Builder()
+    b.add_particles(np.array([[0.8, 3.1, 1.5], [-0.2, 3.1, 1.5]]), radius=0.02)
+    b.add_collider("mesh", vertices=both_v, triangles=both_f, matrix=_translate(0, 3, 0))
+    sim = Simulation(b.build(), substeps=10)
+    for _ in range(48):
+        sim.step(1 / 24)
+    assert sim.x[0, 2] == pytest.approx(0.8 + 0.02, abs=1e-6)   # on the taller box
+    assert sim.x[1, 2] == pytest.approx(0.5 + 0.02, abs=1e-6)
+
+
+@pytest.mark.parametrize("tris, match", [
+    (np.zeros((0, 3), int), "no triangles"),
+    (np.array([[0, 1, 9]]), "out of range"),
+    (np.array([[0, 1, 1], [0, 1, 2]])[:1], "degenerate"),
+    (np.array([[0.0, 1.0, 2.0]]), "integer"),
+])
+def test_bad_meshes_are_refused_with_the_cause(tris, match):
+    v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0.0]])
+    with pytest.raises(ValueError, match=match):
+        Builder().add_collider("mesh", vertices=v, triangles=tris)
+
+
+def test_non_finite_vertices_and_missing_arrays_are_refused():
+    b = Builder()
+    with pytest.raises(ValueError, match="NaN"):
+        b.add_collider("mesh", vertices=[[0, 0, np.nan], [1, 0, 0], [0, 1, 0]],
+                       triangles=[[0, 1, 2]])
+    with pytest.raises(ValueError, match="needs vertices"):
+        b.add_collider("mesh")
+    with pytest.raises(ValueError, match="only a 'mesh'"):
+        b.add_collider("sphere", vertices=np.zeros((3, 3)))
+
+
+def test_degenerate_triangles_are_dropped_and_the_rest_used():
+    v, f = grid(2, 2.0)                                   # 9 vertices, 8 triangles
+    v = np.vstack([v, [[0, 0, 1.0], [1, 1, 2.0], [2, 2, 3.0]]])    # three on a line
+    f = np.vstack([[[9, 10, 11], [3, 3, 4]], f])          # zero area, a repeated vertex
+    b = Builder()
+    b.add_particles(np.array([[0.1, 0.1, 0.5]]), radius=0.02)
+    b.add_collider("mesh", vertices=v, triangles=f)
+    m = b.build()
+    assert len(m.mesh_triangles) == 8
+    sim = Simulation(m)
+    for _ in range(24):
+        sim.step(1 / 24)
+    assert sim.x[0, 2] == pytest.approx(0.02 + SKIN, abs=1e-6)
+
+
+def test_set_collider_vertices_checks_its_input():
+    v, f = grid(2, 2.0)
+    b = Builder()
+    b.add_particles(np.zeros((1, 3)))
+    b.add_collider("mesh", vertices=v, triangles=f)
+    b.add_collider("plane")
+    sim = Simulation(b.build())
+    with pytest.raises(ValueError, match=r"shape \(9, 3\)"):
+        sim.set_collider_vertices(0, v[:4])
+    with pytest.raises(ValueError, match="not a mesh"):
+        sim.set_collider_vertices(1, v)
+    with pytest.raises(ValueError, match="NaN"):
+        sim.set_collider_vertices(0, v * np.nan)
+
+
+def test_resume_with_a_deforming_mesh_is_bit_identical():
+    from solver.state import Checkpoint
+    tv, tf = torus(1.0, 0.3, 16, 8)
+
+    def drive(sim, i):
+        sim.set_collider_vertices(0, tv * (1.0 + 0.1 * np.sin(i / 3.0)) + [0, 0, 0.02 * i])
+    b = Builder()
+    g = np.linspace(-1, 1, 6)
+    pts = np.array([[x, y, 0.6] for x in g for y in g])
+    b.add_particles(pts, radius=0.02)
+    b.add_collider("mesh", vertices=tv, triangles=tf, friction=0.6, restitution=0.3)
+    sim = Simulation(b.build(), substeps=6)
+    for i in range(10):
+        drive(sim, i)
+        sim.step(1 / 24)
+    drive(sim, 10)
+    saved = sim.get_state()
+    from_file = Checkpoint.from_arrays(saved.to_arrays())
+    runs = []
+    for cp in (saved, from_file, saved):
+        sim.set_state(cp)
+        for i in range(11, 20):
+            sim.step(1 / 24)
+            drive(sim, i)
+        runs.append(np.array(sim.x))
+    assert np.array_equal(runs[0], runs[1]) and np.array_equal(runs[0], runs[2])
+    assert not np.allclose(runs[0], pts)
+
+
+def test_zero_radius_particles_rest_on_an_open_sheet_and_stay_on_their_side():
+    """At a zero contact offset a resting particle would sit exactly on the sheet, where the
+    side of x* is rounding noise: the skin keeps it SKIN above."""
+    gv, gf = grid(5, 2.0)
+    rng = np.random.default_rng(4)
+    pts = np.column_stack([rng.uniform(-0.8, 0.8, (30, 2)), np.full(30, 0.3)])
+    sim = _drop(pts, [dict(vertices=gv, triangles=gf)], steps=48, radius=0.0)
+    assert np.allclose(sim.x[:, 2], SKIN, atol=1e-7)
