@@ -288,3 +288,36 @@ def test_bad_bodies_are_refused_by_name():
     sim = Simulation(b.build())
     with pytest.raises(ValueError, match="joint_ids"):
         sim.set_joint_drive([0], 1.0)                     # no joint was added
+
+
+def test_thread_count_does_not_change_joint_results():
+    """The compiled kernel solves a colour's joints in parallel (they share no body): one
+    thread and all cores give the same bits."""
+    import numba
+
+    from solver import backend
+    if _arm(1.0).backend != "numba":
+        pytest.skip("the NumPy backend has no threads")
+    top = numba.config.NUMBA_NUM_THREADS
+
+    def run():
+        b = Builder()
+        for i in range(6):
+            _, p = b.add_capsule_body((0, i, 1.0), (0.3, i, 1.0), 0.04)
+            _, q = b.add_capsule_body((0.3, i, 1.0), (0.6, i, 1.1), 0.035)
+            b.add_joint(None, p, (0, i, 1.0), kind="ball", limits=(0.8, -0.3, 0.3),
+                        axis=(1, 0, 0))
+            b.add_joint(p, q, (0.3, i, 1.0), kind="hinge", axis=(0, 1, 0), limits=(-1.0, 0.2))
+        b.add_collider("plane", matrix=np.diag([1.0, 1.0, 1.0, 1.0]) + np.eye(4, k=3) * 0.3)
+        sim = Simulation(b.build(), substeps=10)
+        for _ in range(24):
+            sim.step(1 / 24)
+        return np.array(sim.x)
+    try:
+        backend.configure(threads=1)
+        one = run()
+        backend.configure(threads=top)
+        many = run()
+    finally:
+        backend.configure(threads=0)
+    assert np.array_equal(one, many)
