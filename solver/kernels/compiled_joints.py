@@ -1,7 +1,7 @@
 """The compiled joint kernel: the scalar mirror of constraints/joints.solve_joints (its docstring
 gives the constraints and the method). The NumPy kernel batches a colour; this one runs the
-joints of a colour in parallel, which is the same, since no two of them share a body that
-moves. Every expression is the NumPy kernel's, in its order, so the backends agree bit for bit.
+joints of a colour one after another, which is the same, since no two of them share a body
+that moves. Every expression is the NumPy kernel's, in its order, so the backends agree bit for bit.
 """
 
 import numpy as np
@@ -305,19 +305,21 @@ def solve_joints(X, particles, rest_offset, mass, bodies, entries, entry_start, 
                  inv_inertia, body_free, c0, R0, c, R, moved, body, anchor, axis, perp, kind,
                  swing, rng, alpha, drive_on, drive_alpha, target, lam, order, color_offsets,
                  passes, tolerance):
-    """Scalar mirror of constraints/joints.solve_joints. In parallel only where items are
-    disjoint: the frames body by body (each reads its own entries and writes its own rows) and
-    the joints of one colour (no two share a body; each writes its own bodies' rows and its own
-    multipliers, its error into its own slot); the largest error is then taken serially, and the
-    particles are moved serially (clusters may share particles). So the thread count changes no
-    bit, and the result is the NumPy kernel's (joint after joint within a colour)."""
+    """Scalar mirror of constraints/joints.solve_joints. The frames are found in parallel, body
+    by body (each reads its own entries and writes its own rows); the joints run serially,
+    colour after colour (within a colour joint after joint, which is the NumPy kernel's batch,
+    since they share no body): a colour of 100 ragdolls is ~0.1 ms of work, less than what a
+    parallel region's wait costs on a loaded machine, and a pass's colours would each need one.
+    The particles are moved serially (clusters may share particles). The thread count changes
+    no bit.
+    """
     for q in prange(bodies.shape[0]):
         _frame(X, particles, rest_offset, mass, entries, entry_start, q, bodies[q], c0, R0, c, R)
     moved[:] = False
     errs = np.zeros(order.shape[0])
     for _ in range(passes):
         for g in range(color_offsets.shape[0] - 1):
-            for o in prange(color_offsets[g], color_offsets[g + 1]):
+            for o in range(color_offsets[g], color_offsets[g + 1]):
                 errs[o] = _solve_one(order[o], body, anchor, axis, perp, kind, swing, rng, alpha,
                                      drive_on, drive_alpha, target, lam, c, R, inv_mass,
                                      inv_inertia, moved, body_free, tolerance)
