@@ -6,7 +6,7 @@ A ragdoll is twelve capsule bodies (Builder.add_capsule_body: pelvis, spine, che
 arms, forearms, thighs, shins) joined by eleven joints with limits as a character TD sets them:
 ball joints with swing cones and twist ranges at the spine, neck, shoulders and hips, hinges at
 the elbows and knees. The ragdolls stand on the top step, tilted forward and pushed
-down the stairs, side by side. They do not collide with one another (body-body contact is a separate part).
+down the stairs, side by side. Their capsules collide with one another and with their own non-adjacent bones.
 The comparison with Blender's Rigid Body World is made on the Blender side: ``--blender`` runs
 benchmarks/ragdolls_blender.py (the add-on's own path, armatures with kind RAGDOLL, against the
 same bones as Rigid Body World objects with Generic constraints, in the same run; needs bpy).
