@@ -43,7 +43,7 @@ def capsule_layout(head, tail, radius, mass, up):
         up = np.eye(3)[int(np.argmin(np.abs(u)))]
     x = up - np.dot(up, u) * u
     if np.linalg.norm(x) < 1e-9:
-        raise ValueError("up: parallel to the bone (head -> tail)")
+        raise ValueError("add_capsule_body: up is parallel to the bone (head -> tail)")
     x /= np.linalg.norm(x)
     y = np.cross(u, x)
     n_axis = max(2, int(np.ceil(length / radius - 1e-9)) + 1)

@@ -57,9 +57,11 @@ class JointControl:
         elif r.shape == (ids.size, 3, 3):
             if not np.all(np.isfinite(r)):
                 raise ValueError("rotations: contains NaN or infinity")
-            if np.abs(np.einsum("kij,kil->kjl", r, r) - np.eye(3)).max(initial=0) > 1e-6 \
+            if np.abs(np.einsum("kij,kil->kjl", r, r) - np.eye(3)).max(initial=0) > 1e-3 \
                     or np.any(np.linalg.det(r) <= 0):
                 raise ValueError("rotations: matrices must be rotations (orthonormal, det +1)")
+            u, _, vt = np.linalg.svd(r)          # the nearest rotation (single-precision input)
+            r = u @ vt
         else:
             raise ValueError(f"rotations: expected ({ids.size}, 4) quaternions or "
                              f"({ids.size}, 3, 3) matrices, got shape {r.shape}")

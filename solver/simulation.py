@@ -11,8 +11,8 @@ less than few substeps with many iterations; measured on the benchmark drape, se
       drag        exact exponential air drag and wind on x* (forces.py)
       integrate   Verlet: x' = x + (x - x*) k + a h^2 (integrator.py); pins follow their targets
       relax       ``iterations`` times: sticks (block by block, colour by colour), soft pins,
-                  volumes, collider projection with friction, shape matching (constraints/,
-                  collision/)
+                  volumes, collider projection with friction, shape matching, joints between
+                  rigid bodies (constraints/, collision/)
       velocity    shape-matching damping, restitution, overlap resolved without speed
                   (collision/project.py); all write x* only
 

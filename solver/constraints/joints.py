@@ -228,7 +228,8 @@ def _rotate(R, th):
     out = np.empty(R.shape)
     for i in range(3):
         for j in range(3):
-            out[:, i, j] = d[:, i, 0] * R[:, 0, j] + d[:, i, 1] * R[:, 1, j] + d[:, i, 2] * R[:, 2, j]
+            out[:, i, j] = d[:, i, 0] * R[:, 0, j] + d[:, i, 1] * R[:, 1, j] \
+                + d[:, i, 2] * R[:, 2, j]
     return out
 
 
@@ -320,11 +321,13 @@ def _solve_batch(js, body, anchor, axis, perp, kind, swing, rng, alpha, drive_on
         T = np.empty((k, 3, 3))
         for i in range(3):
             for j in range(3):
-                T[:, i, j] = Ra[:, i, 0] * Q[:, 0, j] + Ra[:, i, 1] * Q[:, 1, j] + Ra[:, i, 2] * Q[:, 2, j]
+                T[:, i, j] = Ra[:, i, 0] * Q[:, 0, j] + Ra[:, i, 1] * Q[:, 1, j] \
+                    + Ra[:, i, 2] * Q[:, 2, j]
         E = np.empty((k, 3, 3))
         for i in range(3):
             for j in range(3):
-                E[:, i, j] = Rb[:, i, 0] * T[:, j, 0] + Rb[:, i, 1] * T[:, j, 1] + Rb[:, i, 2] * T[:, j, 2]
+                E[:, i, j] = Rb[:, i, 0] * T[:, j, 0] + Rb[:, i, 1] * T[:, j, 1] \
+                    + Rb[:, i, 2] * T[:, j, 2]
         s = np.sqrt(np.maximum((1.0 + (E[:, 0, 0] + E[:, 1, 1] + E[:, 2, 2])) * 0.25, HALF_TURN))
         d = [(E[:, 2, 1] - E[:, 1, 2]) * 0.5 / s, (E[:, 0, 2] - E[:, 2, 0]) * 0.5 / s,
              (E[:, 1, 0] - E[:, 0, 1]) * 0.5 / s]
@@ -438,7 +441,8 @@ def solve_joints(X, particles, rest_offset, mass, bodies, entries, entry_start, 
     M = np.empty(Rn.shape)
     for i in range(3):
         for j in range(3):
-            M[:, i, j] = Rn[:, i, 0] * Ro[:, j, 0] + Rn[:, i, 1] * Ro[:, j, 1] + Rn[:, i, 2] * Ro[:, j, 2]
+            M[:, i, j] = Rn[:, i, 0] * Ro[:, j, 0] + Rn[:, i, 1] * Ro[:, j, 1] \
+                + Rn[:, i, 2] * Ro[:, j, 2]
     r = [X[i, pid] - c0[b, i] for i in range(3)]
     t = _mul(M, r)
     for i in range(3):

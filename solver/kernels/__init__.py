@@ -18,8 +18,8 @@ have the same names and parameters.
 from types import SimpleNamespace
 
 KERNELS = ("apply_drag", "predict", "solve_sticks", "solve_soft_pins", "solve_volumes",
-           "solve_shapes", "damp_shapes", "solve_joints", "project_collider", "project_points", "restitution",
-           "release_overlap", "run_substeps")
+           "solve_shapes", "damp_shapes", "solve_joints", "project_collider", "project_points",
+           "restitution", "release_overlap", "run_substeps")
 
 
 def _numpy_table():
