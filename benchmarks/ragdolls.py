@@ -5,11 +5,11 @@ excursion over the run (Simulation.joint_error after every frame).
 A ragdoll is twelve capsule bodies (Builder.add_capsule_body: pelvis, spine, chest, head, upper
 arms, forearms, thighs, shins) joined by eleven joints with limits as a character TD sets them:
 ball joints with swing cones and twist ranges at the spine, neck, shoulders and hips, hinges at
-the elbows and knees. The ragdolls stand on the top step, tilted forward and pushed
-down the stairs, side by side. Their capsules collide with one another and with their own non-adjacent bones.
-The comparison with Blender's Rigid Body World is made on the Blender side: ``--blender`` runs
-benchmarks/ragdolls_blender.py (the add-on's own path, armatures with kind RAGDOLL, against the
-same bones as Rigid Body World objects with Generic constraints, in the same run; needs bpy).
+the elbows and knees. The ragdolls stand side by side on the top step, tilted forward and
+pushed down the stairs. Their capsules collide with
+one another and with their own non-adjacent bones (adjacent bones, joined by a joint, do not). The comparison with Blender's Rigid Body World is made on the Blender side: ``--blender``
+runs benchmarks/ragdolls_blender.py (the add-on's own path, armatures with kind RAGDOLL, against
+the same bones as Rigid Body World objects with Generic constraints, in the same run; needs bpy).
 
 Targets (issue 12): joint gaps under 2 mm, excursions under 2 degrees, 100 ragdolls under 50 ms
 per frame on the 2-core machine. Timings depend on the machine and its load: printed, never
