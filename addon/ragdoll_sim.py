@@ -9,6 +9,11 @@ import numpy as np
 
 from . import ragdoll, ragdoll_pose
 from .bridge import BridgeError
+from ..solver.geometry import segment_distances
+
+# bones whose capsule axes come closer than this times the sum of their radii in the build pose
+# do not collide with each other (the capsules overlap, or nearly: a 10% skin)
+OVERLAP_MARGIN = 1.1
 
 
 def _joint_axes(r_parent, r_parent_rest, r_rest, r_pose, axis):
@@ -110,6 +115,18 @@ class RagdollBody:
             self.joint_child.append(k)
             self.joint_parent.append(p)
         self.joint_ids = np.array(self.joint_ids, dtype=np.int64)
+        # bones whose capsules overlap in the build pose (a shoulder in the chest, the two hips)
+        # would be pushed apart by their own contact from the first substep and jam the rig:
+        # they do not collide, as jointed neighbours do not (add_joint); every other pair of
+        # bones does (PhysX and Bullet ragdolls filter pairs the same way)
+        heads = np.stack([pose[n][:3, 3] for n in names])
+        tails = heads + np.stack([ragdoll._unit(pose[n])[:, 1] for n in names]) * length[:, None]
+        i, j = np.triu_indices(len(names), 1)
+        if i.size:
+            gap = segment_distances(heads[i], tails[i], heads[j], tails[j])
+            for a, c in zip(i[gap < (radii[i] + radii[j]) * OVERLAP_MARGIN],
+                            j[gap < (radii[i] + radii[j]) * OVERLAP_MARGIN]):
+                b.disable_collision(self.bone_ids[a], self.bone_ids[c])
         self.joint_child = np.array(self.joint_child, dtype=np.int64)
         self.joint_parent = np.array(self.joint_parent, dtype=np.int64)
         self.drive = _settings(obj, "pose_match", 0.0) > 0 or \

@@ -97,3 +97,25 @@ def strand_areas(x, edges, width):
     e = np.asarray(edges, np.int64).reshape(-1, 2)
     length = np.linalg.norm(x[e[:, 0]] - x[e[:, 1]], axis=1)
     return np.bincount(e.ravel(), weights=np.repeat(0.5 * length, 2), minlength=len(x)) * width
+
+
+def segment_distances(a0, a1, b0, b1):
+    """(k,) [m] the distance between segments a0-a1 and b0-b1 ((k, 3) each): Ericson, "Real-Time
+    Collision Detection" (2005), 5.1.9, vectorised, degenerate segments included."""
+    d1, d2, r = a1 - a0, b1 - b0, a0 - b0
+    a = np.einsum("ij,ij->i", d1, d1)
+    e = np.einsum("ij,ij->i", d2, d2)
+    f = np.einsum("ij,ij->i", d2, r)
+    c = np.einsum("ij,ij->i", d1, r)
+    b = np.einsum("ij,ij->i", d1, d2)
+    tiny = 1e-300
+    denom = a * e - b * b
+    s = np.where(denom > tiny, np.clip((b * f - c * e) / np.maximum(denom, tiny), 0.0, 1.0), 0.0)
+    s = np.where(a > tiny, s, 0.0)
+    t = np.where(e > tiny, (b * s + f) / np.maximum(e, tiny), 0.0)
+    # t outside [0, 1]: clamp it and recompute s for the clamped t
+    t_c = np.clip(t, 0.0, 1.0)
+    s = np.where((t != t_c) & (a > tiny), np.clip((b * t_c - c) / np.maximum(a, tiny), 0.0, 1.0), s)
+    p = a0 + d1 * s[:, None]
+    q = b0 + d2 * t_c[:, None]
+    return np.linalg.norm(p - q, axis=1)
