@@ -109,13 +109,18 @@ def segment_distances(a0, a1, b0, b1):
     c = np.einsum("ij,ij->i", d1, r)
     b = np.einsum("ij,ij->i", d1, d2)
     tiny = 1e-300
+    sa, se = np.maximum(a, tiny), np.maximum(e, tiny)
     denom = a * e - b * b
+    # general case: s on the lines' closest pair (0 for parallel lines), clamped; then t for it
     s = np.where(denom > tiny, np.clip((b * f - c * e) / np.maximum(denom, tiny), 0.0, 1.0), 0.0)
-    s = np.where(a > tiny, s, 0.0)
-    t = np.where(e > tiny, (b * s + f) / np.maximum(e, tiny), 0.0)
-    # t outside [0, 1]: clamp it and recompute s for the clamped t
+    t = (b * s + f) / se
     t_c = np.clip(t, 0.0, 1.0)
-    s = np.where((t != t_c) & (a > tiny), np.clip((b * t_c - c) / np.maximum(a, tiny), 0.0, 1.0), s)
+    s = np.where(t != t_c, np.clip((b * t_c - c) / sa, 0.0, 1.0), s)
+    # a point against a segment, a segment against a point, two points
+    s = np.where(e <= tiny, np.clip(-c / sa, 0.0, 1.0), s)
+    t_c = np.where(e <= tiny, 0.0, t_c)
+    s = np.where(a <= tiny, 0.0, s)
+    t_c = np.where(a <= tiny, np.where(e <= tiny, 0.0, np.clip(f / se, 0.0, 1.0)), t_c)
     p = a0 + d1 * s[:, None]
     q = b0 + d2 * t_c[:, None]
     return np.linalg.norm(p - q, axis=1)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from solver.geometry import (closed_edges, fan_triangles, polygon_areas, rigid_transform,
+                             segment_distances,
                              signed_volume, strand_areas, strand_supports)
 from solver.mesh import normalize_faces
 
@@ -65,3 +66,23 @@ def test_strand_areas_are_half_of_each_incident_edge_times_width():
     x = np.array([[0, 0, 0], [0, 0, 1.0], [0, 0, 3.0]])
     a = strand_areas(x, np.array([[0, 1], [1, 2]]), 0.01)
     assert a == pytest.approx([0.005, 0.015, 0.01])
+
+
+def test_segment_distances_against_brute_force_sampling():
+    """Closest distance between random segments (and degenerate ones) against a dense sampling
+    of both: never above the sampled minimum, and within the sampling's resolution of it."""
+    rng = np.random.default_rng(3)
+    a0, a1, b0, b1 = (rng.normal(size=(200, 3)) for _ in range(4))
+    a1[:10] = a0[:10]                      # points against segments
+    b1[5:15] = b0[5:15]                    # and points against points
+    b1[20:30] = b0[20:30] + (a1[20:30] - a0[20:30]) * 0.7      # parallel segments
+    d = segment_distances(a0, a1, b0, b1)
+    s = np.linspace(0.0, 1.0, 401)
+    p = a0[:, None, :] + (a1 - a0)[:, None, :] * s[None, :, None]
+    q = b0[:, None, :] + (b1 - b0)[:, None, :] * s[None, :, None]
+    brute = np.linalg.norm(p[:, :, None, :] - q[:, None, :, :], axis=-1).min(axis=(1, 2))
+    assert np.all(d <= brute + 1e-12)
+    assert np.all(brute - d < 0.02)
+    assert segment_distances(np.zeros((1, 3)), np.array([[1.0, 0, 0]]),
+                             np.array([[0.5, -1, 1.0]]), np.array([[0.5, 1, 1.0]]))[0] \
+        == pytest.approx(1.0)
