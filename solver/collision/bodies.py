@@ -62,7 +62,7 @@ order. Contacted particles are marked touching, which weights them in rigid shap
 (constraints/shapes.py BOOST) as collider contacts are.
 
 The collide stage (body_stage.BodyContacts.collide, once per step): every particle's box swept from x to
-its prediction x + v dt + a dt^2 / 2, grown by its radius and a slack (SLACK + |v| dt / 2); a
+its prediction x + v dt + a dt^2 / 2, grown by its radius and a slack (SLACK + |v| dt / 10); a
 triangle's box is its corners' union. find_body_contacts (NumPy here, compiled in
 compiled_bodies.py, the same pairs) hashes particles into a uniform grid of cells at least as
 large as any query, and pairs each triangle (and each particle with a radius) with the particles
@@ -91,7 +91,8 @@ DEGENERATE = 1e-30  # squared... a triangle whose normal is shorter than this ha
 
 # ----------------------------------------------------------------------------- broad phase
 def cell_keys(lo, origin, cell, dims):
-    """(k,) int64 keys of the grid cells that points lo (k, 3) [m] fall in."""
+    """(k,) int64 keys of the grid cells that points lo (k, 3) [m] fall in (cell (3,) [m]
+    the cell's size along each axis)."""
     c = np.floor((lo - origin) / cell).astype(np.int64)
     c = np.minimum(np.maximum(c, 0), dims - 1)
     return (c[:, 0] * dims[1] + c[:, 1]) * dims[2] + c[:, 2]
@@ -159,8 +160,8 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     particle boxes; radius (n,) [m]; group (n,) int64; inv_mass (n,); x0 (n, 3) [m] rest
     positions; tris (F, 3) int64 contact triangles, tri_thick (F,) [m]; edges (E, 2) int64
     their edges, edge_thick (E,) [m]; self_group (G,) bool; disabled (D,) int64 sorted keys;
-    the grid: origin (3,) [m], cell [m], dims (3,) int64; reach [m] the largest box extent of
-    any particle. Returns unsorted int64 arrays (pp_i, pp_j, vt_v, vt_t, ee_a, ee_b): particle
+    the grid: origin (3,) [m], cell (3,) [m] per axis, dims (3,) int64; reach (3,) [m] the
+    largest box extent of any particle along each axis. Returns unsorted int64 arrays (pp_i, pp_j, vt_v, vt_t, ee_a, ee_b): particle
     pairs i < j, vertex-triangle pairs and edge pairs a < b."""
     G = len(self_group)
     order, ukey, start, end = _grid(lo, origin, cell, dims)
@@ -197,7 +198,7 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     e0, e1 = edges[:, 0], edges[:, 1]
     elo = np.minimum(lo[e0], lo[e1])
     ehi = np.maximum(hi[e0], hi[e1])
-    ereach = float((ehi - elo).max()) if len(edges) else 0.0
+    ereach = (ehi - elo).max(axis=0) if len(edges) else np.zeros(3)
     eorder, ekey, estart, eend = _grid(elo, origin, cell, dims)
     ea, slot = _query(elo - ereach, ehi, ekey, estart, eend, origin, cell, dims)
     eb = eorder[slot]

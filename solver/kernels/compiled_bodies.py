@@ -22,7 +22,7 @@ _ACTIVE = 1e-9        # collision/bodies.ACTIVE
 
 @njit(cache=True)
 def _cell(x, origin, cell, dims, a):
-    c = np.int64(np.floor((x - origin[a]) / cell))
+    c = np.int64(np.floor((x - origin[a]) / cell[a]))
     return min(max(c, 0), dims[a] - 1)
 
 
@@ -95,15 +95,16 @@ def _scan(q, qlo, qhi, is_tri, write, out, at, order, ukey, ustart, uend, origin
           lo, hi, tlo, thi, radius, group, inv_mass, x0, tris, tri_thick, self_group, disabled):
     """Visit the particles in the cells of query q's box; count (write False) or write the
     pairs that pass the exact test into out[at:]. Returns the count."""
-    c0 = np.empty(3, np.int64)
-    c1 = np.empty(3, np.int64)
-    for a in range(3):
-        c0[a] = _cell(qlo[a], origin, cell, dims, a)
-        c1[a] = _cell(qhi[a], origin, cell, dims, a)
+    i0 = _cell(qlo[0], origin, cell, dims, 0)
+    i1 = _cell(qhi[0], origin, cell, dims, 0)
+    j0 = _cell(qlo[1], origin, cell, dims, 1)
+    j1 = _cell(qhi[1], origin, cell, dims, 1)
+    k0 = _cell(qlo[2], origin, cell, dims, 2)
+    k1 = _cell(qhi[2], origin, cell, dims, 2)
     m = 0
-    for cx in range(c0[0], c1[0] + 1):
-        for cy in range(c0[1], c1[1] + 1):
-            for cz in range(c0[2], c1[2] + 1):
+    for cx in range(i0, i1 + 1):
+        for cy in range(j0, j1 + 1):
+            for cz in range(k0, k1 + 1):
                 key = (cx * dims[1] + cy) * dims[2] + cz
                 pos = np.searchsorted(ukey, key)
                 if pos >= ukey.shape[0] or ukey[pos] != key:
@@ -181,15 +182,16 @@ def _ee_ok(ea, eb, elo, ehi, edges, edge_thick, group, inv_mass, x0, self_group,
 def _scan_edges(ea, qlo, qhi, write, out, at, order, ukey, ustart, uend, origin, cell, dims,
                 elo, ehi, edges, edge_thick, group, inv_mass, x0, self_group, disabled):
     """_scan for edge ea against the hashed edges."""
-    c0 = np.empty(3, np.int64)
-    c1 = np.empty(3, np.int64)
-    for a in range(3):
-        c0[a] = _cell(qlo[a], origin, cell, dims, a)
-        c1[a] = _cell(qhi[a], origin, cell, dims, a)
+    i0 = _cell(qlo[0], origin, cell, dims, 0)
+    i1 = _cell(qhi[0], origin, cell, dims, 0)
+    j0 = _cell(qlo[1], origin, cell, dims, 1)
+    j1 = _cell(qhi[1], origin, cell, dims, 1)
+    k0 = _cell(qlo[2], origin, cell, dims, 2)
+    k1 = _cell(qhi[2], origin, cell, dims, 2)
     m = 0
-    for cx in range(c0[0], c1[0] + 1):
-        for cy in range(c0[1], c1[1] + 1):
-            for cz in range(c0[2], c1[2] + 1):
+    for cx in range(i0, i1 + 1):
+        for cy in range(j0, j1 + 1):
+            for cz in range(k0, k1 + 1):
                 key = (cx * dims[1] + cy) * dims[2] + cz
                 pos = np.searchsorted(ukey, key)
                 if pos >= ukey.shape[0] or ukey[pos] != key:
@@ -223,7 +225,7 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     qlo = np.empty((F, 3))
     for f in range(F):
         for k in range(3):
-            qlo[f, k] = tlo[f, k] - reach
+            qlo[f, k] = tlo[f, k] - reach[k]
     cnt = np.zeros(F + 1, np.int64)
     for f in prange(F):
         cnt[f + 1] = _scan(f, qlo[f], thi[f], True, False, dummy, 0, order, ukey, ustart, uend,
@@ -253,7 +255,7 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     plo = np.empty((nb, 3))
     for q in range(nb):
         for k in range(3):
-            plo[q, k] = lo[big[q], k] - reach
+            plo[q, k] = lo[big[q], k] - reach[k]
     pc = np.zeros(nb + 1, np.int64)
     for q in prange(nb):
         pc[q + 1] = _scan(big[q], plo[q], hi[big[q]], False, False, dummy, 0, order, ukey,
@@ -274,17 +276,17 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     elo = np.empty((E, 3))
     ehi = np.empty((E, 3))
     eql = np.empty((E, 3))
-    ereach = 0.0
+    ereach = np.zeros(3)
     for e in range(E):
         a = edges[e, 0]
         b = edges[e, 1]
         for k in range(3):
             elo[e, k] = min(lo[a, k], lo[b, k])
             ehi[e, k] = max(hi[a, k], hi[b, k])
-            ereach = max(ereach, ehi[e, k] - elo[e, k])
+            ereach[k] = max(ereach[k], ehi[e, k] - elo[e, k])
     for e in range(E):
         for k in range(3):
-            eql[e, k] = elo[e, k] - ereach
+            eql[e, k] = elo[e, k] - ereach[k]
     eorder, ekey, estart, eend = _grid(elo, origin, cell, dims)
     ec = np.zeros(E + 1, np.int64)
     for e in prange(E):
