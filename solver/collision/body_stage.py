@@ -210,8 +210,10 @@ class BodyContacts:
         reach = dist + 2 * SLACK + self._speed_reach(vel, rel, (p, q, u, w), dt)
         sp_ = (b * f - c * e) / den
         tp_ = (a * f - b * c) / den
-        ma = reach / np.sqrt(np.maximum(a, 1e-300))
-        mb = reach / np.sqrt(np.maximum(e, 1e-300))
+        side_reach = dist + 2 * SLACK + REACH * np.sqrt(np.einsum("ij,ij->i", rel, rel)) * dt \
+            + self.g_dt2
+        ma = side_reach / np.sqrt(np.maximum(a, 1e-300))
+        mb = side_reach / np.sqrt(np.maximum(e, 1e-300))
         keep &= (np.abs(dn) <= reach) & (sp_ >= -ma) & (sp_ <= 1 + ma) & (tp_ >= -mb) & \
             (tp_ <= 1 + mb)
         # each solid edge faces the other: its outward normal against the push it gets
@@ -300,7 +302,10 @@ class BodyContacts:
         # h its smallest height)
         reach = dist + 2 * SLACK + self._speed_reach(vel, rel, (tv, a, b, c), dt)
         keep = (dn <= reach) & (solid | (dn >= -reach))
-        keep &= _bary_min(e0, e1, d, nrm, ln) >= -(reach / self._min_height(ln, e0, e1))
+        # sideways only their relative motion counts (a stop changes the approach, not that)
+        side_reach = dist + 2 * SLACK + REACH * np.sqrt(np.einsum("ij,ij->i", rel, rel)) * dt \
+            + self.g_dt2
+        keep &= _bary_min(e0, e1, d, nrm, ln) >= -(side_reach / self._min_height(ln, e0, e1))
         # a vertex behind a solid face by more than the band is beyond the body, not in it
         keep &= ~solid | (dn >= -band)
         # a vertex of a solid touches only solid faces that face it (its outward normal, the
