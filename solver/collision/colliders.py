@@ -78,6 +78,23 @@ class Colliders:
             found.append(ids_free[phi < margin])
         contacts.set_candidates(found)
 
+    def surface_speed(self, control, x, dt):
+        """[m/s] the fastest any collider's surface moves during the next step of dt [s], at
+        most as far from its origin as the farthest of the points x (n, 3) [m]:
+        (|t1 - t0| + ||A1 - A0||_2 reach) / dt (A = R S); the runaway check's bound."""
+        fastest = 0.0
+        for f0, f1 in zip(control.collider_frame, control.collider_target):
+            if f1 is f0:
+                continue
+            a0 = f0.rotation * f0.scale
+            a1 = f1.rotation * f1.scale
+            off = x - f0.translation
+            reach = float(np.sqrt(np.max(np.einsum("ij,ij->i", off, off)))) if len(x) else 0.0
+            move = float(np.linalg.norm(f1.translation - f0.translation)) \
+                + float(np.linalg.norm(a1 - a0, 2)) * reach
+            fastest = max(fastest, move / dt)
+        return fastest
+
     def near_moving(self, control, x, margin):
         """(k,) bool: which of the points x (k, 3) [m] a collider that moves during the next
         step may come within ``margin`` [m] (+ its thickness) of: the nearer of its distances at
