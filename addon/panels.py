@@ -133,6 +133,8 @@ class PHYSICS_PT_verlet_collisions(VerletPanel, bpy.types.Panel):
         col.prop(s, "thickness")
         col.prop(s, "friction")
         col.prop(s, "restitution")
+        if s.kind == "CLOTH":
+            col.prop(s, "self_collision")
 
 
 class PHYSICS_PT_verlet_forces(VerletPanel, bpy.types.Panel):

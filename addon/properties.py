@@ -219,6 +219,10 @@ class VerletObjectSettings(bpy.types.PropertyGroup):
     pressure: FloatProperty(
         name="Pressure", default=1.0, min=0.01, max=100.0, soft_max=5.0,
         description="Soft body volume as a multiple of its rest volume (> 1 inflates)")
+    self_collision: BoolProperty(
+        name="Self Collisions", default=False, options=FIXED,
+        description="Cloth: the cloth collides with itself (folds and layers never pass "
+                    "through each other); needs a Thickness > 0. Separate bodies always collide")
     use_volume: BoolProperty(
         name="Keep Volume", default=True, options=FIXED,
         description="Soft body: keep the volume enclosed by the (closed) surface")

@@ -258,16 +258,23 @@ class SceneSim:
 
     def _add_kind(self, b, obj, mesh, kind, x, faces, mass, radius):
         n = len(x)
+        self_collision = kind == "CLOTH" and bool(getattr(obj.verlet, "self_collision", False))
+        friction = _settings(obj, "friction", 0.5)
         if kind in ("CLOTH", "PLANT") and len(faces):
-            _refuse_loose_vertices(obj, faces, n)
+            _refuse_loose_vertices(obj, faces, n, self_collision)
         if kind == "CLOTH":
             if len(faces) == 0:
                 raise BridgeError(f"{obj.name}: a cloth needs faces; this mesh has none")
+            if self_collision and not radius > 0:
+                raise BridgeError(f"{obj.name}: Self Collisions needs a thickness; set a "
+                                  "Thickness > 0 (Collisions panel), the distance its layers "
+                                  "keep from each other")
             area = float(polygon_areas(x, *normalize_faces(faces, n)).sum())
             return b.add_cloth(x, faces, density=mass / max(area, 1e-12), radius=radius,
                                stretch_compliance=compliance(obj, "stretch_stiffness", 0.0),
                                shear_compliance=compliance(obj, "shear_stiffness", 0.0),
-                               bend_compliance=compliance(obj, "bend_stiffness", 1e-3)), None
+                               bend_compliance=compliance(obj, "bend_stiffness", 1e-3),
+                               self_collision=self_collision, friction=friction), None
         if kind == "PLANT":
             taper = None
             if getattr(obj.verlet, "taper_group", ""):
@@ -298,14 +305,19 @@ class SceneSim:
                 b.add_sticks(ids[support], compliance=_tapered(obj, taper, support),
                              source="bend support")
             return ids, None
-        ids = b.add_particles(x, mass=mass / n, radius=radius)
+        ids = b.add_particles(x, mass=mass / n, radius=radius, friction=friction)
+        # a rigid or soft body collides with other bodies through its whole surface
+        surface = None
+        if len(faces):
+            surface = ids[faces] if isinstance(faces, np.ndarray) else [ids[f] for f in faces]
         if kind == "SOFT":
             e = bridge.edges(mesh)
             if len(e):
                 b.add_sticks(ids[e], compliance=compliance(obj, "stretch_stiffness", 1e-4))
             # a soft body's damping damps its wobble (deformation), not its fall
             b.add_shape_match(ids, stiffness=max(getattr(obj.verlet, "shape_stiffness", 0.3), 1e-3),
-                              damping=min(getattr(obj.verlet, "damping", 0.0), 1.0))
+                              damping=min(getattr(obj.verlet, "damping", 0.0), 1.0),
+                              surface=surface)
             if len(faces) and getattr(obj.verlet, "use_volume", True):
                 try:
                     b.add_volume(ids[faces] if isinstance(faces, np.ndarray)
@@ -320,7 +332,7 @@ class SceneSim:
                         "holds its shape. Close the mesh, or turn Volume off")))
             return ids, None
         if kind == "RIGID":
-            b.add_shape_match(ids, stiffness=1.0)
+            b.add_shape_match(ids, stiffness=1.0, surface=surface)
             return ids, None
         raise BridgeError(f"{obj.name}: unknown kind {kind!r}")
 
@@ -423,17 +435,19 @@ def check_scale(obj, matrix_world):
                           "through a sheared parent); fix the transform")
 
 
-def _refuse_loose_vertices(obj, faces, n):
-    """A cloth's mass lives on its faces: a vertex in no face would have none."""
+def _refuse_loose_vertices(obj, faces, n, self_collision=False):
+    """A cloth's mass lives on its faces: a vertex in no face would have none (and with Self
+    Collisions, no face to collide through)."""
     used = np.zeros(n, dtype=bool)
     used[np.concatenate([np.ravel(f) for f in faces]) if not isinstance(faces, np.ndarray)
          else faces.ravel()] = True
     if not used.all():
         loose = np.flatnonzero(~used)
+        why = ("Self Collisions collides faces, and a cloth's mass is spread over its faces"
+               if self_collision else "a cloth's mass is spread over its faces")
         raise BridgeError(f"{obj.name}: {len(loose)} vertex(es) belong to no face (vertex "
-                          f"{int(loose[0])} first); a cloth's mass is spread over its faces, so "
-                          "delete them (Mesh > Clean Up > Delete Loose) or make them part of "
-                          "a face")
+                          f"{int(loose[0])} first); {why}, so delete them (Mesh > Clean Up > "
+                          "Delete Loose) or make them part of a face")
 
 
 def _animated(obj, path):

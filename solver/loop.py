@@ -69,7 +69,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     rank_start, rank_points, tet, weight, inv_c2 = points
     (depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred, lift,
      lifted) = contacts
-    (b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass, b_allowance, b_dx, b_dl, b_active,
+    (b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass, b_allowance, b_dx, b_dl, b_share,
      b_particle, b_start, b_slot, b_touch, b_shape_touch) = bodies
     any_bodies = b_idx.shape[0] > 0
     substeps, iterations = counts
@@ -121,7 +121,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             contact = touching
             if any_bodies:                      # other bodies (collision/bodies.py)
                 solve_bodies(X, Xp, b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass,
-                             b_allowance, b_dx, b_dl, b_active, b_particle, b_start, b_slot,
+                             b_allowance, b_dx, b_dl, b_share, b_particle, b_start, b_slot,
                              b_touch)
                 np.logical_or(touching, b_touch, out=b_shape_touch)
                 contact = b_shape_touch

@@ -50,15 +50,19 @@ and kinetic, so a box on a slope slides iff tan(angle) > mu as against colliders
 of (i, j) and the seed 2 (jitter_directions), so they separate the same way every run.
 
 Jacobi with averaging: solve_bodies computes every contact's corrections from the same
-positions (pass 1, in parallel over contacts), then each particle adds the mean of its
-contacts' corrections, summed in a fixed (contact, slot) order (pass 2, in parallel over
-particles). No two threads write one particle, so the result does not depend on the thread
+positions (pass 1, in parallel over contacts), then each particle adds the sum of its
+contacts' corrections divided by max(1, its total share), summed in a fixed (contact, slot)
+order (pass 2, in parallel over particles). A particle's share of a contact is the size of its
+gradient weight (1 for a vertex or a particle of a pair, its barycentric weight for a
+triangle's or an edge's corner), so a corner far from where a contact acts (weight ~0) does not
+dilute the contacts that carry it (Macklin et al. 2014 average over plain counts; with counts a
+stack's corner resting on the far corner of its neighbour's face sank). No two threads write one particle, so the result does not depend on the thread
 count; the compiled mirror (kernels/compiled_bodies.py) does the same operations in the same
 order. Contacted particles are marked touching, which weights them in rigid shape matching
 (constraints/shapes.py BOOST) as collider contacts are.
 
 The collide stage (body_stage.BodyContacts.collide, once per step): every particle's box swept from x to
-its prediction x + v dt + a dt^2 / 2, grown by its radius and a slack (SLACK + |v| dt / 2); a
+its prediction x + v dt + a dt^2 / 2, grown by its radius and a slack (SLACK + |v| dt / 10); a
 triangle's box is its corners' union. find_body_contacts (NumPy here, compiled in
 compiled_bodies.py, the same pairs) hashes particles into a uniform grid of cells at least as
 large as any query, and pairs each triangle (and each particle with a radius) with the particles
@@ -78,13 +82,17 @@ PAIR, VERTEX_TRI, EDGES = 0, 1, 2       # contact kinds
 # coplanar face of a neighbour in a stack) would otherwise count in the averaging and dilute
 # the ones that carry the load
 ACTIVE = 1e-9
-PARALLEL = 1e-12    # edges with sin^2 of their angle below this are parallel (no edge contact)
+# edges closer to parallel than sin^2 = 1e-3 (1.8 degrees) make no edge contact: the closest
+# points and the normal of near-parallel edges are ill-conditioned (a coplanar pair in a stack
+# pushed sideways and toppled it); their vertex-triangle contacts hold them
+PARALLEL = 1e-3
 DEGENERATE = 1e-30  # squared... a triangle whose normal is shorter than this has no plane
 
 
 # ----------------------------------------------------------------------------- broad phase
 def cell_keys(lo, origin, cell, dims):
-    """(k,) int64 keys of the grid cells that points lo (k, 3) [m] fall in."""
+    """(k,) int64 keys of the grid cells that points lo (k, 3) [m] fall in (cell (3,) [m]
+    the cell's size along each axis)."""
     c = np.floor((lo - origin) / cell).astype(np.int64)
     c = np.minimum(np.maximum(c, 0), dims - 1)
     return (c[:, 0] * dims[1] + c[:, 1]) * dims[2] + c[:, 2]
@@ -152,8 +160,8 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     particle boxes; radius (n,) [m]; group (n,) int64; inv_mass (n,); x0 (n, 3) [m] rest
     positions; tris (F, 3) int64 contact triangles, tri_thick (F,) [m]; edges (E, 2) int64
     their edges, edge_thick (E,) [m]; self_group (G,) bool; disabled (D,) int64 sorted keys;
-    the grid: origin (3,) [m], cell [m], dims (3,) int64; reach [m] the largest box extent of
-    any particle. Returns unsorted int64 arrays (pp_i, pp_j, vt_v, vt_t, ee_a, ee_b): particle
+    the grid: origin (3,) [m], cell (3,) [m] per axis, dims (3,) int64; reach (3,) [m] the
+    largest box extent of any particle along each axis. Returns unsorted int64 arrays (pp_i, pp_j, vt_v, vt_t, ee_a, ee_b): particle
     pairs i < j, vertex-triangle pairs and edge pairs a < b."""
     G = len(self_group)
     order, ukey, start, end = _grid(lo, origin, cell, dims)
@@ -190,7 +198,7 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     e0, e1 = edges[:, 0], edges[:, 1]
     elo = np.minimum(lo[e0], lo[e1])
     ehi = np.maximum(hi[e0], hi[e1])
-    ereach = float((ehi - elo).max()) if len(edges) else 0.0
+    ereach = (ehi - elo).max(axis=0) if len(edges) else np.zeros(3)
     eorder, ekey, estart, eend = _grid(elo, origin, cell, dims)
     ea, slot = _query(elo - ereach, ehi, ekey, estart, eend, origin, cell, dims)
     eb = eorder[slot]
@@ -237,40 +245,42 @@ def jitter_directions(i, j):
 
 # ----------------------------------------------------------------------------- the solve
 def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl,
-                 active, g_particle, g_start, g_slot, touched):
+                 share, g_particle, g_start, g_slot, touched):
     """One Jacobi pass over all body contacts (module docstring), in place on X (3, n) [m].
     Xp (3, n) [m] positions a substep ago; c_idx (K, 4) int64 contact particles (v, a, b, c),
     (p, q, u, w) for edges pq and uw, or (i, j, -1, -1); c_kind (K,) int64 PAIR, VERTEX_TRI or
     EDGES; c_side (K,) +-1 (0 for particle pairs); c_dist (K,) [m]; c_mu (K,);
     c_jit (K, 3) the coincident normal; inv_mass (n,); allowance [m] the depenetration bound
-    of this substep; dx, dl (K * 4, 3) [m] and active (K * 4,) bool scratch (each contact
-    corner's correction of x and of x* and whether it acts); the gather:
+    of this substep; dx, dl (K * 4, 3) [m] and share (K * 4,) scratch (each contact corner's
+    correction of x and of x*, and its share of the contact: |its gradient weight|, 0 when
+    the contact does not act); the gather:
     particles g_particle (u,), their slots (contact * 4 + corner) g_slot[g_start[q]:
     g_start[q + 1]] increasing; touched (n,) bool set for contacted particles."""
     dx.fill(0.0)
     dl.fill(0.0)
-    active.fill(False)
-    _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, active,
+    share.fill(0.0)
+    _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, share,
                 np.nonzero(c_kind == VERTEX_TRI)[0])
-    _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, active,
+    _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, share,
                  np.nonzero(c_kind == EDGES)[0])
-    _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, active,
+    _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, share,
                  np.nonzero(c_kind == PAIR)[0])
-    # pass 2: per particle, the mean of its active contacts' corrections, in slot order
+    # pass 2: per particle, its contacts' corrections over max(1, its share), in slot order
     q = np.repeat(np.arange(len(g_particle)), np.diff(g_start))
     u = len(g_particle)
-    cnt = np.bincount(q, weights=active[g_slot].astype(np.float64), minlength=u)
+    cnt = np.bincount(q, weights=share[g_slot], minlength=u)
     has = cnt > 0
     p = g_particle[has]
+    div = np.maximum(cnt[has], 1.0)
     for a in range(3):
         s = np.bincount(q, weights=dx[g_slot, a], minlength=u)
-        X[a, p] = X[a, p] + s[has] / cnt[has]
+        X[a, p] = X[a, p] + s[has] / div
         s = np.bincount(q, weights=dl[g_slot, a], minlength=u)
-        Xp[a, p] = Xp[a, p] + s[has] / cnt[has]
+        Xp[a, p] = Xp[a, p] + s[has] / div
     touched[p] = True
 
 
-def _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, active, k):
+def _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, share, k):
     v, a, b, c = (c_idx[k, j] for j in range(4))
     s, D, mu = c_side[k], c_dist[k], c_mu[k]
     xv, xa, xb, xc = (X[:, p] for p in (v, a, b, c))
@@ -323,8 +333,10 @@ def _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl,
         dl[4 * k + 1, i] = fa * lift[i]
         dl[4 * k + 2, i] = fb * lift[i]
         dl[4 * k + 3, i] = fc * lift[i]
-    for j in range(4):
-        active[4 * k + j] = True
+    share[4 * k] = 1.0
+    share[4 * k + 1] = np.abs(ba)
+    share[4 * k + 2] = np.abs(bb)
+    share[4 * k + 3] = np.abs(bc)
 
 
 def _friction_step(r, m, pen, mu, W, allowance):
@@ -346,7 +358,7 @@ def _friction_step(r, m, pen, mu, W, allowance):
         [m[i] * lift / W for i in range(3)]
 
 
-def _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, active, k):
+def _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, share, k):
     """Edge pq against edge uw: their closest points P = p + s (q - p), Q = u + t (w - u) on the
     lines, inside both segments; normal m = side (q - p) x (w - u) / |.|; C = (P - Q) . m - D;
     gradient weights (1 - s, s, -(1 - t), -t)."""
@@ -388,14 +400,15 @@ def _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl
     rel = [(c0 * (X[i, p] - Xp[i, p]) + c1 * (X[i, q] - Xp[i, q]))
            + (c2 * (X[i, u] - Xp[i, u]) + c3 * (X[i, w] - Xp[i, w])) for i in range(3)]
     g, lift = _friction_step(rel, m, pen, mu, W, allowance)
-    for j, fj in enumerate((c0 * w0, c1 * w1, c2 * w2, c3 * w3)):
+    for j, (cj, wj) in enumerate(((c0, w0), (c1, w1), (c2, w2), (c3, w3))):
+        fj = cj * wj
         for i in range(3):
             dx[4 * k + j, i] = fj * g[i]
             dl[4 * k + j, i] = fj * lift[i]
-        active[4 * k + j] = True
+        share[4 * k + j] = np.abs(cj)
 
 
-def _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, active, k):
+def _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, share, k):
     i_, j_ = c_idx[k, 0], c_idx[k, 1]
     D, mu = c_dist[k], c_mu[k]
     d = [X[a, i_] - X[a, j_] for a in range(3)]
@@ -421,5 +434,5 @@ def _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl,
         dx[4 * k + 1, a] = -wj * g[a]
         dl[4 * k, a] = wi * lift[a]
         dl[4 * k + 1, a] = -wj * lift[a]
-    active[4 * k] = True
-    active[4 * k + 1] = True
+    share[4 * k] = 1.0
+    share[4 * k + 1] = 1.0

@@ -16,6 +16,28 @@ import numpy as np
 
 from .bodies import (BAND, EDGES, PAIR, PARALLEL, SLACK, VERTEX_TRI, jitter_directions)
 
+# a particle's box grows by GROW |v| dt beside its predicted sweep: what the prediction may miss
+GROW = 0.1
+# a pair is kept when it can meet within the step: its gap at the step's start at most the
+# contact distance + 2 SLACK + REACH (|relative velocity| + the faster's speed) dt + |a| dt^2
+REACH = 1.5
+
+
+def _bary_min(e0, e1, d, nrm, ln):
+    """(k,) the smallest barycentric coordinate of points a + d projected on triangles
+    (a, a + e0, a + e1) (rows (k, 3); 0 for degenerate ones)."""
+    d00 = np.einsum("ij,ij->i", e0, e0)
+    d01 = np.einsum("ij,ij->i", e0, e1)
+    d11 = np.einsum("ij,ij->i", e1, e1)
+    d20 = np.einsum("ij,ij->i", d, e0)
+    d21 = np.einsum("ij,ij->i", d, e1)
+    den = d00 * d11 - d01 * d01
+    ok = den > 0
+    den = np.where(ok, den, 1.0)
+    bb = (d11 * d20 - d01 * d21) / den
+    bc = (d00 * d21 - d01 * d20) / den
+    return np.where(ok, np.minimum(np.minimum(bb, bc), 1.0 - bb - bc), 0.0)
+
 
 def _solid_depth(x0, tris, solid, group, budget=20_000_000):
     """(F,) [m] for each solid face, how deep its body reaches behind it at rest (the largest
@@ -107,7 +129,7 @@ class BodyContacts:
         if len(pinned):
             p[pinned] = pin_target
         speed = np.sqrt(np.einsum("ij,ij->i", v, v))
-        grow = (self.radius + SLACK + 0.5 * dt * speed)[:, None]
+        grow = (self.radius + SLACK + GROW * dt * speed)[:, None]
         return np.minimum(x, p) - grow, np.maximum(x, p) + grow
 
     def _groups_apart(self, lo, hi):
@@ -128,6 +150,8 @@ class BodyContacts:
 
     def collide(self, kernels, x, xp, h, dt, acc, pinned, pin_target, contacts):
         """Find this step's body contacts into ``contacts`` (set_body_contacts)."""
+        self.g_dt2 = float(np.sqrt(np.max(np.einsum("ij,ij->i", acc, acc)))) * dt * dt \
+            if len(acc) else 0.0
         if self.never or len(x) == 0:
             contacts.clear_body_contacts()
             return
@@ -135,17 +159,20 @@ class BodyContacts:
         if self._groups_apart(lo, hi):
             contacts.clear_body_contacts()
             return
+        # per axis: a falling cloth's boxes are tall and narrow, so its cells are too
         ext = hi - lo
-        reach = float(ext.max())
+        reach = ext.max(axis=0)                               # (3,) [m]
         t = self.tris
-        tri_ext = 0.0
+        tri_ext = np.zeros(3)
         if len(t):
             tlo = np.minimum(np.minimum(lo[t[:, 0]], lo[t[:, 1]]), lo[t[:, 2]])
             thi = np.maximum(np.maximum(hi[t[:, 0]], hi[t[:, 1]]), hi[t[:, 2]])
-            tri_ext = float((thi - tlo).max())
+            tri_ext = (thi - tlo).max(axis=0)
         origin = lo.min(axis=0) - reach
         top = hi.max(axis=0)
-        cell = max(tri_ext + reach, 2.0 * reach, float((top - origin).max()) / 2 ** 20, 1e-9)
+        # cells of half the largest box: a query scans little more than its own box
+        cell = np.maximum(0.5 * np.maximum(tri_ext, reach),
+                          np.maximum((top - origin) / 2 ** 20, 1e-9))
         dims = (np.floor((top - origin) / cell).astype(np.int64) + 1)
         pi, pj, tv, tt, ea, eb = kernels.find_body_contacts(
             np.ascontiguousarray(lo), np.ascontiguousarray(hi), self.radius, self.group,
@@ -178,12 +205,40 @@ class BodyContacts:
         rel = (vel[p] + vel[q] - vel[u] - vel[w]) * 0.5
         band = dist + BAND + np.sqrt(np.einsum("ij,ij->i", rel, rel)) * dt
         keep &= ~solid | ((np.abs(toward) > 1e-6) & (side * dn >= -band))
+        # near enough to meet this step: the lines within reach, the closest points within
+        # reach of both segments
+        reach = dist + 2 * SLACK + self._speed_reach(vel, rel, (p, q, u, w), dt)
+        sp_ = (b * f - c * e) / den
+        tp_ = (a * f - b * c) / den
+        ma = reach / np.sqrt(np.maximum(a, 1e-300))
+        mb = reach / np.sqrt(np.maximum(e, 1e-300))
+        keep &= (np.abs(dn) <= reach) & (sp_ >= -ma) & (sp_ <= 1 + ma) & (tp_ >= -mb) & \
+            (tp_ <= 1 + mb)
         # each solid edge faces the other: its outward normal against the push it gets
         m = side[:, None] * n
         solid_a, solid_b = np.any(out_a != 0, axis=1), np.any(out_b != 0, axis=1)
         keep &= ~solid_a | (np.einsum("ij,ij->i", out_a, m) < -1e-6)
         keep &= ~solid_b | (np.einsum("ij,ij->i", out_b, m) > 1e-6)
         return side, keep
+
+    def _speed_reach(self, vel, rel, ids, dt):
+        """(k,) [m] how far the particles of pairs may close in on each other this step: their
+        relative speed, and the fastest one's speed (another contact may stop the other),
+        times REACH dt, plus gravity's dt^2 (one may be stopped while the other falls)."""
+        fastest = np.zeros(len(rel))
+        for i in ids:
+            fastest = np.maximum(fastest, np.einsum("ij,ij->i", vel[i], vel[i]))
+        speed = np.sqrt(np.einsum("ij,ij->i", rel, rel)) + np.sqrt(fastest)
+        return REACH * speed * dt + self.g_dt2
+
+    @staticmethod
+    def _min_height(ln, e0, e1):
+        """(k,) [m] smallest height of triangles with edges e0, e1 and |e0 x e1| = ln."""
+        e2 = e1 - e0
+        longest = np.sqrt(np.maximum(np.maximum(np.einsum("ij,ij->i", e0, e0),
+                                                np.einsum("ij,ij->i", e1, e1)),
+                                     np.einsum("ij,ij->i", e2, e2)))
+        return np.maximum(ln / np.maximum(longest, 1e-300), 1e-300)
 
     def _vertex_out(self, x):
         """(n, 3) outward normal of each particle on a solid surface (the sum of its solid
@@ -217,6 +272,12 @@ class BodyContacts:
         """Sort the pairs, give each its side, distance, friction and jitter, and store them."""
         o = np.lexsort((pj, pi))
         pi, pj = pi[o], pj[o]
+        vel = (x - xp) / h
+        rel = vel[pi] - vel[pj]
+        gap = np.sqrt(np.einsum("ij,ij->i", x[pi] - x[pj], x[pi] - x[pj]))
+        near = gap <= self.radius[pi] + self.radius[pj] + 2 * SLACK + \
+            self._speed_reach(vel, rel, (pi, pj), dt)
+        pi, pj = pi[near], pj[near]
         o = np.lexsort((tt, tv))
         tv, tt = tv[o], tt[o]
         r, t = self.radius, self.tris
@@ -234,8 +295,14 @@ class BodyContacts:
         rel = vel[tv] - (vel[a] + vel[b] + vel[c]) / 3.0
         band = np.maximum(dist + BAND + np.sqrt(np.einsum("ij,ij->i", rel, rel)) * dt,
                           0.5 * self.tri_depth[tt])
+        # near enough to meet this step: within the pair's reach of the face's plane and of
+        # its prism (a triangle's barycentric of a point outside an edge by l is >= -l / h,
+        # h its smallest height)
+        reach = dist + 2 * SLACK + self._speed_reach(vel, rel, (tv, a, b, c), dt)
+        keep = (dn <= reach) & (solid | (dn >= -reach))
+        keep &= _bary_min(e0, e1, d, nrm, ln) >= -(reach / self._min_height(ln, e0, e1))
         # a vertex behind a solid face by more than the band is beyond the body, not in it
-        keep = ~solid | (dn >= -band)
+        keep &= ~solid | (dn >= -band)
         # a vertex of a solid touches only solid faces that face it (its outward normal, the
         # sum of its faces', opposes the face's): a cube's corner on the rim of a coplanar
         # side face of its neighbour in a stack is no contact with that side face

@@ -73,13 +73,13 @@ class Contacts:
         self.body_slot = slots[order].astype(np.int64)                      # (S,) int64
         self.body_dx = np.zeros((4 * len(idx), 3))      # (4K, 3) scratch [m]
         self.body_dl = np.zeros((4 * len(idx), 3))      # (4K, 3) scratch [m] x* shift
-        self.body_active = np.zeros(4 * len(idx), bool)   # (4K,) scratch
+        self.body_share = np.zeros(4 * len(idx))          # (4K,) scratch
 
     def body_args(self, inv_mass, allowance):
         """The bodies group of loop.run_substeps' arguments (allowance [m]: the depenetration
         bound per substep)."""
         return (self.body_idx, self.body_kind, self.body_side, self.body_dist, self.body_mu, self.body_jit,
-                inv_mass, allowance, self.body_dx, self.body_dl, self.body_active, self.body_particle, self.body_start,
+                inv_mass, allowance, self.body_dx, self.body_dl, self.body_share, self.body_particle, self.body_start,
                 self.body_slot, self.body_touch, self.shape_touch)
 
     def set_candidates(self, per_collider):

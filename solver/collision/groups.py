@@ -109,20 +109,23 @@ class GroupsMixin:
         """Triangles (faces over particle ids: (k, 3|4) or a list of index sequences) that
         other bodies' particles collide with, vertex against face (collision/bodies.py).
         solid None: closed surfaces are solid (wound outward here; a particle never ends
-        inside), open ones two-sided. Returns (k', 3) int64 the triangles."""
+        inside), open (or flat) ones two-sided. Returns (k', 3) int64 the triangles."""
         corners, start, size = normalize_faces(faces, self._n)
         tris = fan_triangles(corners, start, size)
         is_closed = closed(tris)
-        solid = is_closed if solid is None else bool(solid)
-        if solid:
-            if not is_closed:
-                raise ValueError("surface: a solid surface must be closed (every edge in two "
-                                 "triangles)")
+        if solid and not is_closed:
+            raise ValueError("surface: a solid surface must be closed (every edge in two "
+                             "triangles)")
+        make_solid = is_closed if solid is None else bool(solid)
+        if make_solid:
             v0 = signed_volume(self._positions(), tris)
             if abs(v0) < 1e-18:
-                raise ValueError("surface: the closed surface encloses no volume")
-            if v0 < 0:
+                if solid:
+                    raise ValueError("surface: the closed surface encloses no volume")
+                make_solid = False             # closed but flat: two-sided
+            elif v0 < 0:
                 tris = tris[:, ::-1].copy()
+        solid = make_solid
         self._contact_surfaces.append((tris.astype(np.int64), solid))
         return tris
 

@@ -16,13 +16,13 @@ from numba import njit, prange
 
 _TOL = 1e-6           # collision/bodies.TOL
 _DEGENERATE = 1e-30   # collision/bodies.DEGENERATE
-_PARALLEL = 1e-12     # collision/bodies.PARALLEL
+_PARALLEL = 1e-3      # collision/bodies.PARALLEL
 _ACTIVE = 1e-9        # collision/bodies.ACTIVE
 
 
 @njit(cache=True)
 def _cell(x, origin, cell, dims, a):
-    c = np.int64(np.floor((x - origin[a]) / cell))
+    c = np.int64(np.floor((x - origin[a]) / cell[a]))
     return min(max(c, 0), dims[a] - 1)
 
 
@@ -95,15 +95,16 @@ def _scan(q, qlo, qhi, is_tri, write, out, at, order, ukey, ustart, uend, origin
           lo, hi, tlo, thi, radius, group, inv_mass, x0, tris, tri_thick, self_group, disabled):
     """Visit the particles in the cells of query q's box; count (write False) or write the
     pairs that pass the exact test into out[at:]. Returns the count."""
-    c0 = np.empty(3, np.int64)
-    c1 = np.empty(3, np.int64)
-    for a in range(3):
-        c0[a] = _cell(qlo[a], origin, cell, dims, a)
-        c1[a] = _cell(qhi[a], origin, cell, dims, a)
+    i0 = _cell(qlo[0], origin, cell, dims, 0)
+    i1 = _cell(qhi[0], origin, cell, dims, 0)
+    j0 = _cell(qlo[1], origin, cell, dims, 1)
+    j1 = _cell(qhi[1], origin, cell, dims, 1)
+    k0 = _cell(qlo[2], origin, cell, dims, 2)
+    k1 = _cell(qhi[2], origin, cell, dims, 2)
     m = 0
-    for cx in range(c0[0], c1[0] + 1):
-        for cy in range(c0[1], c1[1] + 1):
-            for cz in range(c0[2], c1[2] + 1):
+    for cx in range(i0, i1 + 1):
+        for cy in range(j0, j1 + 1):
+            for cz in range(k0, k1 + 1):
                 key = (cx * dims[1] + cy) * dims[2] + cz
                 pos = np.searchsorted(ukey, key)
                 if pos >= ukey.shape[0] or ukey[pos] != key:
@@ -181,15 +182,16 @@ def _ee_ok(ea, eb, elo, ehi, edges, edge_thick, group, inv_mass, x0, self_group,
 def _scan_edges(ea, qlo, qhi, write, out, at, order, ukey, ustart, uend, origin, cell, dims,
                 elo, ehi, edges, edge_thick, group, inv_mass, x0, self_group, disabled):
     """_scan for edge ea against the hashed edges."""
-    c0 = np.empty(3, np.int64)
-    c1 = np.empty(3, np.int64)
-    for a in range(3):
-        c0[a] = _cell(qlo[a], origin, cell, dims, a)
-        c1[a] = _cell(qhi[a], origin, cell, dims, a)
+    i0 = _cell(qlo[0], origin, cell, dims, 0)
+    i1 = _cell(qhi[0], origin, cell, dims, 0)
+    j0 = _cell(qlo[1], origin, cell, dims, 1)
+    j1 = _cell(qhi[1], origin, cell, dims, 1)
+    k0 = _cell(qlo[2], origin, cell, dims, 2)
+    k1 = _cell(qhi[2], origin, cell, dims, 2)
     m = 0
-    for cx in range(c0[0], c1[0] + 1):
-        for cy in range(c0[1], c1[1] + 1):
-            for cz in range(c0[2], c1[2] + 1):
+    for cx in range(i0, i1 + 1):
+        for cy in range(j0, j1 + 1):
+            for cz in range(k0, k1 + 1):
                 key = (cx * dims[1] + cy) * dims[2] + cz
                 pos = np.searchsorted(ukey, key)
                 if pos >= ukey.shape[0] or ukey[pos] != key:
@@ -223,7 +225,7 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     qlo = np.empty((F, 3))
     for f in range(F):
         for k in range(3):
-            qlo[f, k] = tlo[f, k] - reach
+            qlo[f, k] = tlo[f, k] - reach[k]
     cnt = np.zeros(F + 1, np.int64)
     for f in prange(F):
         cnt[f + 1] = _scan(f, qlo[f], thi[f], True, False, dummy, 0, order, ukey, ustart, uend,
@@ -253,7 +255,7 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     plo = np.empty((nb, 3))
     for q in range(nb):
         for k in range(3):
-            plo[q, k] = lo[big[q], k] - reach
+            plo[q, k] = lo[big[q], k] - reach[k]
     pc = np.zeros(nb + 1, np.int64)
     for q in prange(nb):
         pc[q + 1] = _scan(big[q], plo[q], hi[big[q]], False, False, dummy, 0, order, ukey,
@@ -274,17 +276,17 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     elo = np.empty((E, 3))
     ehi = np.empty((E, 3))
     eql = np.empty((E, 3))
-    ereach = 0.0
+    ereach = np.zeros(3)
     for e in range(E):
         a = edges[e, 0]
         b = edges[e, 1]
         for k in range(3):
             elo[e, k] = min(lo[a, k], lo[b, k])
             ehi[e, k] = max(hi[a, k], hi[b, k])
-            ereach = max(ereach, ehi[e, k] - elo[e, k])
+            ereach[k] = max(ereach[k], ehi[e, k] - elo[e, k])
     for e in range(E):
         for k in range(3):
-            eql[e, k] = elo[e, k] - ereach
+            eql[e, k] = elo[e, k] - ereach[k]
     eorder, ekey, estart, eend = _grid(elo, origin, cell, dims)
     ec = np.zeros(E + 1, np.int64)
     for e in prange(E):
@@ -328,7 +330,7 @@ def _friction_step(r0, r1, r2, m0, m1, m2, pen, mu, W, allowance):
 
 
 @njit(cache=True)
-def _solve_tri(X, Xp, k, v, a, b, c, s, D, mu, inv_mass, allowance, dx, dl, active):
+def _solve_tri(X, Xp, k, v, a, b, c, s, D, mu, inv_mass, allowance, dx, dl, share):
     e00 = X[0, b] - X[0, a]
     e01 = X[1, b] - X[1, a]
     e02 = X[2, b] - X[2, a]
@@ -405,12 +407,14 @@ def _solve_tri(X, Xp, k, v, a, b, c, s, D, mu, inv_mass, allowance, dx, dl, acti
     dx[4 * k + 3, 0] = fc * g0
     dx[4 * k + 3, 1] = fc * g1
     dx[4 * k + 3, 2] = fc * g2
-    for j in range(4):
-        active[4 * k + j] = True
+    share[4 * k] = 1.0
+    share[4 * k + 1] = abs(ba)
+    share[4 * k + 2] = abs(bb)
+    share[4 * k + 3] = abs(bc)
 
 
 @njit(cache=True)
-def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, inv_mass, allowance, dx, dl, active):
+def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, inv_mass, allowance, dx, dl, share):
     """collision/bodies._solve_edges for one contact."""
     d10 = X[0, q] - X[0, p]
     d11 = X[1, q] - X[1, p]
@@ -462,20 +466,21 @@ def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, inv_mass, allowance, dx, dl,
     u2 = (c0 * (X[2, p] - Xp[2, p]) + c1 * (X[2, q] - Xp[2, q])) \
         + (c2 * (X[2, u] - Xp[2, u]) + c3 * (X[2, w] - Xp[2, w]))
     g0, g1, g2, l0, l1, l2 = _friction_step(u0, u1, u2, m0, m1, m2, pen, mu, W, allowance)
-    fs = (c0 * w0, c1 * w1, c2 * w2, c3 * w3)
+    cs = (c0, c1, c2, c3)
+    ws = (w0, w1, w2, w3)
     for j in range(4):
-        fj = fs[j]
+        fj = cs[j] * ws[j]
         dx[4 * k + j, 0] = fj * g0
         dx[4 * k + j, 1] = fj * g1
         dx[4 * k + j, 2] = fj * g2
         dl[4 * k + j, 0] = fj * l0
         dl[4 * k + j, 1] = fj * l1
         dl[4 * k + j, 2] = fj * l2
-        active[4 * k + j] = True
+        share[4 * k + j] = abs(cs[j])
 
 
 @njit(cache=True)
-def _solve_pair(X, Xp, k, i, j, D, mu, jit, inv_mass, allowance, dx, dl, active):
+def _solve_pair(X, Xp, k, i, j, D, mu, jit, inv_mass, allowance, dx, dl, share):
     d0 = X[0, i] - X[0, j]
     d1 = X[1, i] - X[1, j]
     d2 = X[2, i] - X[2, j]
@@ -511,29 +516,29 @@ def _solve_pair(X, Xp, k, i, j, D, mu, jit, inv_mass, allowance, dx, dl, active)
     dx[4 * k + 1, 0] = -wj * g0
     dx[4 * k + 1, 1] = -wj * g1
     dx[4 * k + 1, 2] = -wj * g2
-    active[4 * k] = True
-    active[4 * k + 1] = True
+    share[4 * k] = 1.0
+    share[4 * k + 1] = 1.0
 
 
 @njit(cache=True, parallel=True)
 def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl,
-                 active, g_particle, g_start, g_slot, touched):
+                 share, g_particle, g_start, g_slot, touched):
     K = c_idx.shape[0]
     for k in prange(K):                                  # pass 1: each contact's own rows
         for j in range(4):
-            active[4 * k + j] = False
+            share[4 * k + j] = 0.0
             for a in range(3):
                 dx[4 * k + j, a] = 0.0
                 dl[4 * k + j, a] = 0.0
         if c_kind[k] == 2:
             _solve_edges(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_idx[k, 2], c_idx[k, 3],
-                         c_side[k], c_dist[k], c_mu[k], inv_mass, allowance, dx, dl, active)
+                         c_side[k], c_dist[k], c_mu[k], inv_mass, allowance, dx, dl, share)
         elif c_kind[k] == 1:
             _solve_tri(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_idx[k, 2], c_idx[k, 3], c_side[k],
-                       c_dist[k], c_mu[k], inv_mass, allowance, dx, dl, active)
+                       c_dist[k], c_mu[k], inv_mass, allowance, dx, dl, share)
         else:
             _solve_pair(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_dist[k], c_mu[k], c_jit,
-                        inv_mass, allowance, dx, dl, active)
+                        inv_mass, allowance, dx, dl, share)
     for q in prange(g_particle.shape[0]):               # pass 2: each particle's own column
         s0 = 0.0
         s1 = 0.0
@@ -550,14 +555,14 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
             p0 += dl[sl, 0]
             p1 += dl[sl, 1]
             p2 += dl[sl, 2]
-            if active[sl]:
-                cnt += 1.0
+            cnt += share[sl]
         if cnt > 0:
             p = g_particle[q]
-            X[0, p] = X[0, p] + s0 / cnt
-            X[1, p] = X[1, p] + s1 / cnt
-            X[2, p] = X[2, p] + s2 / cnt
-            Xp[0, p] = Xp[0, p] + p0 / cnt
-            Xp[1, p] = Xp[1, p] + p1 / cnt
-            Xp[2, p] = Xp[2, p] + p2 / cnt
+            div = max(cnt, 1.0)
+            X[0, p] = X[0, p] + s0 / div
+            X[1, p] = X[1, p] + s1 / div
+            X[2, p] = X[2, p] + s2 / div
+            Xp[0, p] = Xp[0, p] + p0 / div
+            Xp[1, p] = Xp[1, p] + p1 / div
+            Xp[2, p] = Xp[2, p] + p2 / div
             touched[p] = True

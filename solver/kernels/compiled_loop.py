@@ -45,7 +45,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     rank_start, rank_points, tet, weight, inv_c2 = points
     (depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred, lift,
      lifted) = contacts
-    (b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass, b_allowance, b_dx, b_dl, b_active,
+    (b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass, b_allowance, b_dx, b_dl, b_share,
      b_particle, b_start, b_slot, b_touch, b_shape_touch) = bodies
     any_bodies = b_idx.shape[0] > 0
     substeps, iterations = counts
@@ -109,7 +109,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             contact = touching
             if any_bodies:
                 solve_bodies(X, Xp, b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass,
-                             b_allowance, b_dx, b_dl, b_active, b_particle, b_start, b_slot,
+                             b_allowance, b_dx, b_dl, b_share, b_particle, b_start, b_slot,
                              b_touch)
                 for i in range(n):
                     b_shape_touch[i] = touching[i] or b_touch[i]

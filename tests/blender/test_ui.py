@@ -230,6 +230,8 @@ EXPECTED_PROPS = {
     ("PHYSICS_PT_verlet_physical", "RIGID"): ["mass", "damping"],
     ("PHYSICS_PT_verlet_collisions", "COLLIDER"): ["collider_shape", "thickness", "friction",
                                                    "restitution"],
+    ("PHYSICS_PT_verlet_collisions", "CLOTH"): ["thickness", "friction", "restitution",
+                                                "self_collision"],
     ("PHYSICS_PT_verlet_collisions", None): ["thickness", "friction", "restitution"],
     ("PHYSICS_PT_verlet_forces", None): ["gravity_scale", "damping", "air_drag", "wind_strength",
                                          "wind_direction", "wind_turbulence", "wind_seed"],

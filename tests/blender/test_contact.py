@@ -1,0 +1,68 @@
+"""Contact between simulated bodies in Blender (solver/collision/bodies.py): a tablecloth on a
+Rigid crate ends on top of it, four default cubes set to Rigid stack, cloth Self Collisions,
+and the clear errors of its bad input."""
+
+import numpy as np
+import pytest
+
+from conftest import import_bpy
+
+bpy = import_bpy()
+
+import scenes  # noqa: E402  (tests/blender, shared scene builders)
+
+
+def _addon():
+    from verlet_physics.addon import bake
+    return bake
+
+
+def test_tablecloth_on_a_rigid_crate_ends_on_top_not_inside(extension):
+    bake = _addon()
+    scenes.set_range(1, 36, substeps=20)
+    scenes.ground()
+    crate = scenes.cube("Crate", size=0.6, location=(0.0, 0.0, 0.3))
+    cloth = scenes.cloth("Tablecloth", n=14, size=1.2, location=(0.0, 0.0, 0.75),
+                         thickness=0.01)
+    scenes.bake_op()
+    _, m = bake.load(crate)
+    _, x = bake.load(cloth)
+    top = m[-1, 2, 3] + 0.3                              # the crate's top face
+    assert top == pytest.approx(0.6, abs=0.01)           # the crate rests on the ground
+    last = scenes.world(cloth, x[-1])                   # the cache holds object space
+    over = (np.abs(last[:, 0] - m[-1, 0, 3]) < 0.28) & (np.abs(last[:, 1] - m[-1, 1, 3]) < 0.28)
+    assert over.sum() > 20
+    # on top: every cloth vertex over the crate lies above its top face (cloth + its own
+    # thickness: 2 x 0.01 m), none inside it
+    assert last[over, 2].min() > top + 0.01
+    assert last[over, 2].max() < top + 0.05
+
+
+def test_four_default_cubes_set_to_rigid_stack(extension):
+    bake = _addon()
+    scenes.set_range(1, 48, substeps=40)
+    scenes.ground()
+    cubes = [scenes.cube(f"Cube{i}", size=2.0, location=(0.0, 0.0, 1.0 + 2.05 * i))
+             for i in range(4)]
+    scenes.bake_op()
+    for i, c in enumerate(cubes):
+        _, m = bake.load(c)
+        assert m[-1, 2, 3] == pytest.approx(1.0 + 2.0 * i, abs=0.005), c.name
+        assert np.abs(m[-1, :2, 3]).max() < 0.01
+        np.testing.assert_allclose(m[-1, :3, :3], np.eye(3), atol=0.02)   # flat, upright
+
+
+def test_cloth_self_collision_property_and_errors(extension):
+    scenes.set_range(1, 4)
+    scenes.ground()
+    cloth = scenes.cloth("Flag", n=6, location=(0.0, 0.0, 0.5))
+    assert cloth.verlet.self_collision is False
+    cloth.verlet.self_collision = True
+    with pytest.raises(RuntimeError, match="Flag.*Thickness"):
+        scenes.bake_op()
+    cloth.verlet.thickness = 0.01
+    me = cloth.data
+    me.vertices.add(1)                                   # a loose vertex
+    me.update()
+    with pytest.raises(RuntimeError, match="Flag.*no face.*Self Collisions"):
+        scenes.bake_op()
