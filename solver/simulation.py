@@ -554,7 +554,7 @@ class Simulation(AnimatedSettings, JointControl):
         this step's gravity to the state's speed budget."""
         st, ctl = self.state, self.control
         st.speed_budget += float(np.linalg.norm(self.gravity)) * dt
-        swept = self._collider_speed(dt)
+        swept = self.colliders.surface_speed(ctl, st.x, dt)
         if swept > st.collider_speed_seen:     # what a collider launches keeps its speed after
             st.speed_budget += swept - st.collider_speed_seen
             st.collider_speed_seen = swept
@@ -568,33 +568,6 @@ class Simulation(AnimatedSettings, JointControl):
         if self.max_speed is not None:
             drive += float(self.max_speed.max())
         return RUNAWAY_FACTOR * (st.speed_budget + drive) + RUNAWAY_FLOOR
-
-    def _collider_speed(self, dt):
-        """[m/s] the fastest any collider's surface moves during the step, at most as far from
-        its origin as the farthest particle: (|t1 - t0| + ||A1 - A0||_2 reach) / dt (A = R S)."""
-        x, ctl = self.state.x, self.control
-        fastest = 0.0
-        for f0, f1 in zip(ctl.collider_frame, ctl.collider_target):
-            if f1 is f0:
-                continue
-            a0 = f0.rotation * f0.scale
-            a1 = f1.rotation * f1.scale
-            off = x - f0.translation
-            reach = float(np.sqrt(np.max(np.einsum("ij,ij->i", off, off)))) if len(x) else 0.0
-            move = float(np.linalg.norm(f1.translation - f0.translation)) \
-                + float(np.linalg.norm(a1 - a0, 2)) * reach
-            fastest = max(fastest, move / dt)
-        m = self.model
-        if len(ctl.mesh_vertices):        # a deforming mesh: its fastest vertex, scaled
-            moves = ctl.mesh_target - ctl.mesh_vertices
-            for k in np.nonzero(np.diff(m.mesh_vertex_start) > 0)[0]:
-                a, b = m.mesh_vertex_start[k], m.mesh_vertex_start[k + 1]
-                if not np.array_equal(ctl.mesh_target[a:b], ctl.mesh_vertices[a:b]):
-                    s = max(float(np.max(ctl.collider_frame[k].scale)),
-                            float(np.max(ctl.collider_target[k].scale)))
-                    fastest = max(fastest, s * float(np.sqrt(np.max(np.einsum(
-                        "ij,ij->i", moves[a:b], moves[a:b])))) / dt)
-        return fastest
 
     def _check_runaway(self, backup, limit):
         """After a step: a particle faster than ``limit`` [m/s] is a divergence, reported as the

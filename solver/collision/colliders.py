@@ -88,6 +88,33 @@ class Colliders:
             found.append(ids_free[phi < margin])
         contacts.set_candidates(found)
 
+    def surface_speed(self, control, x, dt):
+        """[m/s] the fastest any collider's surface moves during the next step of dt [s], at
+        most as far from its origin as the farthest of the points x (n, 3) [m]:
+        (|t1 - t0| + ||A1 - A0||_2 reach) / dt (A = R S); the runaway check's bound."""
+        fastest = 0.0
+        for f0, f1 in zip(control.collider_frame, control.collider_target):
+            if f1 is f0:
+                continue
+            a0 = f0.rotation * f0.scale
+            a1 = f1.rotation * f1.scale
+            off = x - f0.translation
+            reach = float(np.sqrt(np.max(np.einsum("ij,ij->i", off, off)))) if len(x) else 0.0
+            move = float(np.linalg.norm(f1.translation - f0.translation)) \
+                + float(np.linalg.norm(a1 - a0, 2)) * reach
+            fastest = max(fastest, move / dt)
+        if len(control.mesh_vertices):      # a deforming mesh: its fastest vertex, scaled
+            moves = control.mesh_target - control.mesh_vertices
+            start = self.meshes.start
+            for k in np.nonzero(np.diff(start) > 0)[0]:
+                a, b = start[k], start[k + 1]
+                if not np.array_equal(control.mesh_target[a:b], control.mesh_vertices[a:b]):
+                    s = max(float(np.max(control.collider_frame[k].scale)),
+                            float(np.max(control.collider_target[k].scale)))
+                    fastest = max(fastest, s * float(np.sqrt(np.max(np.einsum(
+                        "ij,ij->i", moves[a:b], moves[a:b])))) / dt)
+        return fastest
+
     def near_moving(self, control, x, margin):
         """(k,) bool: which of the points x (k, 3) [m] a collider that moves during the next
         step may come within ``margin`` [m] (+ its thickness) of: the nearer of its distances at
