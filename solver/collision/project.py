@@ -71,7 +71,7 @@ from .sdf import collider_sdf
 # (and at least GUARD_MIN_MOTION) in a substep is traced along its segment; the trace stops
 # within GUARD_TOLERANCE of the offset surface or after GUARD_STEPS steps (a grazing segment:
 # then the end point decides, as without the guard). kernels/compiled_contact.py repeats these.
-GUARD_MIN_MOTION = 1e9    # [m]
+GUARD_MIN_MOTION = 1e-3    # [m]
 GUARD_TOLERANCE = 1e-6     # [m]
 GUARD_STEPS = 32
 

@@ -23,7 +23,7 @@ from .compiled_mesh import mesh_sdf, surface_motion
 
 _TINY = 1e-12       # collision/sdf.TINY
 # the tunnelling guard (collision/project.py)
-GUARD_MIN_MOTION = 1e9    # [m]
+GUARD_MIN_MOTION = 1e-3    # [m]
 GUARD_TOLERANCE = 1e-6     # [m]
 GUARD_STEPS = 32
 _MESH = 5           # collision/frames.MESH
