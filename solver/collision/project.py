@@ -37,8 +37,11 @@ replaces the end point's own penetration and normal, unless the end point is ins
 side (pen_end < 0 and n_end . n_q > 0: the ordinary contact is right, so resting and sliding
 contacts are unchanged); then the contact resolves as above (projection, friction, restitution).
 A segment that starts touching takes the start's tangent plane. The trace uses the collider's
-one distance function (``_distance``), so every collider shape gets the guard. Slow particles
-(motion below the offset) skip it: its cost is one length per candidate.
+one distance function (``_distance``), so every collider shape gets the guard, closed meshes
+included. An open mesh is not traced: it keeps the side the particle's x* is on (collision/
+mesh.py), which already stops a particle crossing it at any speed (tracing it with that side
+fixed let cloth resting on Suzanne's open head through). Slow particles (motion below the
+offset) skip it: its cost is one length per candidate.
 
 Embedded points of tetrahedral bodies (Jakobsen, "Advanced Character Physics", section 5):
 p = c0 x_a + c1 x_b + c2 x_c + c3 x_d (summed in that order) takes the same contact with
@@ -263,6 +266,8 @@ def _guard(xc, xpc, idx, shape, approximate, abc, thickness, radius, now, before
     touches, replace the end point's penetration pen, normal and (a mesh) closest surface
     point (all updated in place) by the contact there, unless the end point is inside on the
     same side."""
+    if shape == MESH and not mesh[14][k]:
+        return          # an open mesh keeps the side of x* (mesh.py): that is its guard
     if moving:
         p0, p1, p2 = _carried(now, before, xpc[:, 0], xpc[:, 1], xpc[:, 2])
     else:

@@ -293,7 +293,8 @@ def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, 
     e1 = X[1, i] - p1
     e2 = X[2, i] - p2
     length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
-    if length > max(thickness + rad, GUARD_MIN_MOTION) and pen < length:
+    if length > max(thickness + rad, GUARD_MIN_MOTION) and pen < length and \
+            (shape != _MESH or mesh[14][k]):
         hit, pen_h, h0, h1, h2, htri, ha, hb, hc = _trace(
             shape, approximate, a, b, c, R, t, s, Rb, tb, thickness, rad, p0, p1, p2, e0, e1, e2,
             length, X[0, i], X[1, i], X[2, i], Xp[0, i], Xp[1, i], Xp[2, i], k, mesh)
