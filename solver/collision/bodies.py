@@ -155,21 +155,28 @@ def _overlap(lo_a, hi_a, lo_b, hi_b):
 
 
 def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edges, edge_thick,
-                       self_group, disabled, origin, cell, dims, reach):
+                       self_group, disabled, origin, cell, dims, reach, active, tri_active,
+                       edge_active):
     """The broad phase in NumPy (the kernel table's find_body_contacts). lo, hi (n, 3) [m]
     particle boxes; radius (n,) [m]; group (n,) int64; inv_mass (n,); x0 (n, 3) [m] rest
     positions; tris (F, 3) int64 contact triangles, tri_thick (F,) [m]; edges (E, 2) int64
     their edges, edge_thick (E,) [m]; self_group (G,) bool; disabled (D,) int64 sorted keys;
     the grid: origin (3,) [m], cell (3,) [m] per axis, dims (3,) int64; reach (3,) [m] the
-    largest box extent of any particle along each axis. Returns unsorted int64 arrays (pp_i, pp_j, vt_v, vt_t, ee_a, ee_b): particle
-    pairs i < j, vertex-triangle pairs and edge pairs a < b."""
+    largest box extent of any active particle along each axis; active (n,), tri_active (F,),
+    edge_active (E,) bool: the items that may touch another group (body_stage.py), the only
+    ones hashed and queried. Returns unsorted int64 arrays (pp_i, pp_j, vt_v, vt_t, ee_a,
+    ee_b): particle pairs i < j, vertex-triangle pairs and edge pairs a < b."""
     G = len(self_group)
-    order, ukey, start, end = _grid(lo, origin, cell, dims)
+    ids = np.nonzero(active)[0]
+    sub, ukey, start, end = _grid(lo[ids], origin, cell, dims)
+    order = ids[sub]
     # vertex-triangle
     a, b, c = tris[:, 0], tris[:, 1], tris[:, 2]
     tlo = np.minimum(np.minimum(lo[a], lo[b]), lo[c])
     thi = np.maximum(np.maximum(hi[a], hi[b]), hi[c])
-    f, slot = _query(tlo - reach, thi, ukey, start, end, origin, cell, dims)
+    fa = np.nonzero(tri_active)[0]
+    f, slot = _query(tlo[fa] - reach, thi[fa], ukey, start, end, origin, cell, dims)
+    f = fa[f]
     v = order[slot]
     ok = (v != a[f]) & (v != b[f]) & (v != c[f])
     ok &= _overlap(lo[v], hi[v], tlo[f], thi[f])
@@ -182,7 +189,7 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     keep = _allowed(gv, ga, same_ok, disabled, G)
     vt_v, vt_t = v[keep], f[keep]
     # particle-particle (particles with a radius)
-    big = np.nonzero(radius > 0)[0]
+    big = np.nonzero((radius > 0) & active)[0]
     i, slot = _query(lo[big] - reach, hi[big], ukey, start, end, origin, cell, dims)
     i = big[i]
     j = order[slot]
@@ -198,9 +205,12 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     e0, e1 = edges[:, 0], edges[:, 1]
     elo = np.minimum(lo[e0], lo[e1])
     ehi = np.maximum(hi[e0], hi[e1])
-    ereach = (ehi - elo).max(axis=0) if len(edges) else np.zeros(3)
-    eorder, ekey, estart, eend = _grid(elo, origin, cell, dims)
-    ea, slot = _query(elo - ereach, ehi, ekey, estart, eend, origin, cell, dims)
+    ee = np.nonzero(edge_active)[0]
+    ereach = (ehi[ee] - elo[ee]).max(axis=0) if ee.size else np.zeros(3)
+    esub, ekey, estart, eend = _grid(elo[ee], origin, cell, dims)
+    eorder = ee[esub]
+    ea, slot = _query(elo[ee] - ereach, ehi[ee], ekey, estart, eend, origin, cell, dims)
+    ea = ee[ea]
     eb = eorder[slot]
     ok = eb > ea
     ea, eb = ea[ok], eb[ok]

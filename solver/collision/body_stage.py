@@ -21,6 +21,10 @@ GROW = 0.1
 # a pair is kept when it can meet within the step: its gap at the step's start at most the
 # contact distance + 2 SLACK + REACH (|relative velocity| + the faster's speed) dt + |a| dt^2
 REACH = 1.5
+# the active-item filter (BodyContacts._active) tests every item against every group's box up
+# to this many groups, in chunks of at most ACTIVE_CHUNK item-group tests
+ACTIVE_MAX_GROUPS = 4096
+ACTIVE_CHUNK = 1 << 20
 
 
 def _bary_min(e0, e1, d, nrm, ln):
@@ -148,6 +152,34 @@ class BodyContacts:
         np.fill_diagonal(over, False)
         return not over.any()
 
+    def _active(self, lo, hi, tlo, thi):
+        """(n,), (F,), (E,) bool: the particles, triangles and edges whose step box overlaps the
+        box of a group other than their own, or that belong to a self-colliding group. Nothing
+        else can be in a contact this step (a pair's boxes overlap, and each lies in its own
+        group's box)."""
+        G = self.n_groups
+        e = self.edges
+        elo = np.minimum(lo[e[:, 0]], lo[e[:, 1]])
+        ehi = np.maximum(hi[e[:, 0]], hi[e[:, 1]])
+        items = ((lo, hi, self.group), (tlo, thi, self.group[self.tris[:, 0]]),
+                 (elo, ehi, self.group[e[:, 0]]))
+        if G > ACTIVE_MAX_GROUPS or len(self.group_start) != G:   # everything takes part
+            return tuple(np.ones(len(g), bool) for _, _, g in items)
+        glo = np.minimum.reduceat(lo[self.by_group], self.group_start, axis=0)
+        ghi = np.maximum.reduceat(hi[self.by_group], self.group_start, axis=0)
+        out = []
+        for ilo, ihi, ig in items:
+            act = self.self_group[ig].copy() if len(ig) else np.zeros(0, bool)
+            step = max(1, ACTIVE_CHUNK // max(G, 1))
+            for a in range(0, len(ig), step):
+                b = min(a + step, len(ig))
+                over = np.all((ilo[a:b, None, :] <= ghi[None, :, :])
+                              & (ihi[a:b, None, :] >= glo[None, :, :]), axis=2)   # (k, G)
+                over[np.arange(b - a), ig[a:b]] = False
+                act[a:b] |= over.any(axis=1)
+            out.append(act)
+        return tuple(out)
+
     def collide(self, kernels, x, xp, h, dt, acc, pinned, pin_target, contacts):
         """Find this step's body contacts into ``contacts`` (set_body_contacts)."""
         self.g_dt2 = float(np.sqrt(np.max(np.einsum("ij,ij->i", acc, acc)))) * dt * dt \
@@ -159,17 +191,22 @@ class BodyContacts:
         if self._groups_apart(lo, hi):
             contacts.clear_body_contacts()
             return
+        # only what may touch another group (or its own, self-colliding) is hashed and queried:
+        # a cloth that lies near a crate with one corner costs that corner, not the whole cloth
+        t, e = self.tris, self.edges
+        tlo = np.minimum(np.minimum(lo[t[:, 0]], lo[t[:, 1]]), lo[t[:, 2]])
+        thi = np.maximum(np.maximum(hi[t[:, 0]], hi[t[:, 1]]), hi[t[:, 2]])
+        active, tri_active, edge_active = self._active(lo, hi, tlo, thi)
+        if not (active.any() and (tri_active.any() or edge_active.any()
+                                  or (active & (self.radius > 0)).any())):
+            contacts.clear_body_contacts()
+            return
         # per axis: a falling cloth's boxes are tall and narrow, so its cells are too
-        ext = hi - lo
+        ext = (hi - lo)[active]
         reach = ext.max(axis=0)                               # (3,) [m]
-        t = self.tris
-        tri_ext = np.zeros(3)
-        if len(t):
-            tlo = np.minimum(np.minimum(lo[t[:, 0]], lo[t[:, 1]]), lo[t[:, 2]])
-            thi = np.maximum(np.maximum(hi[t[:, 0]], hi[t[:, 1]]), hi[t[:, 2]])
-            tri_ext = (thi - tlo).max(axis=0)
-        origin = lo.min(axis=0) - reach
-        top = hi.max(axis=0)
+        tri_ext = (thi - tlo)[tri_active].max(axis=0) if tri_active.any() else np.zeros(3)
+        origin = lo[active].min(axis=0) - reach
+        top = hi[active].max(axis=0)
         # cells of half the largest box: a query scans little more than its own box
         cell = np.maximum(0.5 * np.maximum(tri_ext, reach),
                           np.maximum((top - origin) / 2 ** 20, 1e-9))
@@ -177,7 +214,8 @@ class BodyContacts:
         pi, pj, tv, tt, ea, eb = kernels.find_body_contacts(
             np.ascontiguousarray(lo), np.ascontiguousarray(hi), self.radius, self.group,
             self.inv_mass, self.x0, t, self.tri_thick, self.edges, self.edge_thick,
-            self.self_group, self.disabled, origin, cell, dims, reach)
+            self.self_group, self.disabled, origin, cell, dims, reach, active, tri_active,
+            edge_active)
         self._store(x, xp, h, dt, pi, pj, tv, tt, ea, eb, contacts)
 
     def _edge_sides(self, x, vel, dt, ea, eb):

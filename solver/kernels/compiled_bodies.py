@@ -208,9 +208,12 @@ def _scan_edges(ea, qlo, qhi, write, out, at, order, ukey, ustart, uend, origin,
 
 @njit(cache=True, parallel=True)
 def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edges, edge_thick,
-                       self_group, disabled, origin, cell, dims, reach):
+                       self_group, disabled, origin, cell, dims, reach, active, tri_active,
+                       edge_active):
     n = lo.shape[0]
-    order, ukey, ustart, uend = _grid(lo, origin, cell, dims)
+    ids = np.nonzero(active)[0]
+    sub, ukey, ustart, uend = _grid(lo[ids], origin, cell, dims)
+    order = ids[sub]
     F = tris.shape[0]
     tlo = np.empty((F, 3))
     thi = np.empty((F, 3))
@@ -228,14 +231,17 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
             qlo[f, k] = tlo[f, k] - reach[k]
     cnt = np.zeros(F + 1, np.int64)
     for f in prange(F):
-        cnt[f + 1] = _scan(f, qlo[f], thi[f], True, False, dummy, 0, order, ukey, ustart, uend,
-                           origin, cell, dims, lo, hi, tlo, thi, radius, group, inv_mass, x0,
-                           tris, tri_thick, self_group, disabled)
+        if tri_active[f]:
+            cnt[f + 1] = _scan(f, qlo[f], thi[f], True, False, dummy, 0, order, ukey, ustart,
+                               uend, origin, cell, dims, lo, hi, tlo, thi, radius, group,
+                               inv_mass, x0, tris, tri_thick, self_group, disabled)
     for f in range(F):
         cnt[f + 1] += cnt[f]
     vt_v = np.empty(cnt[F], np.int64)
     vt_t = np.empty(cnt[F], np.int64)
     for f in prange(F):
+        if not tri_active[f]:
+            continue
         _scan(f, qlo[f], thi[f], True, True, vt_v, cnt[f], order, ukey, ustart, uend, origin,
               cell, dims, lo, hi, tlo, thi, radius, group, inv_mass, x0, tris, tri_thick,
               self_group, disabled)
@@ -244,12 +250,12 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     # particle pairs
     nb = 0
     for i in range(n):
-        if radius[i] > 0:
+        if radius[i] > 0 and active[i]:
             nb += 1
     big = np.empty(nb, np.int64)
     nb = 0
     for i in range(n):
-        if radius[i] > 0:
+        if radius[i] > 0 and active[i]:
             big[nb] = i
             nb += 1
     plo = np.empty((nb, 3))
@@ -283,13 +289,18 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
         for k in range(3):
             elo[e, k] = min(lo[a, k], lo[b, k])
             ehi[e, k] = max(hi[a, k], hi[b, k])
-            ereach[k] = max(ereach[k], ehi[e, k] - elo[e, k])
+            if edge_active[e]:
+                ereach[k] = max(ereach[k], ehi[e, k] - elo[e, k])
     for e in range(E):
         for k in range(3):
             eql[e, k] = elo[e, k] - ereach[k]
-    eorder, ekey, estart, eend = _grid(elo, origin, cell, dims)
+    eids = np.nonzero(edge_active)[0]
+    esub, ekey, estart, eend = _grid(elo[eids], origin, cell, dims)
+    eorder = eids[esub]
     ec = np.zeros(E + 1, np.int64)
     for e in prange(E):
+        if not edge_active[e]:
+            continue
         ec[e + 1] = _scan_edges(e, eql[e], ehi[e], False, dummy, 0, eorder, ekey, estart, eend,
                                 origin, cell, dims, elo, ehi, edges, edge_thick, group,
                                 inv_mass, x0, self_group, disabled)
@@ -298,6 +309,8 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     ee_a = np.empty(ec[E], np.int64)
     ee_b = np.empty(ec[E], np.int64)
     for e in prange(E):
+        if not edge_active[e]:
+            continue
         _scan_edges(e, eql[e], ehi[e], True, ee_b, ec[e], eorder, ekey, estart, eend, origin,
                     cell, dims, elo, ehi, edges, edge_thick, group, inv_mass, x0, self_group,
                     disabled)
