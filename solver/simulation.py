@@ -2,32 +2,33 @@
 
 One step of dt seconds is ``substeps`` substeps of h = dt / substeps (Jakobsen's loop, "Advanced
 Character Physics", section 2, with the substeps of Macklin et al., "Small Steps in Physics
-Simulation", SCA 2019: for the same work per frame, many substeps with one iteration stretch far
-less than few substeps with many iterations; measured on the benchmark drape, see README):
+Simulation", SCA 2019: many substeps with one iteration stretch far less than few substeps with
+many iterations for the same work; measured on the benchmark drape, see README):
 
     accelerate once per step: gravity, air drag and wind (forces.py)
-    collide    once per step: the broad phase finds the candidate contacts (collision/)
+    collide    once per step: sleeping islands woken or kept (sleep.py); the broad phases find
+               the body contacts (collision/body_stage.py) and collider candidates (collision/)
     for each substep (loop.py; compiled, the whole loop is one call from Python per step):
       drag        exact exponential air drag and wind on x* (forces.py)
       integrate   Verlet: x' = x + (x - x*) k + a h^2 (integrator.py); pins follow their targets
       relax       ``iterations`` times: sticks (block by block, colour by colour), soft pins,
-                  volumes, collider projection with friction, shape matching, joints between
-                  rigid bodies (constraints/, collision/)
+                  volumes, colliders (with the tunnelling guard), contacts between bodies, shape
+                  matching, joints (constraints/, collision/)
       velocity    shape-matching damping, restitution, overlap resolved without speed
-                  (collision/project.py); all write x* only
 
-Velocity is never integrated on its own: it is always (x - x*) / h. The Model is fixed; the
-State (state.py) is what the loop integrates; the Control is what the user sets between steps;
-the Contacts are found afresh every step. Every kernel comes from the kernel table
-(kernels/__init__.py), the same calls on either backend; the substep loop is one of them.
+Velocity is always (x - x*) / h. The Model is fixed; the State (state.py) is what the loop
+integrates; the Control is what the user sets between steps; the Contacts are found afresh
+every step. Every kernel comes from the kernel table (kernels/__init__.py), the same calls on
+either backend; the substep loop is one of them.
 
 Safety: after every substep the positions are checked; the first non-finite value restores the
 state from before the step and raises SolverError naming the step, the particle and what acts on
 it; after every step a particle faster than anything the scene's forces can produce (a bound from
-gravity, wind, colliders, pins and kicks: RUNAWAY_FACTOR below) does the same. Determinism: the same inputs give bit-identical results (fixed colour order; threads only
-ever split items that touch disjoint particles, so the thread count changes no bit; no
-randomness but the seeded wind), and get_state / set_state resume bit-identically, on either
-backend: the compiled kernels repeat the NumPy kernels' operations in their order.
+gravity, wind, colliders, pins and kicks: RUNAWAY_FACTOR below) does the same. Determinism: the
+same inputs give bit-identical results (fixed colour order; threads only split items that touch
+disjoint particles or gather per particle in a fixed order, so the thread count changes no bit;
+no randomness but the seeded wind and jitter), and get_state / set_state resume bit-identically
+on either backend: the compiled kernels repeat the NumPy kernels' operations in their order.
 """
 
 
