@@ -65,19 +65,14 @@ DEFAULT_SLEEP = True
 # does in still air
 DEFAULT_AIR_DRAG = 1.0
 # [m/s] the fastest a contact resolves an overlap the particle did not move into (it started
-# inside, or a collider or pin put it there), as a position correction that gives it no speed
-# (collision/project.py). 1 m/s clears a 1 cm overlap in 10 ms and a 10 cm one in 0.1 s; a rigid
-# body pushed out that way leaves the surface at most this fast (its other particles follow the
-# lifted ones through its shape), so it hops at most v^2 / 2g = 5 cm
+# inside, or a collider or pin put it there), without giving it speed (collision/project.py):
+# 1 cm clears in 10 ms; a rigid body pushed out so hops at most v^2 / 2g = 5 cm
 DEFAULT_MAX_DEPENETRATION_SPEED = 1.0
-# The runaway check: after every step the fastest particle must be slower than
-#   RUNAWAY_FACTOR * (speed budget + wind + depenetration + colliders + pins + clamp) + RUNAWAY_FLOOR
-# where the speed budget is gravity times the simulated time plus every velocity kick given
-# (state.py), and the other terms are this step's drivers: the wind's largest speed, the
-# depenetration speed, the fastest collider surface point and pin, the speed clamp. Nothing in
-# the scene can push a particle faster than their sum; the factor leaves room for what
-# constraints concentrate (a whip's tip, a ball squeezed between colliders). A real divergence
-# grows geometrically, so it passes any such bound within a few steps.
+# The runaway check: after every step the fastest particle must be slower than RUNAWAY_FACTOR *
+# (speed budget + wind + depenetration + colliders + pins + clamp) + RUNAWAY_FLOOR, the speed
+# budget being gravity x simulated time + every kick (state.py). Nothing in the scene pushes a
+# particle faster than that sum; the factor leaves room for what constraints concentrate (a
+# whip's tip). A real divergence grows geometrically and passes any such bound within steps.
 RUNAWAY_FACTOR = 10.0
 RUNAWAY_FLOOR = 100.0        # [m/s]
 
