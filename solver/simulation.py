@@ -62,7 +62,6 @@ DEFAULT_DAMPING = 0.0
 # bodies at rest go to sleep (sleep.py): frozen exactly, skipped by most of the step
 DEFAULT_SLEEP = True
 # [kg/(m^2 s)] linear air drag on surfaces: a 150 g/m^2 cloth falls at about 1.5 m/s, as cotton
-# does in still air
 DEFAULT_AIR_DRAG = 1.0
 # [m/s] the fastest a contact resolves an overlap the particle did not move into (it started
 # inside, or a collider or pin put it there), without giving it speed (collision/project.py):
