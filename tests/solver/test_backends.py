@@ -3,7 +3,8 @@
 Every kernel that exists in both backends performs the same floating-point operations in the
 same order (solver/kernels/compiled.py, kernels/compiled_contact.py), so positions after 60 frames must be identical, not merely
 close, on every scenario here. The rest of the solver suite also runs once per backend
-(scripts/test.sh runs tests/solver with VERLET_BACKEND=numpy after the default run).
+(scripts/test.sh runs tests/solver with VERLET_BACKEND=numpy after the default run, leaving
+this file out: it names both backends itself, whatever VERLET_BACKEND says).
 """
 
 import json
