@@ -145,6 +145,7 @@ class RagdollBody:
         self.sim = sim
         x = np.array(sim.x)
         self.rest = [x[ids] for ids in self.bone_ids]
+        self._inv0 = None               # animated_positions' cache, built from rest
         self.body_ids = np.asarray(self.body_ids, dtype=np.int64)
         self.centre0 = _body_frames(sim)[0][self.body_ids]         # (k, 3) at the build
 
@@ -159,12 +160,14 @@ class RagdollBody:
         return np.stack([pose[n] for n in self.bones])
 
     def animated_positions(self, pose):
-        """(n, 3) world positions of every particle of the ragdoll in the pose (k, 4, 4)."""
-        out = []
-        for k in range(len(self.bones)):
-            t = pose[k] @ np.linalg.inv(self.world0[k])
-            out.append(self.rest[k] @ t[:3, :3].T + t[:3, 3])
-        return np.concatenate(out)
+        """(n, 3) world positions of every particle of the ragdoll in the pose (k, 4, 4): each
+        bone's build-pose particles carried by pose @ world0^-1, one batched product."""
+        if getattr(self, "_inv0", None) is None:      # world0 is fixed at the build
+            self._inv0 = np.linalg.inv(self.world0)                            # (k, 4, 4)
+            self._rest_all = np.concatenate(self.rest)                         # (n, 3) [m]
+            self._bone_of = np.repeat(np.arange(len(self.rest)), [len(r) for r in self.rest])
+        t = np.einsum("kab,kbc->kac", pose, self._inv0)[self._bone_of]         # (n, 4, 4)
+        return np.einsum("nab,nb->na", t[:, :3, :3], self._rest_all) + t[:, :3, 3]
 
     def before_step(self, scene, depsgraph):
         """Pins, the Animated switch and pose matching for the next step (module docstring of
@@ -175,7 +178,8 @@ class RagdollBody:
         strength = self._strengths(obj) if self.drive else None
         if not (self.pinned.any() or animated or (strength is not None and strength.any())):
             if self.follow and self._animated is not False:
-                sim.set_pin_compliance(self._soft_ids(), np.full(self._soft_ids().size, np.inf))
+                soft = self._soft_ids()
+                sim.set_pin_compliance(soft, np.full(soft.size, np.inf))
                 self._animated = False
             if strength is not None:
                 self._set_drive(strength)

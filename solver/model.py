@@ -163,7 +163,8 @@ class Model:
             self.group_disabled = np.zeros(0, np.int64)
         if self.contact_tris is None:
             self.contact_tris = np.zeros((0, 3), np.int64)
-            self.contact_tri_solid = np.zeros(0, bool)
+        if self.contact_tri_solid is None:
+            self.contact_tri_solid = np.zeros(len(self.contact_tris), bool)
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, np.ndarray) and not value.flags.c_contiguous:

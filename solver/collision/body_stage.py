@@ -331,7 +331,6 @@ class BodyContacts:
         dn = np.where(ln > 0, dn / np.where(ln > 0, ln, 1.0), 0.0)
         dist = r[tv] + self.tri_thick[tt]
         solid = self.solid[tt]
-        vel = (x - xp) / h
         rel = vel[tv] - (vel[a] + vel[b] + vel[c]) / 3.0
         band = np.maximum(dist + BAND + np.sqrt(np.einsum("ij,ij->i", rel, rel)) * dt,
                           0.5 * self.tri_depth[tt])

@@ -36,6 +36,8 @@ substep's start and end, through the frames at both) feeds friction and restitut
 
 import numpy as np
 
+from .mesh_query import SKIN
+
 LEAF = 4            # triangles per leaf at most
 PAD_REL = 1e-9      # box padding, relative to the mesh's extent (rounding of the query: ~1e-16)
 
@@ -326,7 +328,8 @@ class MeshSet:
                              0.0, 0.0, False, self.W, self.Wb)
         phi = np.empty(len(q))
         kernels.mesh_distances(q, k, group, float(bound), phi)
-        return phi if self.closed[k] else np.abs(phi)
+        # an open mesh's phi has its skin taken off (mesh_query.SKIN): put it back
+        return phi if self.closed[k] else np.abs(phi + SKIN)
 
     def root_boxes(self, k):
         """(lo, hi) (3,) [m] the box of collider k's mesh over this step, rotation-only frame."""
