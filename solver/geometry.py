@@ -124,3 +124,73 @@ def segment_distances(a0, a1, b0, b1):
     p = a0 + d1 * s[:, None]
     q = b0 + d2 * t_c[:, None]
     return np.linalg.norm(p - q, axis=1)
+
+
+def self_intersections(x, tris):
+    """(k, 2) int64 (edge's lower vertex id * n + its higher, triangle) of every mesh edge that
+    passes through a triangle it does not touch, for positions x (n, 3) [m] and triangles
+    (F, 3) int64: the mesh's surface crosses itself there (two layers of cloth that passed
+    through each other leave such pairs until they come apart again). Uniform-grid broad phase
+    over the triangles' boxes, exact segment-triangle test (Moller and Trumbore, "Fast,
+    minimum storage ray-triangle intersection", 1997); no Python loop over elements."""
+    x = np.asarray(x, np.float64)
+    tris = np.asarray(tris, np.int64)
+    n = len(x)
+    e = np.sort(np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]]), axis=1)
+    e = np.unique(e, axis=0)
+    if not len(tris) or not len(e):
+        return np.zeros((0, 2), np.int64)
+    tlo, thi = x[tris].min(axis=1), x[tris].max(axis=1)
+    elo, ehi = np.minimum(x[e[:, 0]], x[e[:, 1]]), np.maximum(x[e[:, 0]], x[e[:, 1]])
+    cell = max(float(np.max(thi - tlo)), float(np.max(ehi - elo)), 1e-9)
+    origin = np.minimum(tlo.min(axis=0), elo.min(axis=0))
+    # each triangle in the one cell of its low corner; an edge looks in the cells that its box,
+    # grown by one cell downward, covers (a triangle spans at most one cell more per axis)
+    tc = np.floor((tlo - origin) / cell).astype(np.int64)
+    dims = np.max(np.floor((np.maximum(thi.max(0), ehi.max(0)) - origin) / cell), axis=0)
+    dims = np.full(3, int(dims) + 2, np.int64)
+    tkey = (tc[:, 0] * dims[1] + tc[:, 1]) * dims[2] + tc[:, 2]
+    order = np.argsort(tkey, kind="stable")
+    ks = tkey[order]
+    lo_c = np.floor((elo - origin) / cell).astype(np.int64) - 1
+    hi_c = np.floor((ehi - origin) / cell).astype(np.int64)
+    pe, pt = [], []
+    span = hi_c - lo_c + 1
+    for dx in range(int(span[:, 0].max())):
+        for dy in range(int(span[:, 1].max())):
+            for dz in range(int(span[:, 2].max())):
+                c = lo_c + np.array([dx, dy, dz])
+                ok = np.all((c <= hi_c) & (c >= 0), axis=1)
+                key = (c[:, 0] * dims[1] + c[:, 1]) * dims[2] + c[:, 2]
+                a = np.searchsorted(ks, key, "left")
+                b = np.searchsorted(ks, key, "right")
+                cnt = np.where(ok, b - a, 0)
+                ids = np.repeat(np.arange(len(e)), cnt)
+                slot = np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt) \
+                    + np.repeat(a, cnt)
+                pe.append(ids)
+                pt.append(order[slot])
+    pe, pt = np.concatenate(pe), np.concatenate(pt)
+    t = tris[pt]
+    p, q = e[pe, 0], e[pe, 1]
+    touch = (t == p[:, None]).any(axis=1) | (t == q[:, None]).any(axis=1)
+    box = np.all((elo[pe] <= thi[pt]) & (ehi[pe] >= tlo[pt]), axis=1)
+    keep = ~touch & box
+    pe, pt, t, p, q = pe[keep], pt[keep], t[keep], p[keep], q[keep]
+    a, e1, e2 = x[t[:, 0]], x[t[:, 1]] - x[t[:, 0]], x[t[:, 2]] - x[t[:, 0]]
+    d = x[q] - x[p]
+    h = np.cross(d, e2)
+    det = np.einsum("ij,ij->i", e1, h)
+    # an edge in the triangle's plane (a flat sheet's own edges) does not pass through it
+    scale = np.sqrt(np.einsum("ij,ij->i", d, d) * np.einsum("ij,ij->i", e1, e1)
+                    * np.einsum("ij,ij->i", e2, e2))
+    ok = np.abs(det) > 1e-9 * scale
+    inv = 1.0 / np.where(ok, det, 1.0)
+    s = x[p] - a
+    u = np.einsum("ij,ij->i", s, h) * inv
+    qv = np.cross(s, e1)
+    v = np.einsum("ij,ij->i", d, qv) * inv
+    w = np.einsum("ij,ij->i", e2, qv) * inv
+    hit = ok & (u >= 0) & (v >= 0) & (u + v <= 1) & (w >= 0) & (w <= 1)
+    out = np.column_stack([p[hit] * n + q[hit], pt[hit]]).astype(np.int64)
+    return np.unique(out, axis=0) if len(out) else out

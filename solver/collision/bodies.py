@@ -28,6 +28,18 @@ depth behind the face (then it is inside, nearer this face than the far side, an
 through it). A vertex of a solid pairs only with solid faces that face it (its outward
 normal opposes theirs), which settles the corners of a stack.
 
+Edge pq against edge uw (_solve_edges): C = s (P - Q) . n - D >= 0 at the closest points P, Q
+of the two segments, n = (q - p) x (w - u) / |.|, D the mean radii of the two edges summed. The
+cross product flips sign when the edges turn through parallel, though neither edge has moved to
+the other side, so n is turned into the half-space of the pair's normal at the step's start
+(stored with the contact): without it a pile of cloth dragged edges through each other and
+tore. An edge pair is a candidate only where one of its edges is a feature: a border, or bent
+so that the two edges' sags (half the length times tan(half the dihedral angle)) together
+exceed half of D. Between two surfaces flat across the pair, the vertex-triangle contacts hold
+the layers apart (the distance of two planar patches is least at a vertex or at the patch's
+border) and the pair would only cost; where it is left out the surfaces stay at least D / 2
+apart.
+
 The correction of one contact (inverse masses w, gradient weights 1 for the vertex and
 -a, -b, -c for the triangle's corners, W = w_v + a^2 w_a + b^2 w_b + c^2 w_c; for two particles
 W = w_i + w_j and n = (x_i - x_j) / |x_i - x_j|):
@@ -106,6 +118,8 @@ def _cells(lo, origin, cell, dims):
 def _query(qlo, qhi, key_sorted, start, end, origin, cell, dims):
     """For query boxes (q, 3): (pairs_query, particle slot in the sorted order) of every
     particle hashed in a cell the box covers."""
+    if not len(key_sorted):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     clo = _cells(qlo, origin, cell, dims)
     chi = _cells(qhi, origin, cell, dims)
     span = chi - clo + 1
@@ -156,7 +170,7 @@ def _overlap(lo_a, hi_a, lo_b, hi_b):
 
 def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edges, edge_thick,
                        self_group, disabled, origin, cell, dims, reach, active, tri_active,
-                       edge_active):
+                       edge_active, edge_sag):
     """The broad phase in NumPy (the kernel table's find_body_contacts). lo, hi (n, 3) [m]
     particle boxes; radius (n,) [m]; group (n,) int64; inv_mass (n,); x0 (n, 3) [m] rest
     positions; tris (F, 3) int64 contact triangles, tri_thick (F,) [m]; edges (E, 2) int64
@@ -164,8 +178,11 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     the grid: origin (3,) [m], cell (3,) [m] per axis, dims (3,) int64; reach (3,) [m] the
     largest box extent of any active particle along each axis; active (n,), tri_active (F,),
     edge_active (E,) bool: the items that may touch another group (body_stage.py), the only
-    ones hashed and queried. Returns unsorted int64 arrays (pp_i, pp_j, vt_v, vt_t, ee_a,
-    ee_b): particle pairs i < j, vertex-triangle pairs and edge pairs a < b."""
+    ones hashed and queried; edge_sag (E,) [m] how far each edge lies from its faces' plane
+    (body_stage.BodyContacts._edge_sag): an edge pair is a candidate only when its sags
+    together exceed half its contact distance, so only edges whose own sag exceeds half their
+    thickness query. Returns unsorted int64 arrays (pp_i, pp_j, vt_v, vt_t, ee_a, ee_b):
+    particle pairs i < j, vertex-triangle pairs and edge pairs a < b."""
     G = len(self_group)
     ids = np.nonzero(active)[0]
     sub, ukey, start, end = _grid(lo[ids], origin, cell, dims)
@@ -206,14 +223,17 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     elo = np.minimum(lo[e0], lo[e1])
     ehi = np.maximum(hi[e0], hi[e1])
     ee = np.nonzero(edge_active)[0]
+    asks = edge_active & (edge_sag > 0.5 * edge_thick)
+    qe = np.nonzero(asks)[0]
     ereach = (ehi[ee] - elo[ee]).max(axis=0) if ee.size else np.zeros(3)
     esub, ekey, estart, eend = _grid(elo[ee], origin, cell, dims)
     eorder = ee[esub]
-    ea, slot = _query(elo[ee] - ereach, ehi[ee], ekey, estart, eend, origin, cell, dims)
-    ea = ee[ea]
+    ea, slot = _query(elo[qe] - ereach, ehi[qe], ekey, estart, eend, origin, cell, dims)
+    ea = qe[ea]
     eb = eorder[slot]
-    ok = eb > ea
-    ea, eb = ea[ok], eb[ok]
+    ok = (eb != ea) & (~asks[eb] | (eb > ea))        # a pair of two askers: from the lower
+    ok &= edge_sag[ea] + edge_sag[eb] > 0.5 * (edge_thick[ea] + edge_thick[eb])
+    ea, eb = np.minimum(ea[ok], eb[ok]), np.maximum(ea[ok], eb[ok])
     p, q, u, w = e0[ea], e1[ea], e0[eb], e1[eb]
     ok = (p != u) & (p != w) & (q != u) & (q != w)
     ok &= _overlap(elo[ea], ehi[ea], elo[eb], ehi[eb])
@@ -260,7 +280,8 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
     Xp (3, n) [m] positions a substep ago; c_idx (K, 4) int64 contact particles (v, a, b, c),
     (p, q, u, w) for edges pq and uw, or (i, j, -1, -1); c_kind (K,) int64 PAIR, VERTEX_TRI or
     EDGES; c_side (K,) +-1 (0 for particle pairs); c_dist (K,) [m]; c_mu (K,);
-    c_jit (K, 3) the coincident normal; inv_mass (n,); allowance [m] the depenetration bound
+    c_jit (K, 3) a pair's coincident normal, an edge pair's unit normal at the step's start
+    (the sense its normal keeps; 0 for vertex-triangle); inv_mass (n,); allowance [m] the depenetration bound
     of this substep; dx, dl (K * 4, 3) [m] and share (K * 4,) scratch (each contact corner's
     correction of x and of x*, and its share of the contact: |its gradient weight|, 0 when
     the contact does not act); the gather:
@@ -271,7 +292,7 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
     share.fill(0.0)
     _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, share,
                 np.nonzero(c_kind == VERTEX_TRI)[0])
-    _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, share,
+    _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, share,
                  np.nonzero(c_kind == EDGES)[0])
     _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, share,
                  np.nonzero(c_kind == PAIR)[0])
@@ -368,10 +389,12 @@ def _friction_step(r, m, pen, mu, W, allowance):
         [m[i] * lift / W for i in range(3)]
 
 
-def _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, share, k):
+def _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, share,
+                 k):
     """Edge pq against edge uw: their closest points P = p + s (q - p), Q = u + t (w - u) on the
-    lines, inside both segments; normal m = side (q - p) x (w - u) / |.|; C = (P - Q) . m - D;
-    gradient weights (1 - s, s, -(1 - t), -t)."""
+    lines, inside both segments; normal m = side n, n = (q - p) x (w - u) / |.| turned to the
+    half-space of the step's first normal (c_jit); C = (P - Q) . m - D; gradient weights
+    (1 - s, s, -(1 - t), -t)."""
     p, q, u, w = (c_idx[k, j] for j in range(4))
     side, D, mu = c_side[k], c_dist[k], c_mu[k]
     d1 = [X[i, q] - X[i, p] for i in range(3)]
@@ -392,7 +415,10 @@ def _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl
     sp = (b * f - c * e) / den
     tp = (a * f - b * c) / den
     ok &= (sp >= 0.0) & (sp <= 1.0) & (tp >= 0.0) & (tp <= 1.0)
-    m = [side * (nx / ln), side * (ny / ln), side * (nz / ln)]
+    # the cross product flips when the edges turn through parallel, though neither has
+    # moved to the other side: the step's first normal keeps its sense
+    turn = np.where(nx * c_jit[k, 0] + ny * c_jit[k, 1] + nz * c_jit[k, 2] < 0.0, -side, side)
+    m = [turn * (nx / ln), turn * (ny / ln), turn * (nz / ln)]
     dn = ((r[0] + sp * d1[0]) - tp * d2[0]) * m[0] + ((r[1] + sp * d1[1]) - tp * d2[1]) * m[1] \
         + ((r[2] + sp * d1[2]) - tp * d2[2]) * m[2]
     pen = D - dn

@@ -182,7 +182,8 @@ class BodyContacts:
 
     def collide(self, kernels, x, xp, h, dt, acc, pinned, pin_target, contacts):
         """Find this step's body contacts into ``contacts`` (set_body_contacts)."""
-        self.g_dt2 = float(np.sqrt(np.max(np.einsum("ij,ij->i", acc, acc)))) * dt * dt \
+        self.acc = acc                                        # (n, 3) [m/s^2]
+        self.g_dt2 = 0.5 * float(np.sqrt(np.max(np.einsum("ij,ij->i", acc, acc)))) * dt * dt \
             if len(acc) else 0.0
         if self.never or len(x) == 0:
             contacts.clear_body_contacts()
@@ -197,30 +198,36 @@ class BodyContacts:
         tlo = np.minimum(np.minimum(lo[t[:, 0]], lo[t[:, 1]]), lo[t[:, 2]])
         thi = np.maximum(np.maximum(hi[t[:, 0]], hi[t[:, 1]]), hi[t[:, 2]])
         active, tri_active, edge_active = self._active(lo, hi, tlo, thi)
-        if not (active.any() and (tri_active.any() or edge_active.any()
-                                  or (active & (self.radius > 0)).any())):
+        # a vertex against a face, two particles with radii, or two edges (two ridges crossing
+        # in an X touch with no vertex near the other body)
+        if not ((active.any() and (tri_active.any() or (active & (self.radius > 0)).any()))
+                or edge_active.sum() > 1):
             contacts.clear_body_contacts()
             return
         # per axis: a falling cloth's boxes are tall and narrow, so its cells are too
-        ext = (hi - lo)[active]
-        reach = ext.max(axis=0)                               # (3,) [m]
+        reach = (hi - lo)[active].max(axis=0) if active.any() else np.zeros(3)   # (3,) [m]
         tri_ext = (thi - tlo)[tri_active].max(axis=0) if tri_active.any() else np.zeros(3)
-        origin = lo[active].min(axis=0) - reach
-        top = hi[active].max(axis=0)
+        elo = np.minimum(lo[e[:, 0]], lo[e[:, 1]])[edge_active]
+        ehi = np.maximum(hi[e[:, 0]], hi[e[:, 1]])[edge_active]
+        edge_ext = (ehi - elo).max(axis=0) if len(elo) else np.zeros(3)
+        # the grid covers every hashed item: active particles and active edges
+        origin = np.min(np.vstack([lo[active] - reach, elo - edge_ext]), axis=0)
+        top = np.max(np.vstack([hi[active], ehi]), axis=0)
         # cells of half the largest box: a query scans little more than its own box
-        cell = np.maximum(0.5 * np.maximum(tri_ext, reach),
+        cell = np.maximum(0.5 * np.maximum(np.maximum(tri_ext, reach), edge_ext),
                           np.maximum((top - origin) / 2 ** 20, 1e-9))
         dims = (np.floor((top - origin) / cell).astype(np.int64) + 1)
         pi, pj, tv, tt, ea, eb = kernels.find_body_contacts(
             np.ascontiguousarray(lo), np.ascontiguousarray(hi), self.radius, self.group,
             self.inv_mass, self.x0, t, self.tri_thick, self.edges, self.edge_thick,
             self.self_group, self.disabled, origin, cell, dims, reach, active, tri_active,
-            edge_active)
+            edge_active, self._edge_sag(x))
         self._store(x, xp, h, dt, pi, pj, tv, tt, ea, eb, contacts)
 
     def _edge_sides(self, x, vel, dt, ea, eb):
-        """Side and keep mask of edge pairs at the step's start: solid edges push out along
-        their outward normals; two two-sided edges keep the side they are on."""
+        """Side, keep mask and (k, 3) unit normal (q - p) x (w - u) of edge pairs at the step's
+        start: solid edges push out along their outward normals; two two-sided edges keep the
+        side they are on."""
         E = self.edges
         p, q, u, w = E[ea, 0], E[ea, 1], E[eb, 0], E[eb, 1]
         d1, d2, r = x[q] - x[p], x[w] - x[u], x[p] - x[u]
@@ -259,17 +266,24 @@ class BodyContacts:
         solid_a, solid_b = np.any(out_a != 0, axis=1), np.any(out_b != 0, axis=1)
         keep &= ~solid_a | (np.einsum("ij,ij->i", out_a, m) < -1e-6)
         keep &= ~solid_b | (np.einsum("ij,ij->i", out_b, m) > 1e-6)
-        return side, keep
+        return side, keep, n
 
     def _speed_reach(self, vel, rel, ids, dt):
         """(k,) [m] how far the particles of pairs may close in on each other this step: their
         relative speed, and the fastest one's speed (another contact may stop the other),
-        times REACH dt, plus gravity's dt^2 (one may be stopped while the other falls)."""
+        times REACH dt, plus |a| dt^2 / 2 (one may be stopped while the other falls from
+        rest)."""
         fastest = np.zeros(len(rel))
         for i in ids:
             fastest = np.maximum(fastest, np.einsum("ij,ij->i", vel[i], vel[i]))
         speed = np.sqrt(np.einsum("ij,ij->i", rel, rel)) + np.sqrt(fastest)
         return REACH * speed * dt + self.g_dt2
+
+    @staticmethod
+    def _along(acc, unit):
+        """(k,) [m/s^2] the size of accelerations acc (k, 3) along planes of unit normals."""
+        t = acc - np.einsum("ij,ij->i", acc, unit)[:, None] * unit
+        return np.sqrt(np.einsum("ij,ij->i", t, t))
 
     @staticmethod
     def _min_height(ln, e0, e1):
@@ -293,6 +307,31 @@ class BodyContacts:
                 out[:, k] = np.bincount(ids, weights=np.repeat(nrm[:, k], 3),
                                         minlength=len(x))
         return out
+
+    def _edge_sag(self, x):
+        """(E,) [m] how far each edge lies from the plane of its faces' surface: half its
+        length times tan(half its dihedral angle); inf for a border edge.
+
+        Two surfaces that are flat across a pair of edges are held apart by their vertices'
+        contacts with each other's faces (the distance of two planar patches is least at a
+        vertex or at the patch's border): the pair's edge contact adds nothing but cost, and a
+        pile of cloth layers has tens of such pairs per vertex. A pair is kept when the two
+        edges' sags together exceed half its contact distance (module docstring of bodies.py),
+        so the layers stay at least half of it apart wherever it was left out."""
+        E = self.edges
+        sag = np.full(len(E), np.inf)
+        if not len(E):
+            return sag
+        t = self.tris
+        nrm = np.cross(x[t[:, 1]] - x[t[:, 0]], x[t[:, 2]] - x[t[:, 0]])
+        nrm /= np.maximum(np.sqrt(np.einsum("ij,ij->i", nrm, nrm)), 1e-300)[:, None]
+        f0, f1 = self.edge_face[:, 0], self.edge_face[:, 1]
+        two = f1 >= 0
+        c = np.einsum("ij,ij->i", nrm[f0[two]], nrm[f1[two]])
+        d = x[E[two, 1]] - x[E[two, 0]]
+        half = 0.5 * np.sqrt(np.einsum("ij,ij->i", d, d))
+        sag[two] = half * np.sqrt(np.maximum(1.0 - c, 0.0) / np.maximum(1.0 + c, 1e-12))
+        return sag
 
     def _edge_out(self, x, e):
         """(k, 3) outward normal (sum of its solid faces' unit normals; 0 if none) of edges e."""
@@ -339,9 +378,16 @@ class BodyContacts:
         # h its smallest height)
         reach = dist + 2 * SLACK + self._speed_reach(vel, rel, (tv, a, b, c), dt)
         keep = (dn <= reach) & (solid | (dn >= -reach))
-        # sideways only their relative motion counts (a stop changes the approach, not that)
-        side_reach = dist + 2 * SLACK + REACH * np.sqrt(np.einsum("ij,ij->i", rel, rel)) * dt \
-            + self.g_dt2
+        # sideways only their relative motion counts (a stop changes the approach, not that),
+        # and of the fall of one while the other is stopped, its part along the face: the
+        # contact acts only inside the face's prism, so its distance does not count sideways
+        # (layers of cloth resting on each other would otherwise pair every vertex with the
+        # faces around it in its own layer)
+        unit = nrm / np.where(ln > 0, ln, 1.0)[:, None]
+        fall = np.maximum(self._along(self.acc[tv], unit),
+                          self._along((self.acc[a] + self.acc[b] + self.acc[c]) / 3.0, unit))
+        side_reach = 2 * SLACK + REACH * np.sqrt(np.einsum("ij,ij->i", rel, rel)) * dt \
+            + 0.5 * fall * dt * dt
         keep &= _bary_min(e0, e1, d, nrm, ln) >= -(side_reach / self._min_height(ln, e0, e1))
         # a vertex behind a solid face by more than the band is beyond the body, not in it
         keep &= ~solid | (dn >= -band)
@@ -356,8 +402,8 @@ class BodyContacts:
         mu_t = 0.5 * (self.friction[tv] + self.tri_mu[tt])
         o = np.lexsort((eb, ea))
         ea, eb = ea[o], eb[o]
-        e_side, e_keep = self._edge_sides(x, vel, dt, ea, eb)
-        ea, eb, e_side = ea[e_keep], eb[e_keep], e_side[e_keep]
+        e_side, e_keep, e_nrm = self._edge_sides(x, vel, dt, ea, eb)
+        ea, eb, e_side, e_nrm = ea[e_keep], eb[e_keep], e_side[e_keep], e_nrm[e_keep]
         P, T, E = len(pi), len(tv), len(ea)
         idx = np.full((P + T + E, 4), -1, np.int64)
         idx[:P, 0], idx[:P, 1] = pi, pj
@@ -367,6 +413,7 @@ class BodyContacts:
         jit = np.zeros((P + T + E, 3))
         if P:
             jit[:P] = jitter_directions(pi, pj)
+        jit[P + T:] = e_nrm          # an edge pair's normal at the step's start keeps its sense
         contacts.set_body_contacts(
             idx, kind, np.r_[np.zeros(P), side, e_side],
             np.r_[r[pi] + r[pj], dist, self.edge_thick[ea] + self.edge_thick[eb]],

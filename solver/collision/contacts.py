@@ -55,7 +55,8 @@ class Contacts:
         idx (K, 4) int64 particles (vertex, triangle corners), (edge, edge) or (i, j, -1, -1);
         kind (K,) int64 bodies.PAIR | VERTEX_TRI | EDGES; side (K,)
         +-1 (0 for particle pairs); dist (K,) [m] contact distance; mu (K,) friction; jit
-        (K, 3) coincident-particle normal. Builds the gather: every particle's slots (contact
+        (K, 3) a pair's coincident-particle normal, an edge pair's normal at the step's start
+        (0 for vertex-triangle). Builds the gather: every particle's slots (contact
         * 4 + corner) in increasing order."""
         self.body_idx = np.ascontiguousarray(idx, np.int64)   # (K, 4) int64
         self.body_kind = np.ascontiguousarray(kind, np.int64)     # (K,) int64

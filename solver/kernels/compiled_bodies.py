@@ -152,8 +152,11 @@ def _grid(lo, origin, cell, dims):
 
 
 @njit(cache=True)
-def _ee_ok(ea, eb, elo, ehi, edges, edge_thick, group, inv_mass, x0, self_group, disabled):
-    if not (eb > ea):
+def _ee_ok(ea, eb, elo, ehi, edges, edge_thick, edge_sag, asks, group, inv_mass, x0,
+           self_group, disabled):
+    if eb == ea or (asks[eb] and not (eb > ea)):
+        return False
+    if not (edge_sag[ea] + edge_sag[eb] > 0.5 * (edge_thick[ea] + edge_thick[eb])):
         return False
     p = edges[ea, 0]
     q = edges[ea, 1]
@@ -180,7 +183,8 @@ def _ee_ok(ea, eb, elo, ehi, edges, edge_thick, group, inv_mass, x0, self_group,
 
 @njit(cache=True)
 def _scan_edges(ea, qlo, qhi, write, out, at, order, ukey, ustart, uend, origin, cell, dims,
-                elo, ehi, edges, edge_thick, group, inv_mass, x0, self_group, disabled):
+                elo, ehi, edges, edge_thick, edge_sag, asks, group, inv_mass, x0, self_group,
+                disabled):
     """_scan for edge ea against the hashed edges."""
     i0 = _cell(qlo[0], origin, cell, dims, 0)
     i1 = _cell(qhi[0], origin, cell, dims, 0)
@@ -198,8 +202,8 @@ def _scan_edges(ea, qlo, qhi, write, out, at, order, ukey, ustart, uend, origin,
                     continue
                 for s in range(ustart[pos], uend[pos]):
                     eb = order[s]
-                    if _ee_ok(ea, eb, elo, ehi, edges, edge_thick, group, inv_mass, x0,
-                              self_group, disabled):
+                    if _ee_ok(ea, eb, elo, ehi, edges, edge_thick, edge_sag, asks, group,
+                              inv_mass, x0, self_group, disabled):
                         if write:
                             out[at + m] = eb
                         m += 1
@@ -209,7 +213,7 @@ def _scan_edges(ea, qlo, qhi, write, out, at, order, ukey, ustart, uend, origin,
 @njit(cache=True, parallel=True)
 def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edges, edge_thick,
                        self_group, disabled, origin, cell, dims, reach, active, tri_active,
-                       edge_active):
+                       edge_active, edge_sag):
     n = lo.shape[0]
     ids = np.nonzero(active)[0]
     sub, ukey, ustart, uend = _grid(lo[ids], origin, cell, dims)
@@ -297,25 +301,32 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     eids = np.nonzero(edge_active)[0]
     esub, ekey, estart, eend = _grid(elo[eids], origin, cell, dims)
     eorder = eids[esub]
+    asks = np.zeros(E, np.bool_)         # collision/bodies.find_body_contacts: who queries
+    for e in range(E):
+        asks[e] = edge_active[e] and edge_sag[e] > 0.5 * edge_thick[e]
     ec = np.zeros(E + 1, np.int64)
     for e in prange(E):
-        if not edge_active[e]:
+        if not asks[e]:
             continue
         ec[e + 1] = _scan_edges(e, eql[e], ehi[e], False, dummy, 0, eorder, ekey, estart, eend,
-                                origin, cell, dims, elo, ehi, edges, edge_thick, group,
-                                inv_mass, x0, self_group, disabled)
+                                origin, cell, dims, elo, ehi, edges, edge_thick, edge_sag, asks,
+                                group, inv_mass, x0, self_group, disabled)
     for e in range(E):
         ec[e + 1] += ec[e]
     ee_a = np.empty(ec[E], np.int64)
     ee_b = np.empty(ec[E], np.int64)
     for e in prange(E):
-        if not edge_active[e]:
+        if not asks[e]:
             continue
         _scan_edges(e, eql[e], ehi[e], True, ee_b, ec[e], eorder, ekey, estart, eend, origin,
-                    cell, dims, elo, ehi, edges, edge_thick, group, inv_mass, x0, self_group,
-                    disabled)
+                    cell, dims, elo, ehi, edges, edge_thick, edge_sag, asks, group, inv_mass, x0,
+                    self_group, disabled)
         for m in range(ec[e], ec[e + 1]):
-            ee_a[m] = e
+            if ee_b[m] < e:                  # pairs as (lower, higher)
+                ee_a[m] = ee_b[m]
+                ee_b[m] = e
+            else:
+                ee_a[m] = e
     return pp_i, pp_j, vt_v, vt_t, ee_a, ee_b
 
 
@@ -427,7 +438,7 @@ def _solve_tri(X, Xp, k, v, a, b, c, s, D, mu, inv_mass, allowance, dx, dl, shar
 
 
 @njit(cache=True)
-def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, inv_mass, allowance, dx, dl, share):
+def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, jit, inv_mass, allowance, dx, dl, share):
     """collision/bodies._solve_edges for one contact."""
     d10 = X[0, q] - X[0, p]
     d11 = X[1, q] - X[1, p]
@@ -455,6 +466,8 @@ def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, inv_mass, allowance, dx, dl,
     tp = (a * f - b * c) / den
     if not (sp >= 0.0 and sp <= 1.0 and tp >= 0.0 and tp <= 1.0):
         return
+    if nx * jit[k, 0] + ny * jit[k, 1] + nz * jit[k, 2] < 0.0:
+        side = -side
     m0 = side * (nx / ln)
     m1 = side * (ny / ln)
     m2 = side * (nz / ln)
@@ -545,7 +558,8 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
                 dl[4 * k + j, a] = 0.0
         if c_kind[k] == 2:
             _solve_edges(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_idx[k, 2], c_idx[k, 3],
-                         c_side[k], c_dist[k], c_mu[k], inv_mass, allowance, dx, dl, share)
+                         c_side[k], c_dist[k], c_mu[k], c_jit, inv_mass, allowance, dx, dl,
+                         share)
         elif c_kind[k] == 1:
             _solve_tri(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_idx[k, 2], c_idx[k, 3], c_side[k],
                        c_dist[k], c_mu[k], inv_mass, allowance, dx, dl, share)

@@ -1,0 +1,161 @@
+"""Cloth self-collision that holds up in a pile (solver/collision/bodies.py, body_stage.py).
+
+Each test runs on both backends and fails when the feature is broken on both:
+- an edge contact keeps its sense when its edges turn through parallel within a step (the
+  cross product of the edges flips, the layers do not): without it the contact drags an edge
+  through the other, and a three-layer fold landing on the ground tore itself apart;
+- a Z-folded cloth dropped on the ground lands with its surface never crossing itself
+  (checked with an exact edge-through-triangle test, geometry.self_intersections), no stretch
+  and nothing faster than its fall;
+- an edge contact between two flat stretches of cloth adds nothing to their vertices'
+  contacts and is left out, while two sharp ridges crossing in an X, where no vertex is near
+  a face, are still held apart by their edge contact.
+"""
+
+import numpy as np
+import pytest
+
+from solver import Builder, Simulation, backend as _backend
+from solver.collision.bodies import EDGES
+from solver.collision.contacts import Contacts
+from solver.geometry import self_intersections
+from solver.kernels import table
+
+BACKENDS = ["numpy"] + (["numba"] if _backend.numba_kernels() is not None else [])
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    return request.param
+
+
+def test_edge_contact_keeps_its_sense_through_parallel(backend):
+    """Edge pq (fixed) along x at z = 0; edge uw 6 mm above it, contact distance 10 mm. At the
+    step's start uw was turned +20 degrees about z (normal pq x uw = +z, uw above: side -1);
+    now it is turned -20 degrees, so pq x uw = -z. The contact must still lift uw."""
+    D, h = 0.01, 0.006
+    phi = np.radians(-20.0)
+    d = np.array([np.cos(phi), np.sin(phi), 0.0])
+    x = np.array([[-1.0, 0, 0], [1.0, 0, 0], [0, 0, h] - 0.5 * d, [0, 0, h] + 0.5 * d])
+    start_normal = np.array([0.0, 0.0, 1.0])
+    c = Contacts(4, 0, 0)
+    c.set_body_contacts(np.array([[0, 1, 2, 3]]), np.array([EDGES]), np.array([-1.0]),
+                        np.array([D]), np.array([0.0]), start_normal[None, :])
+    inv_mass = np.array([0.0, 0.0, 1.0, 1.0])
+    X = np.ascontiguousarray(x.T)
+    Xp = X.copy()
+    args = c.body_args(inv_mass, 1.0)
+    table(backend).solve_bodies(X, Xp, *args[:15])
+    lift = X[2, 2:] - h
+    assert np.all(lift > 0)                                  # away from pq, not through it
+    assert X[2, 2:].mean() == pytest.approx(D, abs=1e-9)     # to the contact distance
+
+
+def _z_fold(n, size=0.6, gap=0.04, low=0.15):
+    """A square cloth of n x n vertices folded twice into three layers gap apart (a Z fold),
+    the lowest low above the ground."""
+    f1 = (n - 1) // 3
+    f2 = 2 * f1
+    L = size * f1 / (n - 1)
+    u = np.arange(n) * size / (n - 1)
+    i = np.arange(n)
+    layer = np.where(i <= f1, 0, np.where(i <= f2, 1, 2))
+    xs = np.where(layer == 0, u, np.where(layer == 1, 2 * L - u, u - 2 * L))
+    X, Y = np.meshgrid(xs, np.linspace(-size / 2, size / 2, n), indexing="ij")
+    Z = np.repeat((low + gap * layer)[:, None], n, 1)
+    pos = np.column_stack([X.ravel(), Y.ravel(), Z.ravel()])
+    idx = np.arange(n * n).reshape(n, n)
+    quads = np.stack([idx[:-1, :-1], idx[1:, :-1], idx[1:, 1:], idx[:-1, 1:]], -1).reshape(-1, 4)
+    return pos, quads
+
+
+def test_z_folded_cloth_lands_without_crossing_itself(backend):
+    pos, quads = _z_fold(22)
+    b = Builder()
+    b.add_cloth(pos, quads, radius=0.004, self_collision=True)
+    b.add_collider("plane")
+    model = b.build()
+    sim = Simulation(model, backend=backend)
+    tris = model.contact_tris
+    assert len(self_intersections(pos, tris)) == 0
+    fall = np.sqrt(2 * 9.81 * pos[:, 2].max())
+    worst_speed = worst_strain = 0.0
+    for f in range(36):
+        sim.step(1 / 24)
+        assert len(self_intersections(sim.x, tris)) == 0, f"the cloth crossed itself, frame {f}"
+        worst_speed = max(worst_speed, float(np.linalg.norm(sim.v, axis=1).max()))
+        worst_strain = max(worst_strain, float(sim.max_stick_strain()))
+    assert sim.x[:, 2].max() < 0.1                    # it landed and lies folded
+    assert worst_speed < fall                        # nothing launched faster than the fall
+    assert worst_strain < 0.1                        # and nothing tore it
+
+
+def test_self_intersections_finds_a_crossing():
+    pos, quads = _z_fold(10)
+    b = Builder()
+    b.add_cloth(pos, quads, self_collision=True)
+    tris = b.build().contact_tris
+    assert len(self_intersections(pos, tris)) == 0
+    pushed = pos.copy()
+    pushed[(pos[:, 2] > 0.17) & (pos[:, 2] < 0.2) & (pos[:, 0] < 0.1), 2] = 0.13   # through
+    assert len(self_intersections(pushed, tris)) > 0
+
+
+def _tent(axis, apex_z, half=0.3, depth=0.1, down=False):
+    """Two triangles meeting along a ridge of length 2 half along axis 'x' or 'y' at height
+    apex_z, sloping away by depth over half a metre (down=True: a V, ridge at the bottom)."""
+    s = 1.0 if down else -1.0
+    ridge = [(-half, 0.0), (half, 0.0)]
+    pts = [(r, 0.0, apex_z) for r, _ in ridge] + [(r, -0.25, apex_z + s * depth) for r, _ in ridge] \
+        + [(r, 0.25, apex_z + s * depth) for r, _ in ridge]
+    pts = np.array(pts)
+    if axis == "y":
+        pts = pts[:, [1, 0, 2]]
+    faces = np.array([[0, 1, 3, 2], [0, 4, 5, 1]])
+    return pts, faces
+
+
+def test_crossing_ridges_are_held_apart_by_their_edge_contact(backend):
+    thick = 0.01
+    low, low_faces = _tent("y", 0.0)                  # a roof ridge along y, pinned
+    top, top_faces = _tent("x", 0.03, down=True)      # a V ridge along x above it, falling
+    b = Builder()
+    a = b.add_cloth(low, low_faces, radius=thick)
+    b.pin(a)
+    c = b.add_cloth(top, top_faces, radius=thick)
+    sim = Simulation(b.build(), backend=backend)
+    for _ in range(12):
+        sim.step(1 / 24)
+    x = sim.x
+    ridge_top = x[c[:2], 2].mean()                    # the V's ridge, crossing the roof's
+    assert ridge_top == pytest.approx(2 * thick, abs=2e-3)   # resting on the roof's ridge
+    assert (sim.contacts.body_kind == EDGES).any()
+
+
+def test_flat_layers_make_no_edge_contacts_between_their_interiors(backend):
+    n = 12
+    u = np.linspace(-0.3, 0.3, n)
+    X, Y = np.meshgrid(u, u, indexing="ij")
+    idx = np.arange(n * n).reshape(n, n)
+    quads = np.stack([idx[:-1, :-1], idx[1:, :-1], idx[1:, 1:], idx[:-1, 1:]], -1).reshape(-1, 4)
+    b = Builder()
+    lower = b.add_cloth(np.column_stack([X.ravel(), Y.ravel(), np.zeros(n * n)]), quads,
+                        radius=0.005)
+    b.pin(lower)
+    upper = b.add_cloth(np.column_stack([X.ravel() + 0.013, Y.ravel() + 0.007,
+                                         np.full(n * n, 0.03)]), quads, radius=0.005)
+    sim = Simulation(b.build(), backend=backend)
+    for _ in range(12):
+        sim.step(1 / 24)
+    assert sim.x[upper, 2].min() == pytest.approx(0.01, abs=1e-3)   # resting a thickness up
+    k = sim.contacts.body_kind
+    idx_c = sim.contacts.body_idx[k == EDGES]
+    border = np.zeros(2 * n * n, bool)
+    for ids in (lower, upper):
+        g = ids.reshape(n, n)
+        border[np.r_[g[0], g[-1], g[:, 0], g[:, -1]]] = True
+    # every edge pair has a border edge (both ends on the border) in it
+    on_a = border[idx_c[:, 0]] & border[idx_c[:, 1]]
+    on_b = border[idx_c[:, 2]] & border[idx_c[:, 3]]
+    assert np.all(on_a | on_b)
+    assert (k == 1).sum() > n * n // 2                # the vertices carry the layer
