@@ -126,51 +126,54 @@ def segment_distances(a0, a1, b0, b1):
     return np.linalg.norm(p - q, axis=1)
 
 
+def _cells_of_boxes(lo, hi, origin, cell, dims):
+    """For boxes (k, 3): (box id, cell key) of every grid cell each box overlaps."""
+    c0 = np.clip(np.floor((lo - origin) / cell).astype(np.int64), 0, dims - 1)
+    c1 = np.clip(np.floor((hi - origin) / cell).astype(np.int64), 0, dims - 1)
+    span = c1 - c0 + 1
+    count = span.prod(axis=1)
+    box = np.repeat(np.arange(len(lo)), count)
+    local = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    s1, s2 = span[box, 1], span[box, 2]
+    cx, cy, cz = local // (s1 * s2) + c0[box, 0], (local // s2) % s1 + c0[box, 1], \
+        local % s2 + c0[box, 2]
+    return box, (cx * dims[1] + cy) * dims[2] + cz
+
+
 def self_intersections(x, tris):
     """(k, 2) int64 (edge's lower vertex id * n + its higher, triangle) of every mesh edge that
     passes through a triangle it does not touch, for positions x (n, 3) [m] and triangles
     (F, 3) int64: the mesh's surface crosses itself there (two layers of cloth that passed
     through each other leave such pairs until they come apart again). Uniform-grid broad phase
-    over the triangles' boxes, exact segment-triangle test (Moller and Trumbore, "Fast,
-    minimum storage ray-triangle intersection", 1997); no Python loop over elements."""
+    (every edge and triangle in each cell its box overlaps, cells the size of a typical
+    triangle), exact segment-triangle test (Moller and Trumbore, "Fast, minimum storage
+    ray-triangle intersection", 1997); no Python loop over elements."""
     x = np.asarray(x, np.float64)
     tris = np.asarray(tris, np.int64)
     n = len(x)
+    if not len(tris):
+        return np.zeros((0, 2), np.int64)
     e = np.sort(np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]]), axis=1)
     e = np.unique(e, axis=0)
-    if not len(tris) or not len(e):
-        return np.zeros((0, 2), np.int64)
     tlo, thi = x[tris].min(axis=1), x[tris].max(axis=1)
     elo, ehi = np.minimum(x[e[:, 0]], x[e[:, 1]]), np.maximum(x[e[:, 0]], x[e[:, 1]])
-    cell = max(float(np.max(thi - tlo)), float(np.max(ehi - elo)), 1e-9)
+    cell = max(float(np.median(np.max(thi - tlo, axis=1))), 1e-9)
     origin = np.minimum(tlo.min(axis=0), elo.min(axis=0))
-    # each triangle in the one cell of its low corner; an edge looks in the cells that its box,
-    # grown by one cell downward, covers (a triangle spans at most one cell more per axis)
-    tc = np.floor((tlo - origin) / cell).astype(np.int64)
-    dims = np.max(np.floor((np.maximum(thi.max(0), ehi.max(0)) - origin) / cell), axis=0)
-    dims = np.full(3, int(dims) + 2, np.int64)
-    tkey = (tc[:, 0] * dims[1] + tc[:, 1]) * dims[2] + tc[:, 2]
+    span = np.maximum(thi.max(axis=0), ehi.max(axis=0)) - origin
+    dims = np.floor(span / cell).astype(np.int64) + 1
+    if float(np.prod(dims.astype(np.float64))) > 2.0 ** 62:      # keys must fit an int64
+        cell = float(np.max(span)) / 2 ** 20
+        dims = np.floor(span / cell).astype(np.int64) + 1
+    tb, tkey = _cells_of_boxes(tlo, thi, origin, cell, dims)
     order = np.argsort(tkey, kind="stable")
-    ks = tkey[order]
-    lo_c = np.floor((elo - origin) / cell).astype(np.int64) - 1
-    hi_c = np.floor((ehi - origin) / cell).astype(np.int64)
-    pe, pt = [], []
-    span = hi_c - lo_c + 1
-    for dx in range(int(span[:, 0].max())):
-        for dy in range(int(span[:, 1].max())):
-            for dz in range(int(span[:, 2].max())):
-                c = lo_c + np.array([dx, dy, dz])
-                ok = np.all((c <= hi_c) & (c >= 0), axis=1)
-                key = (c[:, 0] * dims[1] + c[:, 1]) * dims[2] + c[:, 2]
-                a = np.searchsorted(ks, key, "left")
-                b = np.searchsorted(ks, key, "right")
-                cnt = np.where(ok, b - a, 0)
-                ids = np.repeat(np.arange(len(e)), cnt)
-                slot = np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt) \
-                    + np.repeat(a, cnt)
-                pe.append(ids)
-                pt.append(order[slot])
-    pe, pt = np.concatenate(pe), np.concatenate(pt)
+    ks, tb = tkey[order], tb[order]
+    eb, ekey = _cells_of_boxes(elo, ehi, origin, cell, dims)
+    a = np.searchsorted(ks, ekey, "left")
+    cnt = np.searchsorted(ks, ekey, "right") - a
+    pe = np.repeat(eb, cnt)
+    pt = tb[np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt) + np.repeat(a, cnt)]
+    key = np.unique(pe * len(tris) + pt)                      # each pair once
+    pe, pt = key // len(tris), key % len(tris)
     t = tris[pt]
     p, q = e[pe, 0], e[pe, 1]
     touch = (t == p[:, None]).any(axis=1) | (t == q[:, None]).any(axis=1)

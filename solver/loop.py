@@ -7,10 +7,11 @@ Jakobsen's loop ("Advanced Character Physics", section 2), ``substeps`` times pe
     integrate   x' = x + (x - x*) k + a h^2 (integrator.predict); pinned particles on the line
                 from their position at the step's start to their target; the mesh colliders'
                 vertices at the substep's start and end (collision/mesh_query.place_meshes)
-    relax       ``iterations`` sweeps: sticks, soft pins, volumes, colliders (projection with
-                friction, depenetration bounded by ``allowance``), embedded points of
-                tetrahedral bodies, contacts between bodies (Jacobi, averaged), shape matching,
-                joints between rigid bodies
+    relax       ``iterations`` sweeps: sticks, soft pins, volumes, contacts between bodies
+                (Jacobi, averaged), colliders (projection with friction, depenetration
+                bounded by ``allowance``; after the bodies, so nothing ends a substep pressed
+                into one), embedded points of tetrahedral bodies, shape matching, joints
+                between rigid bodies
     velocity    shape-matching damping, restitution, and the overlap resolved without speed
                 moved into x* (collision/project.release_overlap); all on x* only
 
@@ -119,6 +120,13 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                                 q_alpha, q_lam, it > 0)
             solve_volumes(X, v_particles, v_particle_start, v_tris, v_tri_start, v_w, v_rest,
                           v_alpha, v_lam)
+            # bodies against bodies (collision/bodies.py), then the colliders: an immovable
+            # collider has the last word, so a pile's bottom layer ends each substep on the
+            # ground, not pressed into it by the layers above
+            if any_bodies:
+                solve_bodies(X, Xp, b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass,
+                             b_allowance, b_dx, b_dl, b_share, b_particle, b_start, b_slot,
+                             b_touch)
             for k in range(n_colliders):
                 idx = pair_particle[pair_start[k]:pair_start[k + 1]]
                 if idx.size == 0:
@@ -135,10 +143,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                                sc[s], Rb[s], tb[s], sb[s], moving[s], point_depth, point_used,
                                allowance, lift, lifted, mesh)
             contact = touching
-            if any_bodies:                      # other bodies (collision/bodies.py)
-                solve_bodies(X, Xp, b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass,
-                             b_allowance, b_dx, b_dl, b_share, b_particle, b_start, b_slot,
-                             b_touch)
+            if any_bodies:
                 np.logical_or(touching, b_touch, out=b_shape_touch)
                 contact = b_shape_touch
             if m_particles.size:

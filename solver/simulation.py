@@ -12,8 +12,9 @@ many iterations for the same work; measured on the benchmark drape, see README):
       drag        exact exponential air drag and wind on x* (forces.py)
       integrate   Verlet: x' = x + (x - x*) k + a h^2 (integrator.py); pins follow their targets
       relax       ``iterations`` times: sticks (block by block, colour by colour), soft pins,
-                  volumes, colliders (with the tunnelling guard), contacts between bodies, shape
-                  matching, joints (constraints/, collision/)
+                  volumes, contacts between bodies, colliders (with the tunnelling guard; last
+                  of the contacts, so nothing ends a substep pressed into one), shape matching,
+                  joints (constraints/, collision/)
       velocity    shape-matching damping, restitution, overlap resolved without speed
 
 Velocity is always (x - x*) / h. The Model is fixed; the State (state.py) is what the loop

@@ -170,7 +170,7 @@ def _overlap(lo_a, hi_a, lo_b, hi_b):
 
 def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edges, edge_thick,
                        self_group, disabled, origin, cell, dims, reach, active, tri_active,
-                       edge_active, edge_sag):
+                       edge_active, edge_sag, pair_self):
     """The broad phase in NumPy (the kernel table's find_body_contacts). lo, hi (n, 3) [m]
     particle boxes; radius (n,) [m]; group (n,) int64; inv_mass (n,); x0 (n, 3) [m] rest
     positions; tris (F, 3) int64 contact triangles, tri_thick (F,) [m]; edges (E, 2) int64
@@ -181,8 +181,11 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     ones hashed and queried; edge_sag (E,) [m] how far each edge lies from its faces' plane
     (body_stage.BodyContacts._edge_sag): an edge pair is a candidate only when its sags
     together exceed half its contact distance, so only edges whose own sag exceeds half their
-    thickness query. Returns unsorted int64 arrays (pp_i, pp_j, vt_v, vt_t, ee_a, ee_b):
-    particle pairs i < j, vertex-triangle pairs and edge pairs a < b."""
+    thickness query; pair_self (G,) bool: the self-colliding groups whose particles also pair
+    with each other (those without contact faces: a cloth's vertices meet its own faces and
+    edges instead, and pairing them with their neighbours only costs). Returns unsorted int64
+    arrays (pp_i, pp_j, vt_v, vt_t, ee_a, ee_b): particle pairs i < j, vertex-triangle pairs
+    and edge pairs a < b."""
     G = len(self_group)
     ids = np.nonzero(active)[0]
     sub, ukey, start, end = _grid(lo[ids], origin, cell, dims)
@@ -215,7 +218,7 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     ok &= (inv_mass[i] > 0) | (inv_mass[j] > 0)
     i, j = i[ok], j[ok]
     r = radius[i] + radius[j]
-    same_ok = self_group[group[i]] & (_dist2(x0, i, j) > r * r)
+    same_ok = pair_self[group[i]] & (_dist2(x0, i, j) > r * r)
     keep = _allowed(group[i], group[j], same_ok, disabled, G)
     pp_i, pp_j = i[keep], j[keep]
     # edge-edge: edges hashed by their boxes
@@ -281,11 +284,11 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
     (p, q, u, w) for edges pq and uw, or (i, j, -1, -1); c_kind (K,) int64 PAIR, VERTEX_TRI or
     EDGES; c_side (K,) +-1 (0 for particle pairs); c_dist (K,) [m]; c_mu (K,);
     c_jit (K, 3) a pair's coincident normal, an edge pair's unit normal at the step's start
-    (the sense its normal keeps; 0 for vertex-triangle); inv_mass (n,); allowance [m] the depenetration bound
-    of this substep; dx, dl (K * 4, 3) [m] and share (K * 4,) scratch (each contact corner's
-    correction of x and of x*, and its share of the contact: |its gradient weight|, 0 when
-    the contact does not act); the gather:
-    particles g_particle (u,), their slots (contact * 4 + corner) g_slot[g_start[q]:
+    (the sense its normal keeps; 0 for vertex-triangle); inv_mass (n,); allowance [m] the
+    depenetration bound of this substep; dx, dl (K * 4, 3) [m] and share (K * 4,) scratch
+    (each contact corner's correction of x and of x*, and its share of the contact: |its
+    gradient weight|, 0 when the contact does not act); the gather: particles g_particle
+    (u,), their slots (contact * 4 + corner) g_slot[g_start[q]:
     g_start[q + 1]] increasing; touched (n,) bool set for contacted particles."""
     dx.fill(0.0)
     dl.fill(0.0)

@@ -92,7 +92,8 @@ def _pp_ok(i, j, lo, hi, radius, group, inv_mass, x0, self_group, disabled):
 
 @njit(cache=True)
 def _scan(q, qlo, qhi, is_tri, write, out, at, order, ukey, ustart, uend, origin, cell, dims,
-          lo, hi, tlo, thi, radius, group, inv_mass, x0, tris, tri_thick, self_group, disabled):
+          lo, hi, tlo, thi, radius, group, inv_mass, x0, tris, tri_thick, self_group, disabled,
+          pair_self):
     """Visit the particles in the cells of query q's box; count (write False) or write the
     pairs that pass the exact test into out[at:]. Returns the count."""
     i0 = _cell(qlo[0], origin, cell, dims, 0)
@@ -115,7 +116,7 @@ def _scan(q, qlo, qhi, is_tri, write, out, at, order, ukey, ustart, uend, origin
                         ok = _vt_ok(p, q, lo, hi, tlo, thi, radius, group, inv_mass, x0, tris,
                                     tri_thick, self_group, disabled)
                     else:
-                        ok = _pp_ok(q, p, lo, hi, radius, group, inv_mass, x0, self_group,
+                        ok = _pp_ok(q, p, lo, hi, radius, group, inv_mass, x0, pair_self,
                                     disabled)
                     if ok:
                         if write:
@@ -213,7 +214,7 @@ def _scan_edges(ea, qlo, qhi, write, out, at, order, ukey, ustart, uend, origin,
 @njit(cache=True, parallel=True)
 def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edges, edge_thick,
                        self_group, disabled, origin, cell, dims, reach, active, tri_active,
-                       edge_active, edge_sag):
+                       edge_active, edge_sag, pair_self):
     n = lo.shape[0]
     ids = np.nonzero(active)[0]
     sub, ukey, ustart, uend = _grid(lo[ids], origin, cell, dims)
@@ -238,7 +239,7 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
         if tri_active[f]:
             cnt[f + 1] = _scan(f, qlo[f], thi[f], True, False, dummy, 0, order, ukey, ustart,
                                uend, origin, cell, dims, lo, hi, tlo, thi, radius, group,
-                               inv_mass, x0, tris, tri_thick, self_group, disabled)
+                               inv_mass, x0, tris, tri_thick, self_group, disabled, pair_self)
     for f in range(F):
         cnt[f + 1] += cnt[f]
     vt_v = np.empty(cnt[F], np.int64)
@@ -248,7 +249,7 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
             continue
         _scan(f, qlo[f], thi[f], True, True, vt_v, cnt[f], order, ukey, ustart, uend, origin,
               cell, dims, lo, hi, tlo, thi, radius, group, inv_mass, x0, tris, tri_thick,
-              self_group, disabled)
+              self_group, disabled, pair_self)
         for m in range(cnt[f], cnt[f + 1]):
             vt_t[m] = f
     # particle pairs
@@ -270,7 +271,7 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     for q in prange(nb):
         pc[q + 1] = _scan(big[q], plo[q], hi[big[q]], False, False, dummy, 0, order, ukey,
                           ustart, uend, origin, cell, dims, lo, hi, tlo, thi, radius, group,
-                          inv_mass, x0, tris, tri_thick, self_group, disabled)
+                          inv_mass, x0, tris, tri_thick, self_group, disabled, pair_self)
     for q in range(nb):
         pc[q + 1] += pc[q]
     pp_i = np.empty(pc[nb], np.int64)
@@ -278,7 +279,7 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     for q in prange(nb):
         _scan(big[q], plo[q], hi[big[q]], False, True, pp_j, pc[q], order, ukey, ustart, uend,
               origin, cell, dims, lo, hi, tlo, thi, radius, group, inv_mass, x0, tris,
-              tri_thick, self_group, disabled)
+              tri_thick, self_group, disabled, pair_self)
         for m in range(pc[q], pc[q + 1]):
             pp_i[m] = big[q]
     # edge pairs

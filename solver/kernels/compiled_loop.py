@@ -104,6 +104,13 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             if v_rest.shape[0]:
                 solve_volumes(X, v_particles, v_particle_start, v_tris, v_tri_start, v_w, v_rest,
                               v_alpha, v_lam)
+            # bodies against bodies, then the colliders: an immovable collider has the last
+            # word, so a pile's bottom layer ends each substep on the ground, not pressed into
+            # it by the layers above (which made a resting pile creep and never sleep)
+            if any_bodies:
+                solve_bodies(X, Xp, b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass,
+                             b_allowance, b_dx, b_dl, b_share, b_particle, b_start, b_slot,
+                             b_touch)
             # every collider in one pass (loop.py goes collider by collider: the same bits,
             # since a contact touches its own particle only)
             if by_particle.shape[0]:
@@ -119,9 +126,6 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                                allowance, lift, lifted, mesh)
             contact = touching
             if any_bodies:
-                solve_bodies(X, Xp, b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass,
-                             b_allowance, b_dx, b_dl, b_share, b_particle, b_start, b_slot,
-                             b_touch)
                 for i in range(n):
                     b_shape_touch[i] = touching[i] or b_touch[i]
                 contact = b_shape_touch
