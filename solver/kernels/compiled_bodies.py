@@ -551,12 +551,12 @@ def _solve_pair(X, Xp, k, i, j, D, mu, jit, inv_mass, allowance, dx, dl, share):
 def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl,
                  share, g_particle, g_start, g_slot, touched):
     K = c_idx.shape[0]
-    for k in prange(K):                                  # pass 1: each contact's own rows
+    # pass 1: each contact's own rows. Most contacts do not act in a given substep: only their
+    # shares are cleared, and pass 2 reads the rows of acting corners only (share > 0; a corner
+    # of share 0 has a zero row in loop.py's reference, and adding zero changes no sum)
+    for k in prange(K):
         for j in range(4):
             share[4 * k + j] = 0.0
-            for a in range(3):
-                dx[4 * k + j, a] = 0.0
-                dl[4 * k + j, a] = 0.0
         if c_kind[k] == 2:
             _solve_edges(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_idx[k, 2], c_idx[k, 3],
                          c_side[k], c_dist[k], c_mu[k], c_jit, inv_mass, allowance, dx, dl,
@@ -577,6 +577,8 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
         cnt = 0.0
         for e in range(g_start[q], g_start[q + 1]):
             sl = g_slot[e]
+            if share[sl] == 0.0:
+                continue
             s0 += dx[sl, 0]
             s1 += dx[sl, 1]
             s2 += dx[sl, 2]
