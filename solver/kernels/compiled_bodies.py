@@ -104,11 +104,13 @@ def _scan(q, qlo, qhi, is_tri, write, out, at, order, ukey, ustart, uend, origin
     m = 0
     for cx in range(i0, i1 + 1):
         for cy in range(j0, j1 + 1):
-            for cz in range(k0, k1 + 1):
-                key = (cx * dims[1] + cy) * dims[2] + cz
-                pos = np.searchsorted(ukey, key)
-                if pos >= ukey.shape[0] or ukey[pos] != key:
-                    continue
+            # the cells (cx, cy, k0..k1) have consecutive keys: one search finds the first
+            # occupied one, the next occupied ones follow it in ukey (the same visiting order
+            # as a search per cell)
+            key = (cx * dims[1] + cy) * dims[2] + k0
+            last = key + (k1 - k0)
+            pos = np.searchsorted(ukey, key)
+            while pos < ukey.shape[0] and ukey[pos] <= last:
                 for s in range(ustart[pos], uend[pos]):
                     p = order[s]
                     if is_tri:
@@ -121,6 +123,7 @@ def _scan(q, qlo, qhi, is_tri, write, out, at, order, ukey, ustart, uend, origin
                         if write:
                             out[at + m] = p
                         m += 1
+                pos += 1
     return m
 
 
@@ -195,11 +198,10 @@ def _scan_edges(ea, qlo, qhi, write, out, at, order, ukey, ustart, uend, origin,
     m = 0
     for cx in range(i0, i1 + 1):
         for cy in range(j0, j1 + 1):
-            for cz in range(k0, k1 + 1):
-                key = (cx * dims[1] + cy) * dims[2] + cz
-                pos = np.searchsorted(ukey, key)
-                if pos >= ukey.shape[0] or ukey[pos] != key:
-                    continue
+            key = (cx * dims[1] + cy) * dims[2] + k0        # a run of cells, as in _scan
+            last = key + (k1 - k0)
+            pos = np.searchsorted(ukey, key)
+            while pos < ukey.shape[0] and ukey[pos] <= last:
                 for s in range(ustart[pos], uend[pos]):
                     eb = order[s]
                     if _ee_ok(ea, eb, elo, ehi, edges, edge_thick, edge_sag, asks, group,
@@ -207,6 +209,7 @@ def _scan_edges(ea, qlo, qhi, write, out, at, order, ukey, ustart, uend, origin,
                         if write:
                             out[at + m] = eb
                         m += 1
+                pos += 1
     return m
 
 
