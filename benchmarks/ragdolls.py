@@ -6,12 +6,13 @@ A ragdoll is twelve capsule bodies (Builder.add_capsule_body: pelvis, spine, che
 arms, forearms, thighs, shins) joined by eleven joints with limits as a character TD sets them:
 ball joints with swing cones and twist ranges at the spine, neck, shoulders and hips, hinges at
 the elbows and knees. The ragdolls stand side by side on the top step, tilted forward and
-pushed down the stairs. Their capsules collide with
-one another and with their own non-adjacent bones, except, as in the add-on
-(addon/ragdoll_sim.py OVERLAP_MARGIN), bones whose capsules overlap in the build pose (the spine
-and the thighs' heads): adjacent bones, joined by a joint, do not either. The comparison with Blender's Rigid Body World is made on the Blender side: ``--blender``
-runs benchmarks/ragdolls_blender.py (the add-on's own path, armatures with kind RAGDOLL, against
-the same bones as Rigid Body World objects with Generic constraints, in the same run; needs bpy).
+pushed down the stairs. Their capsules collide with one another and with their own
+non-adjacent bones, except, as in the add-on (addon/ragdoll_sim.py OVERLAP_MARGIN), bones whose
+capsules overlap in the build pose (the spine and the thighs' heads); adjacent bones, joined by a
+joint, do not either. The comparison with Blender's Rigid Body World is made on the Blender
+side: ``--blender`` runs benchmarks/ragdolls_blender.py (the add-on's own path, armatures with
+kind RAGDOLL, against the same bones as Rigid Body World objects with Generic constraints, in
+the same run; needs bpy).
 
 Targets (issue 12): joint gaps under 2 mm, excursions under 2 degrees, 100 ragdolls under 50 ms
 per frame on the 2-core machine. Timings depend on the machine and its load: printed, never

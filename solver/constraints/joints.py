@@ -59,9 +59,10 @@ DRIVE_COMPLIANCE = 1e-2
 # (positional [m], angular [rad]; compliant constraints and drives do not count), at most PASSES
 # of them: a ragdoll in the air needs one, one whose limbs fight contacts with the stairs up to
 # a dozen, and a settled ragdoll no longer pays for the passes of another that tumbles (the
-# islands share no free body, so an island's result does not depend on the others'). Measured on ragdolls tumbling down stairs (benchmarks/ragdolls.py, 10
-# ragdolls, 20 substeps): a fixed single pass left gaps up to 2.5 mm, a fixed 4 passes 1.3 mm
-# and 2 degrees of limit excursion, up to 8 passes with this tolerance 0.24 mm and 1.1 degrees
+# islands share no free body, so an island's result does not depend on the others').
+# Measured on ragdolls tumbling down stairs (benchmarks/ragdolls.py, 10 ragdolls, 20 substeps):
+# a fixed single pass left gaps up to 2.5 mm, a fixed 4 passes 1.3 mm and 2 degrees of limit
+# excursion, up to 8 passes with this tolerance 0.24 mm and 1.1 degrees
 PASSES = 8
 TOLERANCE = np.array([1e-4, 1e-3])
 # below these a direction or a distance counts as zero (no correction)
