@@ -21,10 +21,11 @@ GROW = 0.1
 # a pair is kept when it can meet within the step: its gap at the step's start at most the
 # contact distance + 2 SLACK + REACH (|relative velocity| + the faster's speed) dt + |a| dt^2
 REACH = 1.5
-# the active-item filter (BodyContacts._active) tests every item against every group's box up
-# to this many groups, in chunks of at most ACTIVE_CHUNK item-group tests
-ACTIVE_MAX_GROUPS = 4096
-ACTIVE_CHUNK = 1 << 20
+# the active-item filter (BodyContacts._active) finds the overlapping pairs of group boxes; with
+# more candidates than PAIRS_MAX every item takes part; items are tested against the boxes of
+# the groups their own group meets, PAIR_CHUNK group pairs at a time
+PAIRS_MAX = 1 << 22
+PAIR_CHUNK = 1 << 14
 
 
 def _bary_min(e0, e1, d, nrm, ln):
@@ -59,6 +60,12 @@ def _solid_depth(x0, tris, solid, group, budget=20_000_000):
         behind = np.einsum("fk,fk->f", a, n)[:, None] - n @ x0[members].T    # (f, members)
         depth[f] = behind.max(axis=1)
     return depth
+
+
+def _runs(group, G):
+    """Items sorted by group (stable) and (G,) where each group's run starts in that order."""
+    by = np.argsort(group, kind="stable")
+    return by, np.searchsorted(group[by], np.arange(G)).astype(np.int64)
 
 
 # ----------------------------------------------------------------------------- the stage
@@ -130,6 +137,13 @@ class BodyContacts:
         gs = self.group[self.by_group]
         self.group_start = np.nonzero(np.r_[True, gs[1:] != gs[:-1]])[0] if len(gs) else \
             np.zeros(0, np.int64)
+        # triangles and edges by the group of their first corner, and where each group's run
+        # starts (every group, empty runs included: the active filter indexes them by group)
+        self.tri_group = self.group[t[:, 0]] if len(t) else np.zeros(0, np.int64)
+        self.edge_group = self.group[self.edges[:, 0]] if len(self.edges) else \
+            np.zeros(0, np.int64)
+        self.tri_by_group, self.tri_group_start = _runs(self.tri_group, G)
+        self.edge_by_group, self.edge_group_start = _runs(self.edge_group, G)
 
     def boxes(self, x, xp, h, dt, acc, pinned, pin_target):
         """(n, 3) lo, hi [m]: each particle's box over the step (module docstring)."""
@@ -141,63 +155,78 @@ class BodyContacts:
         grow = (self.radius + SLACK + GROW * dt * speed)[:, None]
         return np.minimum(x, p) - grow, np.maximum(x, p) + grow
 
-    def _groups_apart(self, lo, hi):
-        """True when no two groups' boxes overlap (then no contact can happen this step)."""
-        if self.any_self:
-            return False
-        G = self.n_groups
+    def _group_boxes(self, lo, hi):
+        """(G, 3) lo, hi [m]: each group's box (the union of its particles' boxes), or None
+        when some group has no particle (then every item takes part)."""
+        if len(self.group_start) != self.n_groups:
+            return None
+        return (np.minimum.reduceat(lo[self.by_group], self.group_start, axis=0),
+                np.maximum.reduceat(hi[self.by_group], self.group_start, axis=0))
+
+    def _group_pairs(self, glo, ghi):
+        """(P,), (P,) int64 the pairs of different groups (ga < gb) whose boxes overlap and
+        whose contact is not disabled (a joint's two bodies), or None when there are more than
+        PAIRS_MAX candidates (then every item takes part). Sweep and prune along the axis the
+        groups spread most on (Baraff 1992): sorted by their boxes' low ends, group i meets the
+        following groups whose low end is at most its high end."""
+        G = len(glo)
         if G < 2:
-            return True
-        if G > 512:                     # not worth an all-pairs test; the grid sorts it out
-            return False
-        glo = np.minimum.reduceat(lo[self.by_group], self.group_start, axis=0)
-        ghi = np.maximum.reduceat(hi[self.by_group], self.group_start, axis=0)
-        over = np.all((glo[:, None, :] <= ghi[None, :, :]) & (ghi[:, None, :] >= glo[None, :, :]),
-                      axis=2)
-        np.fill_diagonal(over, False)
-        return not over.any()
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        ax = int(np.argmax(np.ptp(glo + ghi, axis=0)))
+        order = np.argsort(glo[:, ax], kind="stable")
+        end = np.searchsorted(glo[order, ax], ghi[order, ax], side="right")
+        cnt = np.maximum(end - np.arange(1, G + 1), 0)
+        total = int(cnt.sum())
+        if total > PAIRS_MAX:
+            return None
+        first = np.repeat(np.arange(G), cnt)
+        second = first + 1 + np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        a, b = order[first], order[second]
+        ok = np.all((glo[a] <= ghi[b]) & (ghi[a] >= glo[b]), axis=1)
+        a, b = np.minimum(a[ok], b[ok]), np.maximum(a[ok], b[ok])
+        if len(self.disabled):
+            ok = ~np.isin(a * G + b, self.disabled)
+            a, b = a[ok], b[ok]
+        return a, b
 
     def _active(self, lo, hi, tlo, thi):
         """(n,), (F,), (E,) bool: the particles, triangles and edges whose step box overlaps the
-        box of a group other than their own, or that belong to a self-colliding group. Nothing
-        else can be in a contact this step (a pair's boxes overlap, and each lies in its own
-        group's box). Each item is tested only against the groups whose boxes overlap its own
-        group's box: a pile of crates tests each corner against its few neighbours."""
-        G = self.n_groups
+        box of a group other than their own whose contact with theirs is not disabled, or that
+        belong to a self-colliding group; None when nothing can touch. Nothing else can be in a
+        contact this step (a pair's boxes overlap, and each lies in its own group's box).
+        Particles without a radius take part only as vertices against triangles: with no
+        triangle taking part, they are left out (a ragdoll's frame particles)."""
         e = self.edges
         elo = np.minimum(lo[e[:, 0]], lo[e[:, 1]])
         ehi = np.maximum(hi[e[:, 0]], hi[e[:, 1]])
-        items = ((lo, hi, self.group), (tlo, thi, self.group[self.tris[:, 0]]),
-                 (elo, ehi, self.group[e[:, 0]]))
-        if G > ACTIVE_MAX_GROUPS or len(self.group_start) != G:   # everything takes part
-            return tuple(np.ones(len(g), bool) for _, _, g in items)
-        glo = np.minimum.reduceat(lo[self.by_group], self.group_start, axis=0)
-        ghi = np.maximum.reduceat(hi[self.by_group], self.group_start, axis=0)
-        near = np.zeros((G, G), bool)                 # group boxes that overlap, row by row
-        for a in range(0, G, max(1, ACTIVE_CHUNK // max(G, 1))):
-            b = min(G, a + max(1, ACTIVE_CHUNK // max(G, 1)))
-            near[a:b] = np.all((glo[a:b, None, :] <= ghi[None, :, :])
-                               & (ghi[a:b, None, :] >= glo[None, :, :]), axis=2)
-        np.fill_diagonal(near, False)
-        gi, gj = np.nonzero(near)                     # row-major: grouped by gi, in order
-        per = np.bincount(gi, minlength=G)
-        first = np.cumsum(per) - per
-        out = []
-        for ilo, ihi, ig in items:
-            act = self.self_group[ig].copy() if len(ig) else np.zeros(0, bool)
-            cnt = per[ig]
-            total = int(cnt.sum())
-            step = max(1, len(ig) * ACTIVE_CHUNK // max(total, 1))
-            for a in range(0, len(ig), step):         # bounded memory: chunks of items
-                b = min(a + step, len(ig))
-                c = cnt[a:b]
-                item = np.repeat(np.arange(a, b), c)
-                slot = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c) \
-                    + np.repeat(first[ig[a:b]], c)
-                other = gj[slot]
-                hit = np.all((ilo[item] <= ghi[other]) & (ihi[item] >= glo[other]), axis=1)
-                act[a:b] |= np.bincount(item[hit] - a, minlength=b - a) > 0
-            out.append(act)
+        items = ((lo, hi, self.by_group, self.group_start, self.group),
+                 (tlo, thi, self.tri_by_group, self.tri_group_start, self.tri_group),
+                 (elo, ehi, self.edge_by_group, self.edge_group_start, self.edge_group))
+        boxes = self._group_boxes(lo, hi)
+        pairs = None if boxes is None else self._group_pairs(*boxes)
+        if pairs is None:                          # everything takes part
+            out = [np.ones(len(g), bool) for *_, g in items]
+        else:
+            glo, ghi = boxes
+            ga, gb = np.r_[pairs[0], pairs[1]], np.r_[pairs[1], pairs[0]]   # item's, other
+            out = []
+            for ilo, ihi, by, start, ig in items:
+                act = self.self_group[ig].copy() if len(ig) else np.zeros(0, bool)
+                if len(ig) and len(ga):
+                    # each item of group ga tested against the box of group gb
+                    stop = np.r_[start[1:], len(by)]
+                    cnt = stop[ga] - start[ga]
+                    for a in range(0, len(ga), PAIR_CHUNK):
+                        sa, sb, c = ga[a:a + PAIR_CHUNK], gb[a:a + PAIR_CHUNK], \
+                            cnt[a:a + PAIR_CHUNK]
+                        k = int(c.sum())
+                        it = by[np.repeat(start[sa] - np.cumsum(c) + c, c) + np.arange(k)]
+                        other = np.repeat(sb, c)
+                        hit = np.all((ilo[it] <= ghi[other]) & (ihi[it] >= glo[other]), axis=1)
+                        act[it[hit]] = True
+                out.append(act)
+        if not out[1].any():
+            out[0] &= self.radius > 0
         return tuple(out)
 
     def collide(self, kernels, x, xp, h, dt, acc, pinned, pin_target, contacts):
@@ -209,9 +238,6 @@ class BodyContacts:
             contacts.clear_body_contacts()
             return
         lo, hi = self.boxes(x, xp, h, dt, acc, pinned, pin_target)
-        if self._groups_apart(lo, hi):
-            contacts.clear_body_contacts()
-            return
         # only what may touch another group (or its own, self-colliding) is hashed and queried:
         # a cloth that lies near a crate with one corner costs that corner, not the whole cloth
         t, e = self.tris, self.edges

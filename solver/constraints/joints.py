@@ -45,6 +45,7 @@ joint after joint; both do the same operations, so they agree bit for bit.
 
 import numpy as np
 
+from ..sleep import islands
 from .shapes import _sums, polar_rotation
 
 KIND_BALL, KIND_HINGE = 0, 1
@@ -53,12 +54,15 @@ JOINT_KINDS = {"ball": KIND_BALL, "hinge": KIND_HINGE}
 DRIVE_COMPLIANCE = 1e-2
 # Gauss-Seidel passes over the joints per iteration: the body frames are read from the particles
 # once and carried through the passes, and the particles moved once after them, so a pass costs
-# a few hundred operations per joint. Passes stop once a pass met no rigid violation above
-# TOLERANCE (positional [m], angular [rad]; compliant constraints and drives do not count), at
-# most PASSES of them: a ragdoll in the air needs one, one whose limbs fight contacts with the
-# stairs up to a dozen. Measured on ragdolls tumbling down stairs (benchmarks/ragdolls.py, 10
-# ragdolls, 20 substeps): a fixed single pass left gaps up to 2.5 mm, a fixed 4 passes 1.3 mm
-# and 2 degrees of limit excursion, up to 8 passes with this tolerance 0.24 mm and 1.1 degrees
+# a few hundred operations per joint. Passes stop, island by island (the joints joined through
+# free bodies: one ragdoll), once a pass met no rigid violation above TOLERANCE in the island
+# (positional [m], angular [rad]; compliant constraints and drives do not count), at most PASSES
+# of them: a ragdoll in the air needs one, one whose limbs fight contacts with the stairs up to
+# a dozen, and a settled ragdoll no longer pays for the passes of another that tumbles (the
+# islands share no free body, so an island's result does not depend on the others').
+# Measured on ragdolls tumbling down stairs (benchmarks/ragdolls.py, 10 ragdolls, 20 substeps):
+# a fixed single pass left gaps up to 2.5 mm, a fixed 4 passes 1.3 mm and 2 degrees of limit
+# excursion, up to 8 passes with this tolerance 0.24 mm and 1.1 degrees
 PASSES = 8
 TOLERANCE = np.array([1e-4, 1e-3])
 # below these a direction or a distance counts as zero (no correction)
@@ -150,6 +154,15 @@ class JointSolver:
         self.lam = np.zeros((j, 2))                      # (J, 2) positional, drive multipliers
         self.compliance = model.joint_compliance
         self.passes = PASSES
+        # (J,) int64 the island of each joint: joints joined through free bodies (kinematic
+        # bodies and the world join nothing: the joint solve never moves them); passes stop
+        # island by island. (I,) bool scratch: the islands that met the tolerance
+        ba, bb = self.body[:, 0], self.body[:, 1]
+        fa, fb = self.body_free[ba], self.body_free[bb]
+        lab = islands(k + 1, np.column_stack([ba[fa & fb], bb[fa & fb]]))
+        _, isl = np.unique(np.where(fa, lab[ba], lab[bb]), return_inverse=True)
+        self.island = isl.reshape(j).astype(np.int64)
+        self.island_done = np.zeros(int(self.island.max()) + 1 if j else 0, bool)
 
     @property
     def count(self):
@@ -169,7 +182,7 @@ class JointSolver:
                 self.body_free, self.c0, self.R0, self.c, self.R, self.moved, self.body,
                 self.anchor, self.axis, self.perp, self.kind, self.swing, self.range, self.alpha,
                 self.drive_on, self.drive_alpha, target, self.lam, self.order, self.color_offsets,
-                self.passes, TOLERANCE)
+                self.island, self.island_done, self.passes, TOLERANCE)
 
 
 # --------------------------------------------------------------------- vector helpers (lists)
@@ -243,7 +256,7 @@ class _Batch:
         self.R = [R[ba], R[bb]]
         self.m = [inv_mass[ba], inv_mass[bb]]
         self.I = [inv_inertia[ba], inv_inertia[bb]]
-        self.err = 0.0           # the largest rigid violation / its tolerance in this pass
+        self.err = np.zeros(len(ba))   # (k,) each joint's largest rigid violation / tolerance
         self.tol = tol
 
     def turn(self, d, alpha, lam, on, rigid=True):
@@ -266,9 +279,8 @@ class _Batch:
             self._error(th / self.tol[1], on)
 
     def _error(self, e, on):
-        """Keep the largest of e (violations over their tolerance) where on."""
-        if len(e):
-            self.err = max(self.err, float(np.max(np.where(on, e, 0.0))))
+        """Keep each joint's largest e (violations over their tolerance) where on."""
+        self.err = np.where(on & (e > self.err), e, self.err)
 
     def _turn_bodies(self, ta, tb, on):
         for k, t in ((0, ta), (1, tb)):
@@ -410,10 +422,11 @@ def body_frames_of(X, particles, rest_offset, mass, entries, entry_start, bodies
 def solve_joints(X, particles, rest_offset, mass, bodies, entries, entry_start, inv_mass,
                  inv_inertia, body_free, c0, R0, c, R, moved, body, anchor, axis, perp, kind,
                  swing, rng, alpha, drive_on, drive_alpha, target, lam, order, color_offsets,
-                 passes, tolerance):
-    """The NumPy kernel: one pass over every joint, colour after colour (each colour one batch),
-    in place on X (3, n) [m]. particles, rest_offset, mass: the shapes group's entry arrays;
-    the rest as JointSolver.kernel_args (c0, R0, c, R, moved: scratch)."""
+                 island, island_done, passes, tolerance):
+    """The NumPy kernel: passes over the joints, colour after colour (each colour one batch),
+    in place on X (3, n) [m], until each island's joints met the tolerance (its joints are then
+    left out of the later passes). particles, rest_offset, mass: the shapes group's entry
+    arrays; the rest as JointSolver.kernel_args (c0, R0, c, R, moved, island_done: scratch)."""
     if len(bodies):
         cb, Rb = body_frames_of(X, particles, rest_offset, mass, entries, entry_start, bodies)
         c0[bodies] = cb
@@ -421,14 +434,20 @@ def solve_joints(X, particles, rest_offset, mass, bodies, entries, entry_start, 
         c[bodies] = cb
         R[bodies] = Rb
     moved[:] = False
+    island_done[:] = False
+    errs = np.zeros(len(island))               # (J,) each joint's error in its last pass
     for _ in range(passes):
-        err = 0.0
         for g in range(len(color_offsets) - 1):
             js = order[color_offsets[g]:color_offsets[g + 1]]
-            err = max(err, _solve_batch(js, body, anchor, axis, perp, kind, swing, rng, alpha,
+            js = js[~island_done[island[js]]]
+            if len(js):
+                errs[js] = _solve_batch(js, body, anchor, axis, perp, kind, swing, rng, alpha,
                                         drive_on, drive_alpha, target, lam, c, R, inv_mass,
-                                        inv_inertia, moved, body_free, tolerance))
-        if err < 1.0:
+                                        inv_inertia, moved, body_free, tolerance)
+        worst = np.zeros(len(island_done))
+        np.maximum.at(worst, island, errs)
+        island_done |= worst < 1.0
+        if island_done.all():
             break
     # each moved body's particles: the rigid motion from (c0, R0) to (c, R)
     if not len(bodies):

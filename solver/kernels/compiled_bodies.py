@@ -105,11 +105,13 @@ def _scan(q, qlo, qhi, is_tri, write, out, at, order, ukey, ustart, uend, origin
     m = 0
     for cx in range(i0, i1 + 1):
         for cy in range(j0, j1 + 1):
-            for cz in range(k0, k1 + 1):
-                key = (cx * dims[1] + cy) * dims[2] + cz
-                pos = np.searchsorted(ukey, key)
-                if pos >= ukey.shape[0] or ukey[pos] != key:
-                    continue
+            # the cells (cx, cy, k0..k1) have consecutive keys: one search finds the first
+            # occupied one, the next occupied ones follow it in ukey (the same visiting order
+            # as a search per cell)
+            key = (cx * dims[1] + cy) * dims[2] + k0
+            last = key + (k1 - k0)
+            pos = np.searchsorted(ukey, key)
+            while pos < ukey.shape[0] and ukey[pos] <= last:
                 for s in range(ustart[pos], uend[pos]):
                     p = order[s]
                     if is_tri:
@@ -122,6 +124,7 @@ def _scan(q, qlo, qhi, is_tri, write, out, at, order, ukey, ustart, uend, origin
                         if write:
                             out[at + m] = p
                         m += 1
+                pos += 1
     return m
 
 
@@ -196,11 +199,10 @@ def _scan_edges(ea, qlo, qhi, write, out, at, order, ukey, ustart, uend, origin,
     m = 0
     for cx in range(i0, i1 + 1):
         for cy in range(j0, j1 + 1):
-            for cz in range(k0, k1 + 1):
-                key = (cx * dims[1] + cy) * dims[2] + cz
-                pos = np.searchsorted(ukey, key)
-                if pos >= ukey.shape[0] or ukey[pos] != key:
-                    continue
+            key = (cx * dims[1] + cy) * dims[2] + k0        # a run of cells, as in _scan
+            last = key + (k1 - k0)
+            pos = np.searchsorted(ukey, key)
+            while pos < ukey.shape[0] and ukey[pos] <= last:
                 for s in range(ustart[pos], uend[pos]):
                     eb = order[s]
                     if _ee_ok(ea, eb, elo, ehi, edges, edge_thick, edge_sag, asks, group,
@@ -208,6 +210,7 @@ def _scan_edges(ea, qlo, qhi, write, out, at, order, ukey, ustart, uend, origin,
                         if write:
                             out[at + m] = eb
                         m += 1
+                pos += 1
     return m
 
 
@@ -551,9 +554,8 @@ def _solve_pair(X, Xp, k, i, j, D, mu, jit, inv_mass, allowance, dx, dl, share):
 def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl,
                  share, g_particle, g_start, g_slot, touched):
     K = c_idx.shape[0]
-    # pass 1: each contact's own rows. Most contacts do not act in a given substep: only their
-    # shares are cleared, and pass 2 reads the rows of acting corners only (share > 0; a corner
-    # of share 0 has a zero row in loop.py's reference, and adding zero changes no sum)
+    # pass 1: each contact's own rows; only the shares are cleared (most contacts do not act),
+    # pass 2 reads acting corners only (share 0 is a zero row in the reference: the same sums)
     for k in prange(K):
         for j in range(4):
             share[4 * k + j] = 0.0

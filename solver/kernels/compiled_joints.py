@@ -304,7 +304,7 @@ def _frame(X, particles, rest_offset, mass, entries, entry_start, q, b, c0, R0, 
 def solve_joints(X, particles, rest_offset, mass, bodies, entries, entry_start, inv_mass,
                  inv_inertia, body_free, c0, R0, c, R, moved, body, anchor, axis, perp, kind,
                  swing, rng, alpha, drive_on, drive_alpha, target, lam, order, color_offsets,
-                 passes, tolerance):
+                 island, island_done, passes, tolerance):
     """Scalar mirror of constraints/joints.solve_joints. The frames are found in parallel, body
     by body (each reads its own entries and writes its own rows); the joints run serially,
     colour after colour (within a colour joint after joint, which is the NumPy kernel's batch,
@@ -316,17 +316,29 @@ def solve_joints(X, particles, rest_offset, mass, bodies, entries, entry_start, 
     for q in prange(bodies.shape[0]):
         _frame(X, particles, rest_offset, mass, entries, entry_start, q, bodies[q], c0, R0, c, R)
     moved[:] = False
+    island_done[:] = False
     errs = np.zeros(order.shape[0])
+    worst = np.zeros(island_done.shape[0])
     for _ in range(passes):
         for g in range(color_offsets.shape[0] - 1):
             for o in range(color_offsets[g], color_offsets[g + 1]):
+                if island_done[island[order[o]]]:
+                    continue                 # its island met the tolerance in an earlier pass
                 errs[o] = _solve_one(order[o], body, anchor, axis, perp, kind, swing, rng, alpha,
                                      drive_on, drive_alpha, target, lam, c, R, inv_mass,
                                      inv_inertia, moved, body_free, tolerance)
-        err = 0.0
+        worst[:] = 0.0
         for o in range(order.shape[0]):
-            err = max(err, errs[o])
-        if err < 1.0:
+            i = island[order[o]]
+            if not (worst[i] >= errs[o]):        # np.maximum.at: a NaN error is kept
+                worst[i] = errs[o]
+        done = True
+        for i in range(worst.shape[0]):
+            if worst[i] < 1.0:
+                island_done[i] = True
+            if not island_done[i]:
+                done = False
+        if done:
             break
     M = np.empty((3, 3))
     for q in range(bodies.shape[0]):

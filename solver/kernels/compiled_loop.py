@@ -43,8 +43,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
      m_boost, m_damping, m_keep, m_any_damped) = shapes
     (j_bodies, j_entries, j_entry_start, j_inv_mass, j_inv_inertia, j_free, j_c0, j_R0, j_c, j_R,
      j_moved, j_body, j_anchor, j_axis, j_perp, j_kind, j_swing, j_range, j_alpha, j_drive_on,
-     j_drive_alpha, j_target, j_lam, j_order, j_color_offsets, j_passes,
-     j_tolerance) = joints
+     j_drive_alpha, j_target, j_lam, j_order, j_color_offsets, j_island, j_island_done,
+     j_passes, j_tolerance) = joints
     (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, radius, pair_particle, pair_start,
      by_particle, by_particle_start, by_particle_collider, approximate, abc, R, t, sc, Rb, tb, sb,
      moving, mesh) = colliders
@@ -137,7 +137,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                              j_entry_start, j_inv_mass, j_inv_inertia, j_free, j_c0, j_R0, j_c,
                              j_R, j_moved, j_body, j_anchor, j_axis, j_perp, j_kind, j_swing,
                              j_range, j_alpha, j_drive_on, j_drive_alpha, j_target, j_lam,
-                             j_order, j_color_offsets, j_passes, j_tolerance)
+                             j_order, j_color_offsets, j_island, j_island_done, j_passes,
+                             j_tolerance)
         # velocity pass
         if m_any_damped:
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)
