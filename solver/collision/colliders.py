@@ -70,7 +70,7 @@ class Colliders:
         ids_free = np.nonzero(free)[0]
         found = []
         self.meshes.prepare(control.mesh_vertices, control.mesh_target, control.collider_frame,
-                            control.collider_target)
+                            control.collider_target, kernels)
         for k in range(self.count):
             f0, f1 = control.collider_frame[k], control.collider_target[k]
             if self.shape[k] == frames.MESH:

@@ -31,7 +31,8 @@ def _query(sim, k, q, which):
     """phi (p,), unit gradient (p, 3) and closest triangle of local points q, with the NumPy
     reference or the compiled kernel (one call per point)."""
     ms, ctl = sim.colliders.meshes, sim.control
-    ms.prepare(ctl.mesh_vertices, ctl.mesh_target, ctl.collider_frame, ctl.collider_target)
+    ms.prepare(ctl.mesh_vertices, ctl.mesh_target, ctl.collider_frame, ctl.collider_target,
+               sim.kernels)
     group = ms.kernel_args(ctl.mesh_vertices, ctl.mesh_target)
     sc = np.array([f.scale for f in ctl.collider_frame])
     mesh_query.place_meshes(*group[:2], group[6], group[17], sc, sc, 0.0, 1.0, True, group[3],
