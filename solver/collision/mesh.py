@@ -342,6 +342,8 @@ class MeshSet:
         self.face = np.zeros((nt, 3))              # (T, 3) unit face normals
         self.angle = np.zeros((3, nt))             # (3, T) [rad] each triangle's corner angles
         self.edge_sum = np.zeros((self.n_edges, 3))    # (E, 3) edge pseudo-normals
+        # (C,) bool: the collider's local vertices do not move in this step (place_meshes)
+        self.still = np.zeros(C, bool)
         # what the boxes and normals were made for: (V0, V1, s0, s1), None before the first
         self._last = None
 
@@ -357,6 +359,8 @@ class MeshSet:
         for k in self.ids:
             self.s0[k] = frame0[k].scale
             self.s1[k] = frame1[k].scale
+            a, b = self.start[k], self.start[k + 1]
+            self.still[k] = np.array_equal(V0[a:b], V1[a:b])
         last = self._last
         if last is not None and np.array_equal(last[2], self.s0) \
                 and np.array_equal(last[3], self.s1) and np.array_equal(last[0], V0) \
@@ -392,12 +396,12 @@ class MeshSet:
         """(p,) [m] signed distances (open meshes: unsigned) of local points q (p, 3) to collider
         k's mesh at the step's start (its vertices placed under ``frame``'s scale); inf beyond
         bound [m] (mesh_query.mesh_distances)."""
-        sc = np.zeros((len(self.start) - 1, 3))
-        sc[k] = frame.scale
+        sc = np.zeros((1, len(self.start) - 1, 3))
+        sc[0, k] = frame.scale
         ids = np.array([k], np.int64)
         group = self.kernel_args(control.mesh_vertices, control.mesh_target)
-        kernels.place_meshes(control.mesh_vertices, control.mesh_target, self.start, ids, sc, sc,
-                             0.0, 0.0, False, self.W, self.Wb)
+        V0 = control.mesh_vertices                # one substep that ends at the step's start
+        kernels.place_meshes(V0, V0, self.start, ids, sc, sc, 0, 1, self.still, self.W, self.Wb)
         phi = np.empty(len(q))
         kernels.mesh_distances(q, k, group, float(bound), phi)
         # an open mesh's phi has its skin taken off (mesh_query.SKIN): put it back
@@ -413,4 +417,4 @@ class MeshSet:
         Control's local vertices at the step's start and end."""
         return (V0, V1, self.tri, self.W, self.Wb, self.tri_start, self.start, self.node_start,
                 self.lo, self.hi, self.right, self.skip, self.t0, self.t1, self.closed,
-                self.vert_normal, self.edge_normal, self.ids, self.hint)
+                self.vert_normal, self.edge_normal, self.ids, self.hint, self.still)

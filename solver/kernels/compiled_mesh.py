@@ -274,19 +274,29 @@ def surface_motion(R, t, Rb, tb, j, wa, wb, wc, mesh):
     return m0, m1, m2
 
 
-@njit(cache=True, fastmath=False)
-def place_meshes(V0, V1, vstart, ids, sc, sb, f0, f1, last, W, Wb):
-    """Scalar mirror of mesh_query.place_meshes."""
+@njit(cache=True, parallel=True, fastmath=False)
+def place_meshes(V0, V1, vstart, ids, sc, sb, s, substeps, still, W, Wb):
+    """Scalar mirror of mesh_query.place_meshes (threads split the vertices)."""
+    f0 = s / substeps
+    f1 = (s + 1) / substeps
+    last = s == substeps - 1
     for m in range(ids.shape[0]):
         k = ids[m]
-        for i in range(vstart[k], vstart[k + 1]):
+        if 0 < s and s < substeps - 1 and still[k]:
+            kept = True
+            for c in range(3):
+                if sc[s, k, c] != sc[s - 1, k, c] or sb[s, k, c] != sb[s - 1, k, c]:
+                    kept = False
+            if kept:
+                continue
+        for i in prange(vstart[k], vstart[k + 1]):
             for c in range(3):
                 if last:
                     p1 = V1[i, c]
                 else:
                     p1 = V0[i, c] + (V1[i, c] - V0[i, c]) * f1
-                W[i, c] = p1 * sc[k, c]
-                Wb[i, c] = (V0[i, c] + (V1[i, c] - V0[i, c]) * f0) * sb[k, c]
+                W[i, c] = p1 * sc[s, k, c]
+                Wb[i, c] = (V0[i, c] + (V1[i, c] - V0[i, c]) * f0) * sb[s, k, c]
 
 
 @njit(cache=True, parallel=True, fastmath=False)
