@@ -26,7 +26,18 @@ step the boxes are refitted to cover the triangles' whole motion in that step (v
 step's start and end, under the scales at both ends: a linear interpolation of both stays inside),
 padded by PAD so that float rounding never prunes a triangle that could win; the query therefore
 returns exactly what the brute force over all triangles returns (kernels: mesh_query.py, NumPy,
-and kernels/compiled_mesh.py).
+and kernels/compiled_mesh.py). The refit and the pseudo-normals are kernels too (refit_meshes,
+mesh_normals here, compiled mirrors in kernels/compiled_mesh.py, bit-identical: the boxes are
+only min, max and products; the normals' sums run in one fixed order, and their angles use
+fdlibm's arccos written in +, -, *, /, sqrt, see acos); they are skipped in a step where the
+local vertices and the scales are those of the last one (a static or rigidly moving mesh).
+
+Skipping far candidates: the collide stage keeps a particle's signed distance at the step's
+start less the surface's sweep (MeshSet.clearance); the distance is 1-Lipschitz, so while the
+particle and its guard segment stay within that bound of where they started minus the contact
+offset, no substep can touch the surface and its query is skipped (mesh_query.mesh_far, the
+same test on both backends). A particle resting on the mesh is queried every substep; one
+hanging 5 cm away is not, until it has moved nearly 5 cm.
 
 Deforming meshes: Simulation.set_collider_vertices gives the local vertices at the end of the
 next step; each substep uses v0 + (v1 - v0) f (the last one v1 exactly), as collider matrices are
@@ -344,6 +355,11 @@ class MeshSet:
         self.edge_sum = np.zeros((self.n_edges, 3))    # (E, 3) edge pseudo-normals
         # (C,) bool: the collider's local vertices do not move in this step (place_meshes)
         self.still = np.zeros(C, bool)
+        # mesh_query.mesh_far's inputs, set by the collide stage every step (clearance)
+        self.column = np.full(C, -1, np.int64)     # (C,) each mesh collider's column in clear
+        self.column[self.ids] = np.arange(self.ids.size)
+        self.clear = np.zeros((m.particle_count, self.ids.size))   # (n, M) [m]
+        self.x0 = np.zeros((m.particle_count, 3))  # (n, 3) [m] positions at the step's start
         # what the boxes and normals were made for: (V0, V1, s0, s1), None before the first
         self._last = None
 
@@ -417,4 +433,12 @@ class MeshSet:
         Control's local vertices at the step's start and end."""
         return (V0, V1, self.tri, self.W, self.Wb, self.tri_start, self.start, self.node_start,
                 self.lo, self.hi, self.right, self.skip, self.t0, self.t1, self.closed,
-                self.vert_normal, self.edge_normal, self.ids, self.hint, self.still)
+                self.vert_normal, self.edge_normal, self.ids, self.hint, self.still, self.clear,
+                self.column, self.x0)
+
+    def clearance(self, k, x, ids, phi, sweep):
+        """The collide stage's bound for mesh_query.mesh_far: x (n, 3) [m] the positions at the
+        step's start; ids (p,) collider k's candidates, phi (p,) [m] their signed distances to
+        it then (open meshes: unsigned), sweep [m] how far its surface moves in the step."""
+        self.x0[:] = x
+        self.clear[ids, self.column[k]] = phi - sweep

@@ -14,7 +14,10 @@ substep's end and start (rotation-only frame); 5 tri_start, 6 vertex start, 7 no
 8 lo, 9 hi (N, 3) node boxes; 10 right, 11 skip, 12 t0, 13 t1 (N,) int64; 14 closed (C,) bool;
 15 vertex pseudo-normals (V, 3); 16 edge pseudo-normals (T, 3, 3); 17 the mesh colliders (M,);
 18 (n,) int64 each particle's last closest triangle (the compiled query's first guess only);
-19 still (C,) bool: the collider's vertices do not move in this step (place_meshes).
+19 still (C,) bool: the collider's vertices do not move in this step (place_meshes); 20 clear
+(n, M) [m] a lower bound on each candidate's distance to each mesh collider's surface during the
+step, less its own motion (mesh_far); 21 (C,) int64 each collider's column in clear (-1: not a
+mesh); 22 x0 (n, 3) [m] the positions at the step's start.
 
 Regions: 0 face, 1/2/3 vertex a/b/c, 4 edge ab, 5 edge ac, 6 edge bc; edge pseudo-normal slots
 0 = ab, 1 = bc, 2 = ca.
@@ -28,6 +31,8 @@ CHUNK = 1 << 18       # points x triangles evaluated at once
 # zero contact offset would otherwise sit exactly on the sheet, where the side its x* is on
 # (the sign of a dot product of nearly zero) is rounding noise, and could be pushed through
 SKIN = 1e-4
+# [m] mesh_far's slack beyond the skin: far more than the rounding of any distance here
+CLEAR_GAP = SKIN + 1e-6
 
 
 def tri_closest(p0, p1, p2, a0, a1, a2, b0, b1, b2, c0, c1, c2):
@@ -187,6 +192,26 @@ def surface_motion(R, t, Rb, tb, tri_ids, wa, wb, wc, mesh):
         before = Rb[r, 0] * v0 + Rb[r, 1] * v1 + Rb[r, 2] * v2 + tb[r]
         out.append(now - before)
     return out
+
+
+def mesh_far(x0, x1, x2, p0, p1, p2, ids, k, offset, mesh):
+    """(p,) bool: which particles ids cannot touch mesh collider k in this substep, so its query
+    is skipped (the same answer: no contact, no guard). clear = phi0 - sweep (MeshSet.clearance:
+    the signed distance at the step's start, less how far any surface point moves in the step)
+    bounds the distance to the surface of every point within rho of the particle's position at
+    the step's start x0 (the distance is 1-Lipschitz), rho the farther of the position now x and
+    the guard's segment start p (x* carried, project._guard); the segment between them lies in
+    that ball. Far when clear - rho exceeds the contact offset (thickness + radius) by
+    CLEAR_GAP: the end point is out of reach and the guard's segment touches nothing. Only a
+    particle outside at the step's start (phi0 > 0) can be far."""
+    clear = mesh[20][ids, mesh[21][k]]
+    X0 = mesh[22]
+    d0, d1, d2 = x0 - X0[ids, 0], x1 - X0[ids, 1], x2 - X0[ids, 2]
+    a = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    d0, d1, d2 = p0 - X0[ids, 0], p1 - X0[ids, 1], p2 - X0[ids, 2]
+    b = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    rho = np.where(a > b, a, b)
+    return (clear > offset + CLEAR_GAP) & (clear - rho - offset > CLEAR_GAP)
 
 
 def place_meshes(V0, V1, vstart, ids, sc, sb, s, substeps, still, W, Wb):

@@ -1,6 +1,8 @@
 """Numba-compiled mesh collider queries: the BVH closest-point query and the signed distance
 (scalar mirrors of collision/mesh_query.py: the same operations in the same order, so the
-backends agree bit for bit), and place_meshes (the substep's vertices).
+backends agree bit for bit), place_meshes (the substep's vertices), and the once-per-step
+refit_meshes (BVH boxes) and mesh_normals (angle-weighted pseudo-normals; mirrors of
+collision/mesh.py's).
 
 The query walks the tree depth first with a small stack, the nearer child first, skipping every
 subtree whose box is farther than the best squared distance so far.
@@ -13,6 +15,7 @@ from numba import njit, prange
 
 _TINY = 1e-12
 _SKIN = 1e-4       # collision/mesh_query.SKIN
+_CLEAR_GAP = _SKIN + 1e-6     # collision/mesh_query.CLEAR_GAP
 _STACK = 128        # nodes pending at most: one per level of the tree plus one (depth < 100)
 
 
@@ -173,6 +176,25 @@ def mesh_closest(p0, p1, p2, k, mesh, bound2, slot):
     if slot >= 0 and bt >= 0:
         hint[slot] = bt
     return bt, best, r_q0, r_q1, r_q2, r_reg, r_wa, r_wb, r_wc
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def mesh_far(x0, x1, x2, p0, p1, p2, i, k, offset, mesh):
+    """Scalar mirror of mesh_query.mesh_far for particle i."""
+    clear = mesh[20][i, mesh[21][k]]
+    if not clear > offset + _CLEAR_GAP:
+        return False
+    X0 = mesh[22]
+    d0 = x0 - X0[i, 0]
+    d1 = x1 - X0[i, 1]
+    d2 = x2 - X0[i, 2]
+    a = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    d0 = p0 - X0[i, 0]
+    d1 = p1 - X0[i, 1]
+    d2 = p2 - X0[i, 2]
+    b = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    rho = a if a > b else b
+    return clear - rho - offset > _CLEAR_GAP
 
 
 @njit(cache=True, fastmath=False, inline="always")
