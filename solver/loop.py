@@ -100,8 +100,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         if any_restitution:
             X_pred[:] = X
         if mesh_ids.size:                      # the mesh colliders' vertices in this substep
-            place_meshes(mesh[0], mesh[1], mesh[6], mesh_ids, sc[s], sb[s], s / substeps,
-                         (s + 1) / substeps, s == substeps - 1, mesh[3], mesh[4])
+            place_meshes(mesh[0], mesh[1], mesh[6], mesh_ids, sc, sb, s, substeps, mesh[19],
+                         mesh[3], mesh[4])
         for a in (depth, used, point_depth, point_used):
             a.fill(0.0)
         touching.fill(False)

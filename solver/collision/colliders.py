@@ -70,7 +70,7 @@ class Colliders:
         ids_free = np.nonzero(free)[0]
         found = []
         self.meshes.prepare(control.mesh_vertices, control.mesh_target, control.collider_frame,
-                            control.collider_target)
+                            control.collider_target, kernels)
         for k in range(self.count):
             f0, f1 = control.collider_frame[k], control.collider_target[k]
             if self.shape[k] == frames.MESH:
@@ -163,7 +163,11 @@ class Colliders:
             return ids_free[:0]
         phi = self.meshes.distances(kernels, k, control, f0, np.ascontiguousarray(q[near]),
                                     margin)
-        return ids_free[near[phi < margin]]
+        keep = phi < margin
+        found = ids_free[near[keep]]
+        # what lets the substeps skip the candidates that stay out of reach (mesh_query.mesh_far)
+        self.meshes.clearance(k, x, found, phi[keep], sweep)
+        return found
 
     # ------------------------------------------------------------------ placement per substep
     def placements(self, control, substeps):

@@ -26,7 +26,18 @@ step the boxes are refitted to cover the triangles' whole motion in that step (v
 step's start and end, under the scales at both ends: a linear interpolation of both stays inside),
 padded by PAD so that float rounding never prunes a triangle that could win; the query therefore
 returns exactly what the brute force over all triangles returns (kernels: mesh_query.py, NumPy,
-and kernels/compiled_mesh.py).
+and kernels/compiled_mesh.py). The refit and the pseudo-normals are kernels too (refit_meshes,
+mesh_normals here, compiled mirrors in kernels/compiled_mesh.py, bit-identical: the boxes are
+only min, max and products; the normals' sums run in one fixed order, and their angles use
+fdlibm's arccos written in +, -, *, /, sqrt, see acos); they are skipped in a step where the
+local vertices and the scales are those of the last one (a static or rigidly moving mesh).
+
+Skipping far candidates: the collide stage keeps a particle's signed distance at the step's
+start less the surface's sweep (MeshSet.clearance); the distance is 1-Lipschitz, so while the
+particle and its guard segment stay within that bound of where they started minus the contact
+offset, no substep can touch the surface and its query is skipped (mesh_query.mesh_far, the
+same test on both backends). A particle resting on the mesh is queried every substep; one
+hanging 5 cm away is not, until it has moved nearly 5 cm.
 
 Deforming meshes: Simulation.set_collider_vertices gives the local vertices at the end of the
 next step; each substep uses v0 + (v1 - v0) f (the last one v1 exactly), as collider matrices are
@@ -207,9 +218,103 @@ def _signed_volume(v, t):
     return float(np.sum(np.einsum("ij,ij->i", a, np.cross(b, c)))) / 6.0
 
 
+# fdlibm's arccos (e_acos.c, Sun Microsystems 1993): a rational approximation in z = x^2 or
+# z = (1 -+ x) / 2 with sqrt; only +, -, *, / and sqrt, which IEEE rounds exactly, so the
+# compiled mirror (kernels/compiled_mesh.acos) gives the same bits. np.arccos may not: NumPy
+# runs SIMD (SVML) code on some CPUs, libm's acos on others, and they differ in the last bit.
+PIO2_HI, PIO2_LO, PI = 1.57079632679489655800e+00, 6.12323399573676603587e-17, \
+    3.14159265358979311600e+00
+PS = (1.66666666666666657415e-01, -3.25565818622400915405e-01, 2.01212532134862925881e-01,
+      -4.00555345006794114027e-02, 7.91534994289814532176e-04, 3.47933107596021167570e-05)
+QS = (-2.40339491173441421878e+00, 2.02094576023350569471e+00, -6.88283971605453293030e-01,
+      7.70381505559019352791e-02)
+
+
+def acos(x):
+    """[rad] arccos of x (array, every value in [-1, 1]) to within a few units in the last
+    place (fdlibm's; the x > 1/2 branch without its extra-precision split)."""
+    small, neg = np.abs(x) < 0.5, x < 0
+    z = np.where(small, x * x, np.where(neg, (1.0 + x) * 0.5, (1.0 - x) * 0.5))
+    p = z * (PS[0] + z * (PS[1] + z * (PS[2] + z * (PS[3] + z * (PS[4] + z * PS[5])))))
+    q = 1.0 + z * (QS[0] + z * (QS[1] + z * (QS[2] + z * QS[3])))
+    r = p / q
+    s = np.sqrt(z)
+    return np.where(small, PIO2_HI - (x - (PIO2_LO - x * r)),
+                    np.where(neg, PI - 2.0 * (s + (r * s - PIO2_LO)), 2.0 * (s + r * s)))
+
+
+def refit_meshes(V0, V1, vstart, ids, s0, s1, tri, node_start, t0, t1, right, leaf, inner,
+                 inner_start, vlo, vhi, lo, hi):
+    """The BVH boxes lo, hi (N, 3) [m] of the mesh colliders ids over one step (module
+    docstring): each vertex's box over its positions at both ends under both scales (vlo, vhi
+    (V, 3) scratch; the substeps interpolate inside it), a leaf's over its triangles [t0, t1),
+    an inner node's over its two children (inner: the inner nodes deepest level first,
+    inner_start where each level starts), then every box of a mesh padded by PAD_REL (its root
+    box's extent + 1 m). V0, V1 (V, 3) local vertices at the step's start and end; vstart
+    (C + 1,) each collider's vertices; s0, s1 (C, 3) the scales at both ends. Only min, max and
+    one product per value: the result does not depend on the order, so the compiled mirror
+    splits the work over threads freely."""
+    for k in ids:
+        a, b = vstart[k], vstart[k + 1]
+        c = np.stack([V0[a:b] * s0[k], V0[a:b] * s1[k], V1[a:b] * s0[k], V1[a:b] * s1[k]])
+        vlo[a:b], vhi[a:b] = c.min(0), c.max(0)
+    tlo = np.minimum(np.minimum(vlo[tri[:, 0]], vlo[tri[:, 1]]), vlo[tri[:, 2]])
+    thi = np.maximum(np.maximum(vhi[tri[:, 0]], vhi[tri[:, 1]]), vhi[tri[:, 2]])
+    lo[leaf] = np.minimum.reduceat(tlo, t0[leaf], axis=0)   # leaves cover [t0, t1) in order
+    hi[leaf] = np.maximum.reduceat(thi, t0[leaf], axis=0)
+    for lv in range(len(inner_start) - 1):                  # children before parents
+        sel = inner[inner_start[lv]:inner_start[lv + 1]]
+        lo[sel] = np.minimum(lo[sel + 1], lo[right[sel]])
+        hi[sel] = np.maximum(hi[sel + 1], hi[right[sel]])
+    for k in ids:
+        a, b = node_start[k], node_start[k + 1]
+        ext = max(float(np.max(np.abs(lo[a]))), float(np.max(np.abs(hi[a]))))
+        pad = PAD_REL * (ext + 1.0)
+        lo[a:b] -= pad
+        hi[a:b] += pad
+
+
+def mesh_normals(V1, vstart, ids, s1, tri, tri_edge, W1, face, angle, edge_sum, vert_normal,
+                 edge_normal):
+    """Angle-weighted pseudo-normals (Baerentzen and Aanaes 2005) of the mesh colliders ids at
+    the step's end: W1 (V, 3) the vertices V1 scaled by s1 (C, 3); face (T, 3) the unit face
+    normals; angle (3, T) [rad] the angle at each corner (between the edges leaving it);
+    vert_normal (V, 3) the sum over the triangles at a vertex of face normal x angle there,
+    corner 0 of every triangle first, then corner 1, then 2 (np.bincount adds in that order;
+    so does the compiled mirror); edge_sum (E, 3) the sum of the (two) unit face normals at an
+    edge, triangle by triangle; edge_normal (T, 3, 3) it per triangle slot (0 = v0v1, 1 = v1v2,
+    2 = v2v0)."""
+    for k in ids:
+        a, b = vstart[k], vstart[k + 1]
+        W1[a:b] = V1[a:b] * s1[k]
+    p = [W1[tri[:, j]] for j in range(3)]
+    e = [p[1] - p[0], p[2] - p[1], p[0] - p[2]]          # edge j leaves corner j
+    ln = [np.sqrt(v[:, 0] * v[:, 0] + v[:, 1] * v[:, 1] + v[:, 2] * v[:, 2]) for v in e]
+    u, w = e[0], -e[2]
+    n0 = u[:, 1] * w[:, 2] - u[:, 2] * w[:, 1]
+    n1 = u[:, 2] * w[:, 0] - u[:, 0] * w[:, 2]
+    n2 = u[:, 0] * w[:, 1] - u[:, 1] * w[:, 0]
+    la = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
+    la = np.where(la > 0, la, 1.0)
+    face[:, 0], face[:, 1], face[:, 2] = n0 / la, n1 / la, n2 / la
+    for j in range(3):          # the angle at corner j, between edge j and edge j - 1 reversed
+        f, g = e[j], e[j - 1]
+        d = f[:, 0] * g[:, 0] + f[:, 1] * g[:, 1] + f[:, 2] * g[:, 2]
+        angle[j] = acos(np.clip(-d / np.maximum(ln[j] * ln[j - 1], 1e-300), -1.0, 1.0))
+    corners = tri.T.ravel()
+    for c in range(3):
+        vert_normal[:, c] = np.bincount(corners, weights=(face[:, c] * angle).ravel(),
+                                        minlength=len(W1))
+        edge_sum[:, c] = np.bincount(tri_edge.ravel(), weights=np.repeat(face[:, c], 3),
+                                     minlength=len(edge_sum))
+    edge_normal[:] = edge_sum[tri_edge]
+
+
 class MeshSet:
     """The mesh colliders' per-step data (everything that travels to the kernels as the
-    ``mesh`` group). W and Wb are scratch that the substep loop fills (place_meshes)."""
+    ``mesh`` group). W and Wb are scratch that the substep loop fills (place_meshes); the boxes
+    and pseudo-normals are refitted once per step by the kernels refit_meshes and mesh_normals
+    (prepare), into arrays allocated here once."""
 
     def __init__(self, model):
         m = model
@@ -222,7 +327,7 @@ class MeshSet:
         self.tri_edge, self.n_edges = m.mesh_tri_edge, m.mesh_edge_count
         self.closed = m.mesh_closed
         self.ids = np.nonzero(np.diff(m.mesh_tri_start) > 0)[0].astype(np.int64)   # mesh colliders
-        nv, nt, nn = len(m.mesh_vertices), len(self.tri), len(self.right)
+        nv, nt, nn, C = len(m.mesh_vertices), len(self.tri), len(self.right), len(self.closed)
         self.W = np.zeros((nv, 3))                 # (V, 3) [m] vertices now, rotation-only frame
         self.Wb = np.zeros((nv, 3))                # (V, 3) [m] the same at the substep's start
         self.lo = np.zeros((nn, 3))                # (N, 3) [m] node boxes, rotation-only frame
@@ -233,74 +338,61 @@ class MeshSet:
         # (n,) int64 each particle's last closest triangle: the compiled query's first guess
         # (compiled_mesh.mesh_closest); it never changes an answer, so checkpoints skip it
         self.hint = np.full(m.particle_count, -1, np.int64)
-        self.levels = [np.nonzero((self.depth == d) & (self.right >= 0))[0]
-                       for d in range(int(self.depth.max()) + 1 if nn else 0)][::-1]
-        self._last = None                          # what the boxes and normals were made for
+        # the inner nodes level by level, deepest first (children before parents): (I,) ids
+        # and (L + 1,) where each level starts
+        levels = [np.nonzero((self.depth == d) & (self.right >= 0))[0]
+                  for d in range(int(self.depth.max()) + 1 if nn else 0)][::-1]
+        self.inner = np.concatenate(levels).astype(np.int64) if levels else np.zeros(0, np.int64)
+        self.inner_start = np.cumsum([0] + [len(lv) for lv in levels]).astype(np.int64)
+        # scratch of refit_meshes and mesh_normals, filled every step that needs them
+        self.s0 = np.zeros((C, 3))                 # (C, 3) scales at the step's start and end
+        self.s1 = np.zeros((C, 3))
+        self.vlo = np.zeros((nv, 3))               # (V, 3) [m] each vertex's box over the step
+        self.vhi = np.zeros((nv, 3))
+        self.W1 = np.zeros((nv, 3))                # (V, 3) [m] scaled vertices, step's end
+        self.face = np.zeros((nt, 3))              # (T, 3) unit face normals
+        self.angle = np.zeros((3, nt))             # (3, T) [rad] each triangle's corner angles
+        self.edge_sum = np.zeros((self.n_edges, 3))    # (E, 3) edge pseudo-normals
+        # (C,) bool: the collider's local vertices do not move in this step (place_meshes)
+        self.still = np.zeros(C, bool)
+        # mesh_query.mesh_far's inputs, set by the collide stage every step (clearance)
+        self.column = np.full(C, -1, np.int64)     # (C,) each mesh collider's column in clear
+        self.column[self.ids] = np.arange(self.ids.size)
+        self.clear = np.zeros((m.particle_count, self.ids.size))   # (n, M) [m]
+        self.x0 = np.zeros((m.particle_count, 3))  # (n, 3) [m] positions at the step's start
+        # what the boxes and normals were made for: (V0, V1, s0, s1), None before the first
+        self._last = None
 
-    def prepare(self, V0, V1, frame0, frame1):
+    def prepare(self, V0, V1, frame0, frame1, kernels):
         """Once per step: refit the boxes over the step's motion and the pseudo-normals at its
-        end. V0, V1 (V, 3) local vertices at the step's start and end; frame0, frame1 lists of
-        the colliders' frames at both ends."""
+        end (kernels refit_meshes, mesh_normals). V0, V1 (V, 3) local vertices at the step's
+        start and end; frame0, frame1 lists of the colliders' frames at both ends. Nothing is
+        done when the vertices and the scales are those of the last call: a static mesh and
+        one that only moves rigidly (its matrix: rotation and translation) keep their local
+        boxes and normals."""
         if not self.ids.size:
             return
-        scales = np.array([[frame0[k].scale, frame1[k].scale] for k in self.ids])
-        if self._last is not None and np.array_equal(self._last[2], scales) \
-                and np.array_equal(self._last[0], V0) and np.array_equal(self._last[1], V1):
-            return                               # nothing moved relative to the frame
-        self._last = (V0.copy(), V1.copy(), scales)
-        lo_v = np.empty_like(V0)
-        hi_v = np.empty_like(V0)
-        for j, k in enumerate(self.ids):
-            a, b = self.start[k], self.start[k + 1]
-            s0, s1 = frame0[k].scale, frame1[k].scale
-            c = np.stack([V0[a:b] * s0, V0[a:b] * s1, V1[a:b] * s0, V1[a:b] * s1])
-            lo_v[a:b], hi_v[a:b] = c.min(0), c.max(0)
-        tri = self.tri
-        tlo = np.minimum(np.minimum(lo_v[tri[:, 0]], lo_v[tri[:, 1]]), lo_v[tri[:, 2]])
-        thi = np.maximum(np.maximum(hi_v[tri[:, 0]], hi_v[tri[:, 1]]), hi_v[tri[:, 2]])
-        leaf = self.leaf
-        self.lo[leaf] = np.minimum.reduceat(tlo, self.t0[leaf], axis=0)
-        self.hi[leaf] = np.maximum.reduceat(thi, self.t0[leaf], axis=0)
-        for sel in self.levels:                  # deepest first: children before parents
-            if sel.size:
-                l, r = sel + 1, self.right[sel]
-                self.lo[sel] = np.minimum(self.lo[l], self.lo[r])
-                self.hi[sel] = np.maximum(self.hi[l], self.hi[r])
-        for j, k in enumerate(self.ids):
-            a, b = self.node_start[k], self.node_start[k + 1]
-            root_ext = float(np.max(np.abs(np.concatenate([self.lo[a], self.hi[a]]))))
-            pad = PAD_REL * (root_ext + 1.0)
-            self.lo[a:b] -= pad
-            self.hi[a:b] += pad
-        self._pseudo_normals(V1, frame1)
-
-    def _pseudo_normals(self, V1, frame1):
-        """Angle-weighted vertex and edge pseudo-normals of the scaled vertices at the step's
-        end (Baerentzen and Aanaes 2005), computed in NumPy for both backends."""
-        W = np.empty_like(V1)
         for k in self.ids:
+            self.s0[k] = frame0[k].scale
+            self.s1[k] = frame1[k].scale
             a, b = self.start[k], self.start[k + 1]
-            W[a:b] = V1[a:b] * frame1[k].scale
-        tri = self.tri
-        p = [W[tri[:, j]] for j in range(3)]
-        e = [p[1] - p[0], p[2] - p[1], p[0] - p[2]]          # edge j leaves corner j
-        ln = [np.sqrt(np.einsum("ij,ij->i", v, v)) for v in e]
-        n = np.cross(e[0], -e[2])
-        la = np.sqrt(np.einsum("ij,ij->i", n, n))
-        un = n / np.where(la > 0, la, 1.0)[:, None]
-        # the angle at corner j, between edge j and the reversed edge j - 1
-        ang = np.concatenate([np.arccos(np.clip(
-            -np.einsum("ij,ij->i", e[j], e[j - 1]) / np.maximum(ln[j] * ln[j - 1], 1e-300),
-            -1.0, 1.0)) for j in range(3)])
-        corners = tri.T.ravel()
-        vn = np.column_stack([np.bincount(corners, weights=np.tile(un[:, c], 3) * ang,
-                                          minlength=len(W)) for c in range(3)])
-        es = np.zeros((self.n_edges, 3))
-        ids = self.tri_edge.ravel()
-        for c in range(3):
-            es[:, c] = np.bincount(ids, weights=np.repeat(un[:, c], 3), minlength=self.n_edges)
-        self.vert_normal[:] = vn
-        self.edge_normal[:] = es[self.tri_edge]
+            self.still[k] = np.array_equal(V0[a:b], V1[a:b])
+        last = self._last
+        if last is not None and np.array_equal(last[2], self.s0) \
+                and np.array_equal(last[3], self.s1) and np.array_equal(last[0], V0) \
+                and np.array_equal(last[1], V1):
+            return                               # nothing moved relative to the frame
+        if last is None:
+            self._last = (V0.copy(), V1.copy(), self.s0.copy(), self.s1.copy())
+        else:
+            for dst, src in zip(last, (V0, V1, self.s0, self.s1)):
+                dst[:] = src
+        kernels.refit_meshes(V0, V1, self.start, self.ids, self.s0, self.s1, self.tri,
+                             self.node_start, self.t0, self.t1, self.right, self.leaf,
+                             self.inner, self.inner_start, self.vlo, self.vhi, self.lo, self.hi)
+        kernels.mesh_normals(V1, self.start, self.ids, self.s1, self.tri, self.tri_edge,
+                             self.W1, self.face, self.angle, self.edge_sum, self.vert_normal,
+                             self.edge_normal)
 
     def surface_sweep(self, k, control, f0, f1):
         """[m] a bound on how far any surface point of collider k moves during the step, in
@@ -320,12 +412,12 @@ class MeshSet:
         """(p,) [m] signed distances (open meshes: unsigned) of local points q (p, 3) to collider
         k's mesh at the step's start (its vertices placed under ``frame``'s scale); inf beyond
         bound [m] (mesh_query.mesh_distances)."""
-        sc = np.zeros((len(self.start) - 1, 3))
-        sc[k] = frame.scale
+        sc = np.zeros((1, len(self.start) - 1, 3))
+        sc[0, k] = frame.scale
         ids = np.array([k], np.int64)
         group = self.kernel_args(control.mesh_vertices, control.mesh_target)
-        kernels.place_meshes(control.mesh_vertices, control.mesh_target, self.start, ids, sc, sc,
-                             0.0, 0.0, False, self.W, self.Wb)
+        V0 = control.mesh_vertices                # one substep that ends at the step's start
+        kernels.place_meshes(V0, V0, self.start, ids, sc, sc, 0, 1, self.still, self.W, self.Wb)
         phi = np.empty(len(q))
         kernels.mesh_distances(q, k, group, float(bound), phi)
         # an open mesh's phi has its skin taken off (mesh_query.SKIN): put it back
@@ -341,4 +433,12 @@ class MeshSet:
         Control's local vertices at the step's start and end."""
         return (V0, V1, self.tri, self.W, self.Wb, self.tri_start, self.start, self.node_start,
                 self.lo, self.hi, self.right, self.skip, self.t0, self.t1, self.closed,
-                self.vert_normal, self.edge_normal, self.ids, self.hint)
+                self.vert_normal, self.edge_normal, self.ids, self.hint, self.still, self.clear,
+                self.column, self.x0)
+
+    def clearance(self, k, x, ids, phi, sweep):
+        """The collide stage's bound for mesh_query.mesh_far: x (n, 3) [m] the positions at the
+        step's start; ids (p,) collider k's candidates, phi (p,) [m] their signed distances to
+        it then (open meshes: unsigned), sweep [m] how far its surface moves in the step."""
+        self.x0[:] = x
+        self.clear[ids, self.column[k]] = phi - sweep

@@ -13,7 +13,11 @@ vertices at the step's start and end; 2 tri (T, 3) int64; 3 W, 4 Wb (V, 3) [m] v
 substep's end and start (rotation-only frame); 5 tri_start, 6 vertex start, 7 node_start (C + 1,);
 8 lo, 9 hi (N, 3) node boxes; 10 right, 11 skip, 12 t0, 13 t1 (N,) int64; 14 closed (C,) bool;
 15 vertex pseudo-normals (V, 3); 16 edge pseudo-normals (T, 3, 3); 17 the mesh colliders (M,);
-18 (n,) int64 each particle's last closest triangle (the compiled query's first guess only).
+18 (n,) int64 each particle's last closest triangle (the compiled query's first guess only);
+19 still (C,) bool: the collider's vertices do not move in this step (place_meshes); 20 clear
+(n, M) [m] a lower bound on each candidate's distance to each mesh collider's surface during the
+step, less its own motion (mesh_far); 21 (C,) int64 each collider's column in clear (-1: not a
+mesh); 22 x0 (n, 3) [m] the positions at the step's start.
 
 Regions: 0 face, 1/2/3 vertex a/b/c, 4 edge ab, 5 edge ac, 6 edge bc; edge pseudo-normal slots
 0 = ab, 1 = bc, 2 = ca.
@@ -27,6 +31,8 @@ CHUNK = 1 << 18       # points x triangles evaluated at once
 # zero contact offset would otherwise sit exactly on the sheet, where the side its x* is on
 # (the sign of a dot product of nearly zero) is rounding noise, and could be pushed through
 SKIN = 1e-4
+# [m] mesh_far's slack beyond the skin: far more than the rounding of any distance here
+CLEAR_GAP = SKIN + 1e-6
 
 
 def tri_closest(p0, p1, p2, a0, a1, a2, b0, b1, b2, c0, c1, c2):
@@ -188,16 +194,51 @@ def surface_motion(R, t, Rb, tb, tri_ids, wa, wb, wc, mesh):
     return out
 
 
-def place_meshes(V0, V1, vstart, ids, sc, sb, f0, f1, last, W, Wb):
-    """The mesh vertices of one substep in the rotation-only frame: W (V, 3) at its end
-    (V0 + (V1 - V0) f1, V1 itself for the last substep, times the scale sc (C, 3) then) and Wb at
-    its start (f0, scale sb). V0, V1 (V, 3) local vertices at the step's start and end; vstart
-    (C + 1,) each collider's vertices; ids the mesh colliders."""
+def mesh_far(x0, x1, x2, p0, p1, p2, ids, k, offset, mesh):
+    """(p,) bool: which particles ids cannot touch mesh collider k in this substep, so its query
+    is skipped (the same answer: no contact, no guard). clear = phi0 - sweep (MeshSet.clearance:
+    the signed distance at the step's start, less how far any surface point moves in the step)
+    bounds the distance to the surface of every point within rho of the particle's position at
+    the step's start x0 (the distance is 1-Lipschitz), rho the farther of the position now x and
+    the guard's segment start p (x* carried, project._guard); the segment between them lies in
+    that ball. Far when clear - rho exceeds the contact offset (thickness + radius) by
+    CLEAR_GAP: the end point is out of reach and the guard's segment touches nothing. Only a
+    particle outside at the step's start (phi0 > 0) can be far."""
+    clear = mesh[20][ids, mesh[21][k]]
+    X0 = mesh[22]
+    d0, d1, d2 = x0 - X0[ids, 0], x1 - X0[ids, 1], x2 - X0[ids, 2]
+    a = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    d0, d1, d2 = p0 - X0[ids, 0], p1 - X0[ids, 1], p2 - X0[ids, 2]
+    b = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    rho = np.where(a > b, a, b)
+    return (clear > offset + CLEAR_GAP) & (clear - rho - offset > CLEAR_GAP)
+
+
+def place_meshes(V0, V1, vstart, ids, sc, sb, s, substeps, still, W, Wb):
+    """The mesh vertices of substep s of ``substeps`` in the rotation-only frame: W (V, 3) at its
+    end (V0 + (V1 - V0) f1, f1 = (s + 1) / substeps, V1 itself for the last substep, times its
+    scale sc[s] (S, C, 3)) and Wb at its start (f0 = s / substeps, scale sb[s]). V0, V1 (V, 3)
+    local vertices at the step's start and end; vstart (C + 1,) each collider's vertices; ids
+    the mesh colliders. A collider whose vertices do not move in the step (still (C,) bool,
+    MeshSet.prepare) keeps the W and Wb of substep s - 1 when its scales there were the same
+    (_kept): V0 + (V1 - V0) f is then the same bits for every f > 0, so a static or rigidly
+    moving mesh is placed twice a step, not once per substep."""
+    f0, f1, last = s / substeps, (s + 1) / substeps, s == substeps - 1
     for k in ids:
+        if _kept(k, sc, sb, s, substeps, still):
+            continue
         a, b = vstart[k], vstart[k + 1]
         P1 = V1[a:b] if last else V0[a:b] + (V1[a:b] - V0[a:b]) * f1
-        W[a:b] = P1 * sc[k]
-        Wb[a:b] = (V0[a:b] + (V1[a:b] - V0[a:b]) * f0) * sb[k]
+        W[a:b] = P1 * sc[s, k]
+        Wb[a:b] = (V0[a:b] + (V1[a:b] - V0[a:b]) * f0) * sb[s, k]
+
+
+def _kept(k, sc, sb, s, substeps, still):
+    """Whether collider k's W and Wb of substep s - 1 are those of substep s (place_meshes):
+    not the first substep (W was last written for another step or query), not the last (it
+    places V1 itself), vertices still, the same scales."""
+    return 0 < s < substeps - 1 and bool(still[k]) and np.array_equal(sc[s, k], sc[s - 1, k]) \
+        and np.array_equal(sb[s, k], sb[s - 1, k])
 
 
 def mesh_distances(q, k, mesh, bound, phi):

@@ -67,7 +67,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .frames import MESH, Frame
-from .mesh_query import mesh_sdf, surface_motion
+from .mesh_query import mesh_far, mesh_sdf, surface_motion
 from .sdf import collider_sdf
 
 # The tunnelling guard (module docstring): a particle that moved more than its contact offset
@@ -297,7 +297,19 @@ def _guard(xc, xpc, idx, shape, approximate, abc, thickness, radius, now, before
 def _project(x, x_prev, idx, shape, abc, thickness, radius, now, before, moving, mu_s, mu_k, k, cs,
              allowance, approximate, mesh):
     """project_collider on (n, 3) views x, x_prev, with frames.Frame placements and the
-    contact state's arrays as attributes of cs."""
+    contact state's arrays as attributes of cs. A mesh skips the particles that cannot reach
+    it in this substep (mesh_query.mesh_far)."""
+    if shape == MESH and idx.size:
+        xc, xpc = x[idx], x_prev[idx]
+        if moving:
+            p0, p1, p2 = _carried(now, before, xpc[:, 0], xpc[:, 1], xpc[:, 2])
+        else:
+            p0, p1, p2 = xpc[:, 0], xpc[:, 1], xpc[:, 2]
+        with np.errstate(over="ignore", invalid="ignore"):    # a runaway is the step's to report
+            far = mesh_far(xc[:, 0], xc[:, 1], xc[:, 2], p0, p1, p2, idx, k,
+                           thickness + radius[idx], mesh)
+        if far.any():
+            idx = idx[~far]
     xc, xpc = x[idx], x_prev[idx]
     phi, (n0, n1, n2), surf = _distance(shape, approximate, abc, now, before, k, mesh, xc[:, 0],
                                         xc[:, 1], xc[:, 2], xpc[:, 0], xpc[:, 1], xpc[:, 2])

@@ -4,10 +4,10 @@
     kernels.solve_sticks(X, ...)           # the same call whichever backend runs
 
 The NumPy kernels are the readable reference and the fallback; each lives beside the physics it
-implements (forces.py, integrator.py, constraints/*.py, collision/project.py, and the substep
-loop itself in loop.py). The compiled kernels (compiled.py, compiled_contact.py, compiled_loop.py;
-Numba) perform the same floating-point operations in the same
-order, so the backends agree bit for bit (tests/solver/test_backends.py). Positions always
+implements (forces.py, integrator.py, constraints/*.py, collision/project.py, collision/mesh.py,
+collision/mesh_query.py, and the substep loop itself in loop.py). The compiled kernels
+(compiled.py and the compiled_*.py it imports; Numba) perform the same floating-point operations
+in the same order, so the backends agree bit for bit (tests/solver/test_backends.py). Positions always
 travel as (3, n) coordinate rows X [m]. Physics classes take a table and never ask which backend
 it is. A new kernel is a NumPy function, its compiled mirror, its name in KERNELS, and its call
 in the substep loop (loop.py and compiled_loop.py, fed by a group that Simulation._loop_args
@@ -20,11 +20,12 @@ from types import SimpleNamespace
 KERNELS = ("apply_drag", "predict", "solve_sticks", "solve_soft_pins", "solve_volumes",
            "solve_shapes", "damp_shapes", "solve_joints", "project_collider", "project_points",
            "restitution", "release_overlap", "find_body_contacts", "solve_bodies", "place_meshes",
-           "mesh_distances", "run_substeps")
+           "mesh_distances", "refit_meshes", "mesh_normals", "run_substeps")
 
 
 def _numpy_table():
     from ..collision.bodies import find_body_contacts, solve_bodies
+    from ..collision.mesh import mesh_normals, refit_meshes
     from ..collision.mesh_query import mesh_distances, place_meshes
     from ..collision.project import project_collider, project_points, release_overlap, restitution
     from ..constraints.joints import solve_joints
@@ -44,6 +45,7 @@ def _numpy_table():
                            release_overlap=release_overlap,
                            find_body_contacts=find_body_contacts, solve_bodies=solve_bodies,
                            place_meshes=place_meshes, mesh_distances=mesh_distances,
+                           refit_meshes=refit_meshes, mesh_normals=mesh_normals,
                            run_substeps=run_substeps)
 
 

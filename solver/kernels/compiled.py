@@ -15,7 +15,7 @@ from numba import njit, prange
 from .compiled_contact import (  # noqa: F401
     project_collider, project_points, release_overlap, restitution)
 from .compiled_bodies import find_body_contacts, solve_bodies  # noqa: F401
-from .compiled_mesh import mesh_distances, place_meshes  # noqa: F401
+from .compiled_mesh import mesh_distances, mesh_normals, place_meshes, refit_meshes  # noqa: F401
 
 _EPS = 1e-12
 

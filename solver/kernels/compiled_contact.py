@@ -19,7 +19,7 @@ of both files (Numba's own cache only notices a change to a kernel's own file).
 import numpy as np
 from numba import njit, prange
 
-from .compiled_mesh import mesh_sdf, surface_motion
+from .compiled_mesh import mesh_far, mesh_sdf, surface_motion
 
 _TINY = 1e-12       # collision/sdf.TINY
 # the tunnelling guard (collision/project.py)
@@ -276,12 +276,8 @@ def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, 
                       allowance, lift, lifted, mesh):
     """Particle i against collider k (the arguments of project_collider), with the tunnelling
     guard (collision/project.py)."""
-    phi, n0, n1, n2, tri, wa, wb, wc = _distance(shape, approximate, a, b, c, R, t, s, Rb, tb,
-                                                 X[0, i], X[1, i], X[2, i], Xp[0, i], Xp[1, i],
-                                                 Xp[2, i], k, mesh, i)
     rad = radius[i]
-    pen = phi - thickness - rad
-    # the tunnelling guard: the segment from the substep's start (carried by the collider's
+    # the tunnelling guard's segment: from the substep's start (carried by the collider's
     # motion into its frame now) to the position now
     if moving:
         p0, p1, p2 = _carried(R, t, s, Rb, tb, sb, Xp[0, i], Xp[1, i], Xp[2, i])
@@ -289,6 +285,13 @@ def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, 
         p0 = Xp[0, i]
         p1 = Xp[1, i]
         p2 = Xp[2, i]
+    if shape == _MESH and mesh_far(X[0, i], X[1, i], X[2, i], p0, p1, p2, i, k,
+                                   thickness + rad, mesh):
+        return
+    phi, n0, n1, n2, tri, wa, wb, wc = _distance(shape, approximate, a, b, c, R, t, s, Rb, tb,
+                                                 X[0, i], X[1, i], X[2, i], Xp[0, i], Xp[1, i],
+                                                 Xp[2, i], k, mesh, i)
+    pen = phi - thickness - rad
     e0 = X[0, i] - p0
     e1 = X[1, i] - p1
     e2 = X[2, i] - p2

@@ -80,8 +80,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         if any_restitution:
             X_pred[:, :] = X
         if mesh_ids.shape[0]:
-            place_meshes(mesh[0], mesh[1], mesh[6], mesh_ids, sc[s], sb[s], f0, f1,
-                         s == substeps - 1, mesh[3], mesh[4])
+            place_meshes(mesh[0], mesh[1], mesh[6], mesh_ids, sc, sb, s, substeps, mesh[19],
+                         mesh[3], mesh[4])
         for i in range(n):
             depth[i] = 0.0
             used[i] = 0.0

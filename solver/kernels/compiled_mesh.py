@@ -1,6 +1,8 @@
 """Numba-compiled mesh collider queries: the BVH closest-point query and the signed distance
 (scalar mirrors of collision/mesh_query.py: the same operations in the same order, so the
-backends agree bit for bit), and place_meshes (the substep's vertices).
+backends agree bit for bit), place_meshes (the substep's vertices), and the once-per-step
+refit_meshes (BVH boxes) and mesh_normals (angle-weighted pseudo-normals; mirrors of
+collision/mesh.py's).
 
 The query walks the tree depth first with a small stack, the nearer child first, skipping every
 subtree whose box is farther than the best squared distance so far.
@@ -13,6 +15,7 @@ from numba import njit, prange
 
 _TINY = 1e-12
 _SKIN = 1e-4       # collision/mesh_query.SKIN
+_CLEAR_GAP = _SKIN + 1e-6     # collision/mesh_query.CLEAR_GAP
 _STACK = 128        # nodes pending at most: one per level of the tree plus one (depth < 100)
 
 
@@ -176,6 +179,25 @@ def mesh_closest(p0, p1, p2, k, mesh, bound2, slot):
 
 
 @njit(cache=True, fastmath=False, inline="always")
+def mesh_far(x0, x1, x2, p0, p1, p2, i, k, offset, mesh):
+    """Scalar mirror of mesh_query.mesh_far for particle i."""
+    clear = mesh[20][i, mesh[21][k]]
+    if not clear > offset + _CLEAR_GAP:
+        return False
+    X0 = mesh[22]
+    d0 = x0 - X0[i, 0]
+    d1 = x1 - X0[i, 1]
+    d2 = x2 - X0[i, 2]
+    a = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    d0 = p0 - X0[i, 0]
+    d1 = p1 - X0[i, 1]
+    d2 = p2 - X0[i, 2]
+    b = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    rho = a if a > b else b
+    return clear - rho - offset > _CLEAR_GAP
+
+
+@njit(cache=True, fastmath=False, inline="always")
 def mesh_sdf(q0, q1, q2, r0, r1, r2, k, mesh, slot):
     """Scalar mirror of mesh_query.mesh_sdf: (phi, g0, g1, g2, tri, wa, wb, wc); slot the
     particle (its hint, mesh_closest) or -1."""
@@ -274,19 +296,29 @@ def surface_motion(R, t, Rb, tb, j, wa, wb, wc, mesh):
     return m0, m1, m2
 
 
-@njit(cache=True, fastmath=False)
-def place_meshes(V0, V1, vstart, ids, sc, sb, f0, f1, last, W, Wb):
-    """Scalar mirror of mesh_query.place_meshes."""
+@njit(cache=True, parallel=True, fastmath=False)
+def place_meshes(V0, V1, vstart, ids, sc, sb, s, substeps, still, W, Wb):
+    """Scalar mirror of mesh_query.place_meshes (threads split the vertices)."""
+    f0 = s / substeps
+    f1 = (s + 1) / substeps
+    last = s == substeps - 1
     for m in range(ids.shape[0]):
         k = ids[m]
-        for i in range(vstart[k], vstart[k + 1]):
+        if 0 < s and s < substeps - 1 and still[k]:
+            kept = True
+            for c in range(3):
+                if sc[s, k, c] != sc[s - 1, k, c] or sb[s, k, c] != sb[s - 1, k, c]:
+                    kept = False
+            if kept:
+                continue
+        for i in prange(vstart[k], vstart[k + 1]):
             for c in range(3):
                 if last:
                     p1 = V1[i, c]
                 else:
                     p1 = V0[i, c] + (V1[i, c] - V0[i, c]) * f1
-                W[i, c] = p1 * sc[k, c]
-                Wb[i, c] = (V0[i, c] + (V1[i, c] - V0[i, c]) * f0) * sb[k, c]
+                W[i, c] = p1 * sc[s, k, c]
+                Wb[i, c] = (V0[i, c] + (V1[i, c] - V0[i, c]) * f0) * sb[s, k, c]
 
 
 @njit(cache=True, parallel=True, fastmath=False)
@@ -309,3 +341,147 @@ def mesh_distances(q, k, mesh, bound, phi):
         t, dd, c0, c1, c2, region, wa, wb, wc = res
         phi[i] = _signed(p0, p1, p2, p0, p1, p2, k, mesh, t, dd, c0, c1, c2, region, wa, wb,
                          wc)[0]
+
+
+# collision/mesh.py: fdlibm's arccos, the same operations as mesh.acos
+_PIO2_HI = 1.57079632679489655800e+00
+_PIO2_LO = 6.12323399573676603587e-17
+_PI = 3.14159265358979311600e+00
+_PS0, _PS1, _PS2 = 1.66666666666666657415e-01, -3.25565818622400915405e-01, \
+    2.01212532134862925881e-01
+_PS3, _PS4, _PS5 = -4.00555345006794114027e-02, 7.91534994289814532176e-04, \
+    3.47933107596021167570e-05
+_QS0, _QS1, _QS2, _QS3 = -2.40339491173441421878e+00, 2.02094576023350569471e+00, \
+    -6.88283971605453293030e-01, 7.70381505559019352791e-02
+_PAD_REL = 1e-9    # collision/mesh.PAD_REL
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def acos(x):
+    """Scalar mirror of mesh.acos (x in [-1, 1])."""
+    small = abs(x) < 0.5
+    if small:
+        z = x * x
+    elif x < 0:
+        z = (1.0 + x) * 0.5
+    else:
+        z = (1.0 - x) * 0.5
+    p = z * (_PS0 + z * (_PS1 + z * (_PS2 + z * (_PS3 + z * (_PS4 + z * _PS5)))))
+    q = 1.0 + z * (_QS0 + z * (_QS1 + z * (_QS2 + z * _QS3)))
+    r = p / q
+    if small:
+        return _PIO2_HI - (x - (_PIO2_LO - x * r))
+    s = np.sqrt(z)
+    if x < 0:
+        return _PI - 2.0 * (s + (r * s - _PIO2_LO))
+    return 2.0 * (s + r * s)
+
+
+@njit(cache=True, parallel=True, fastmath=False)
+def refit_meshes(V0, V1, vstart, ids, s0, s1, tri, node_start, t0, t1, right, leaf, inner,
+                 inner_start, vlo, vhi, lo, hi):
+    """Mirror of mesh.refit_meshes: only min, max and exact products, so threads may split
+    every level (each writes its own vertices or nodes) without changing a bit."""
+    for m in range(ids.shape[0]):
+        k = ids[m]
+        for i in prange(vstart[k], vstart[k + 1]):
+            for c in range(3):
+                a0 = V0[i, c] * s0[k, c]
+                a1 = V0[i, c] * s1[k, c]
+                b0 = V1[i, c] * s0[k, c]
+                b1 = V1[i, c] * s1[k, c]
+                vlo[i, c] = min(min(a0, a1), min(b0, b1))
+                vhi[i, c] = max(max(a0, a1), max(b0, b1))
+    for j in prange(leaf.shape[0]):
+        i = leaf[j]
+        for c in range(3):
+            l = np.inf
+            h = -np.inf
+            for t in range(t0[i], t1[i]):
+                l = min(l, min(min(vlo[tri[t, 0], c], vlo[tri[t, 1], c]), vlo[tri[t, 2], c]))
+                h = max(h, max(max(vhi[tri[t, 0], c], vhi[tri[t, 1], c]), vhi[tri[t, 2], c]))
+            lo[i, c] = l
+            hi[i, c] = h
+    for lv in range(inner_start.shape[0] - 1):
+        for j in prange(inner_start[lv], inner_start[lv + 1]):
+            i = inner[j]
+            r = right[i]
+            for c in range(3):
+                lo[i, c] = min(lo[i + 1, c], lo[r, c])
+                hi[i, c] = max(hi[i + 1, c], hi[r, c])
+    for m in range(ids.shape[0]):
+        k = ids[m]
+        a = node_start[k]
+        ext = 0.0
+        for c in range(3):
+            ext = max(ext, max(abs(lo[a, c]), abs(hi[a, c])))
+        pad = _PAD_REL * (ext + 1.0)
+        for i in prange(a, node_start[k + 1]):
+            for c in range(3):
+                lo[i, c] -= pad
+                hi[i, c] += pad
+
+
+@njit(cache=True, parallel=True, fastmath=False)
+def mesh_normals(V1, vstart, ids, s1, tri, tri_edge, W1, face, angle, edge_sum, vert_normal,
+                 edge_normal):
+    """Mirror of mesh.mesh_normals: per triangle in parallel (its own face and angles), then
+    the sums in mesh.mesh_normals' order on one thread, then per triangle slot in parallel."""
+    for m in range(ids.shape[0]):
+        k = ids[m]
+        for i in prange(vstart[k], vstart[k + 1]):
+            for c in range(3):
+                W1[i, c] = V1[i, c] * s1[k, c]
+    T = tri.shape[0]
+    for t in prange(T):
+        ia = tri[t, 0]
+        ib = tri[t, 1]
+        ic = tri[t, 2]
+        # edge j leaves corner j: e0 = b - a, e1 = c - b, e2 = a - c
+        e00 = W1[ib, 0] - W1[ia, 0]
+        e01 = W1[ib, 1] - W1[ia, 1]
+        e02 = W1[ib, 2] - W1[ia, 2]
+        e10 = W1[ic, 0] - W1[ib, 0]
+        e11 = W1[ic, 1] - W1[ib, 1]
+        e12 = W1[ic, 2] - W1[ib, 2]
+        e20 = W1[ia, 0] - W1[ic, 0]
+        e21 = W1[ia, 1] - W1[ic, 1]
+        e22 = W1[ia, 2] - W1[ic, 2]
+        ln0 = np.sqrt(e00 * e00 + e01 * e01 + e02 * e02)
+        ln1 = np.sqrt(e10 * e10 + e11 * e11 + e12 * e12)
+        ln2 = np.sqrt(e20 * e20 + e21 * e21 + e22 * e22)
+        w0 = -e20
+        w1 = -e21
+        w2 = -e22
+        n0 = e01 * w2 - e02 * w1
+        n1 = e02 * w0 - e00 * w2
+        n2 = e00 * w1 - e01 * w0
+        la = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
+        if not la > 0:
+            la = 1.0
+        face[t, 0] = n0 / la
+        face[t, 1] = n1 / la
+        face[t, 2] = n2 / la
+        d = e00 * e20 + e01 * e21 + e02 * e22
+        angle[0, t] = acos(min(max(-d / max(ln0 * ln2, 1e-300), -1.0), 1.0))
+        d = e10 * e00 + e11 * e01 + e12 * e02
+        angle[1, t] = acos(min(max(-d / max(ln1 * ln0, 1e-300), -1.0), 1.0))
+        d = e20 * e10 + e21 * e11 + e22 * e12
+        angle[2, t] = acos(min(max(-d / max(ln2 * ln1, 1e-300), -1.0), 1.0))
+    vert_normal[:] = 0.0
+    for j in range(3):
+        for t in range(T):
+            v = tri[t, j]
+            for c in range(3):
+                vert_normal[v, c] += face[t, c] * angle[j, t]
+    edge_sum[:] = 0.0
+    for t in range(T):
+        for j in range(3):
+            e = tri_edge[t, j]
+            for c in range(3):
+                edge_sum[e, c] += face[t, c]
+    for t in prange(T):
+        for j in range(3):
+            e = tri_edge[t, j]
+            for c in range(3):
+                edge_normal[t, j, c] = edge_sum[e, c]

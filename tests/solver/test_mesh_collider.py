@@ -31,10 +31,11 @@ def _query(sim, k, q, which):
     """phi (p,), unit gradient (p, 3) and closest triangle of local points q, with the NumPy
     reference or the compiled kernel (one call per point)."""
     ms, ctl = sim.colliders.meshes, sim.control
-    ms.prepare(ctl.mesh_vertices, ctl.mesh_target, ctl.collider_frame, ctl.collider_target)
+    ms.prepare(ctl.mesh_vertices, ctl.mesh_target, ctl.collider_frame, ctl.collider_target,
+               sim.kernels)
     group = ms.kernel_args(ctl.mesh_vertices, ctl.mesh_target)
-    sc = np.array([f.scale for f in ctl.collider_frame])
-    mesh_query.place_meshes(*group[:2], group[6], group[17], sc, sc, 0.0, 1.0, True, group[3],
+    sc = np.array([[f.scale for f in ctl.collider_frame]])
+    mesh_query.place_meshes(*group[:2], group[6], group[17], sc, sc, 0, 1, group[19], group[3],
                             group[4])
     if which == "numpy":
         phi, g0, g1, g2, tri, *_ = mesh_query.mesh_sdf(q[:, 0], q[:, 1], q[:, 2], q[:, 0],
@@ -308,3 +309,120 @@ def test_zero_radius_particles_rest_on_an_open_sheet_and_stay_on_their_side():
     pts = np.column_stack([rng.uniform(-0.8, 0.8, (30, 2)), np.full(30, 0.3)])
     sim = _drop(pts, [dict(vertices=gv, triangles=gf)], steps=48, radius=0.0)
     assert np.allclose(sim.x[:, 2], SKIN, atol=1e-7)
+
+
+def _octahedron(h):
+    v = np.array([[h, 0, 0], [-h, 0, 0], [0, h, 0], [0, -h, 0], [0, 0, h], [0, 0, -h]], float)
+    f = np.array([[0, 2, 4], [2, 1, 4], [1, 3, 4], [3, 0, 4], [2, 0, 5], [1, 2, 5], [3, 1, 5],
+                  [0, 3, 5]])
+    return v, f
+
+
+@pytest.mark.parametrize("which", _BACKENDS)
+def test_a_mesh_moved_far_is_where_its_new_vertices_are(which):
+    """The refit (boxes) and the pseudo-normals follow the vertices: an octahedron turned upside
+    down (its bottom vertex becomes the apex, whose pseudo-normal pointed down) and moved 3 m,
+    in six steps of 0.5 m and 30 degrees (the substeps interpolate the vertices linearly under
+    the pseudo-normals of the step's end, so a step must not turn the mesh much). A particle
+    dropped on the new apex rests on it at radius above; one dropped where the mesh was falls
+    through the empty space. Stale boxes miss the new apex (the particle is no candidate, or
+    the query prunes it); a stale apex normal puts the particle inside."""
+    h, r = 0.5, 0.02
+    v, f = _octahedron(h)
+    b = Builder()
+    b.add_particles([[3.0, 0.0, 2.0], [0.0, 0.0, 2.0]], radius=r)     # far from the move
+    b.add_collider("mesh", vertices=v, triangles=f)
+    sim = Simulation(b.build(), substeps=10, backend=which, gravity=(0, 0, 0))
+    for _ in range(3):                              # boxes and normals made for the old place
+        sim.step(1 / 24)
+    for i in range(1, 7):                           # about X, the last one exactly upside down
+        c, s = (np.cos(np.pi * i / 6), np.sin(np.pi * i / 6)) if i < 6 else (-1.0, 0.0)
+        turned = np.column_stack([v[:, 0], c * v[:, 1] - s * v[:, 2], s * v[:, 1] + c * v[:, 2]])
+        sim.set_collider_vertices(0, turned + [0.5 * i, 0.0, 0.0])
+        sim.step(1 / 24)
+    assert np.array_equal(sim.state.x, [[3.0, 0.0, 2.0], [0.0, 0.0, 2.0]])   # nothing touched
+    sim.gravity = np.array([0.0, 0.0, -9.81])
+    for _ in range(36):
+        sim.step(1 / 24)
+    assert sim.x[0, 0] == 3.0 and sim.x[0, 1] == 0.0
+    assert sim.x[0, 2] == pytest.approx(h + r, abs=1e-9)
+    assert sim.x[1, 2] < -2.0
+
+
+@pytest.mark.parametrize("which", _BACKENDS)
+def test_refit_boxes_hold_the_step_and_normals_are_angle_weighted(which):
+    """The kernels refit_meshes and mesh_normals against a brute force: every BVH node's box
+    holds its triangles at both ends of the step under both scales, and the vertex and edge
+    pseudo-normals equal sums written out triangle by triangle (np.arccos here)."""
+    from solver.collision import mesh as mesh_module
+    from solver.kernels import table
+    tv, tf = torus(1.0, 0.3, 12, 6)
+    sim, k = _mesh_sim(tv, tf)
+    ms, kern = sim.colliders.meshes, table(which)
+    rng = np.random.default_rng(1)
+    V0 = tv + rng.normal(0, 0.05, tv.shape)
+    V1 = V0 * 1.5 + [2.0, -1.0, 0.5] + rng.normal(0, 0.05, tv.shape)
+    s0, s1 = np.array([[1.0, 2.0, 0.5]]), np.array([[0.5, 1.0, 3.0]])
+    kern.refit_meshes(V0, V1, ms.start, ms.ids, s0, s1, ms.tri, ms.node_start, ms.t0, ms.t1,
+                      ms.right, ms.leaf, ms.inner, ms.inner_start, ms.vlo, ms.vhi, ms.lo, ms.hi)
+    corners = np.stack([V0 * s0, V0 * s1, V1 * s0, V1 * s1])          # (4, V, 3)
+    for i in range(len(ms.t0)):
+        pts = corners[:, ms.tri[ms.t0[i]:ms.t1[i]].ravel()].reshape(-1, 3)
+        assert np.all(ms.lo[i] < pts.min(0)) and np.all(pts.max(0) < ms.hi[i])
+        assert np.all(ms.hi[i] - pts.max(0) < 1e-8)                      # tight: only the pad
+    kern.mesh_normals(V1, ms.start, ms.ids, s1, ms.tri, ms.tri_edge, ms.W1, ms.face, ms.angle,
+                      ms.edge_sum, ms.vert_normal, ms.edge_normal)
+    W = V1 * s1
+    vn = np.zeros_like(W)
+    en = {}
+    for t in ms.tri:
+        p = W[t]
+        n = np.cross(p[1] - p[0], p[2] - p[0])
+        n /= np.linalg.norm(n)
+        for j in range(3):
+            a, b = p[(j + 1) % 3] - p[j], p[j - 1] - p[j]
+            vn[t[j]] += n * np.arccos(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+            e = tuple(sorted((t[j], t[(j + 1) % 3])))
+            en[e] = en.get(e, 0.0) + n
+    assert np.allclose(ms.vert_normal, vn, rtol=0, atol=1e-12)
+    for i, t in enumerate(ms.tri):
+        for j in range(3):
+            assert np.allclose(ms.edge_normal[i, j], en[tuple(sorted((t[j], t[(j + 1) % 3])))],
+                               rtol=0, atol=1e-12)
+    x = np.linspace(-1.0, 1.0, 20001)
+    assert np.abs(mesh_module.acos(x) - np.arccos(x)).max() < 1e-15
+
+
+@pytest.mark.parametrize("which", _BACKENDS)
+def test_far_candidates_skip_their_queries_and_fast_ones_are_still_caught(which):
+    """mesh_query.mesh_far skips a candidate whose distance at the step's start, less the
+    surface's sweep, less how far it (and its guard segment's start) moved since, is beyond the
+    contact offset + CLEAR_GAP, and only then. A particle fired at 30 m/s from 0.6 m above a
+    closed box (it crosses the box in one step) still stops on its top: the skip ends before
+    the particle gets near."""
+    from solver.collision.mesh_query import CLEAR_GAP, mesh_far
+    v, f = box((1.0, 1.0, 1.0))
+    b = Builder()
+    b.add_particles([[0.1, 0.0, 1.1], [0.2, 0.1, 0.8]], radius=0.01)
+    b.add_collider("mesh", vertices=v, triangles=f)
+    sim = Simulation(b.build(), substeps=8, backend=which, gravity=(0, 0, 0))
+    sim.set_velocities([0], [[0.0, 0.0, -30.0]])
+    for _ in range(12):
+        sim.step(1 / 24)
+    assert sim.x[0, 2] == pytest.approx(0.5 + 0.01, abs=1e-6)
+    assert np.array_equal(sim.x[1], [0.2, 0.1, 0.8])
+    # the bound itself: particle 1 rests 0.3 m above; clear 0.3, offset 0.01
+    ms = sim.colliders.meshes
+    group = ms.kernel_args(sim.control.mesh_vertices, sim.control.mesh_target)
+    ms.x0[1] = [0.2, 0.1, 0.8]
+    ms.clear[1, 0] = 0.3
+    lim = 0.3 - 0.01 - CLEAR_GAP
+    for rho, expect in ((0.0, True), (lim - 1e-9, True), (lim + 1e-9, False), (0.5, False)):
+        x = np.array([0.2, 0.1, 0.8 + rho])
+        if which == "numpy":
+            got = bool(mesh_far(x[:1], x[1:2], x[2:], x[:1], x[1:2], x[2:] - rho,
+                                np.array([1]), 0, np.array([0.01]), group)[0])
+        else:
+            from solver.kernels.compiled_mesh import mesh_far as compiled_far
+            got = compiled_far(x[0], x[1], x[2], x[0], x[1], x[2] - rho, 1, 0, 0.01, group)
+        assert got == expect, (rho, got)
