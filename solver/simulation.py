@@ -421,6 +421,19 @@ class Simulation(AnimatedSettings, JointControl):
     # ------------------------------------------------------------------ the step
     def step(self, dt):
         """Advance dt seconds of simulated time."""
+        threads = _backend.threads_for(self.model.particle_count) \
+            if self.backend == "numba" else None
+        if threads is None:
+            return self._step(dt)
+        import numba
+        before = numba.get_num_threads()
+        numba.set_num_threads(threads)       # a small model: one thread (backend.threads_for)
+        try:
+            return self._step(dt)
+        finally:
+            numba.set_num_threads(before)
+
+    def _step(self, dt):
         dt = _scalar(dt, "dt", 0.0)
         if dt <= 0:
             raise ValueError("dt: must be > 0")

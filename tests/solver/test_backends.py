@@ -495,6 +495,7 @@ def test_thread_count_does_not_change_results():
     """Parallel loops only run over items that touch disjoint particles, so one thread and all
     cores give the same bits; configure(threads=...) sets the count the kernels use."""
     import numba
+    backend.numba_kernels()                  # configure applies the count to loaded kernels
     top = numba.config.NUMBA_NUM_THREADS
     try:
         backend.configure(threads=1)
@@ -506,6 +507,37 @@ def test_thread_count_does_not_change_results():
     finally:
         backend.configure(threads=0)          # back to the default: VERLET_THREADS or all cores
     assert np.array_equal(one, many)
+
+
+def test_a_small_model_steps_on_one_thread_unless_a_count_is_set(monkeypatch):
+    """With no thread count set, a model under backend.SMALL_MODEL particles steps on one
+    thread (its parallel regions cost more than they split) and the count is restored after
+    the step; a set count (configure or VERLET_THREADS) always applies."""
+    import numba
+    from solver import Builder, Simulation
+    monkeypatch.delenv("VERLET_THREADS", raising=False)
+    backend.numba_kernels()
+    top = numba.config.NUMBA_NUM_THREADS
+    backend.configure(threads=0)
+    assert backend.threads_for(backend.SMALL_MODEL - 1) == 1
+    assert backend.threads_for(backend.SMALL_MODEL) is None
+    seen = []
+    b = Builder()
+    b.add_particles([[0.0, 0.0, 1.0]])
+    sim = Simulation(b.build(), backend="numba")
+    run = sim.kernels.run_substeps
+    sim.kernels.run_substeps = lambda *a: (seen.append(numba.get_num_threads()), run(*a))[1]
+    sim.step(1 / 24)
+    assert seen == [1] and numba.get_num_threads() == top
+    try:
+        backend.configure(threads=top)
+        assert backend.threads_for(10) is None
+        sim.step(1 / 24)
+        assert seen[-1] == top
+    finally:
+        backend.configure(threads=0)
+    monkeypatch.setenv("VERLET_THREADS", str(top))
+    assert backend.threads_for(10) is None
 
 
 def test_cold_compile_cache_is_per_import_name(tmp_path):
