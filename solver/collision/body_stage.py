@@ -192,9 +192,8 @@ class BodyContacts:
     def _active(self, lo, hi, tlo, thi):
         """(n,), (F,), (E,) bool: the particles, triangles and edges whose step box overlaps the
         box of a group other than their own whose contact with theirs is not disabled, or that
-        belong to a self-colliding group; None when nothing can touch. Nothing else can be in a
-        contact this step (a pair's boxes overlap, and each lies in its own group's box).
-        Particles without a radius take part only as vertices against triangles: with no
+        belong to a self-colliding group. Nothing else can be in a contact this step (a pair's
+        boxes overlap, and each lies in its own group's box). Particles without a radius take part only as vertices against triangles: with no
         triangle taking part, they are left out (a ragdoll's frame particles)."""
         e = self.edges
         elo = np.minimum(lo[e[:, 0]], lo[e[:, 1]])
