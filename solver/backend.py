@@ -11,6 +11,7 @@ kernels are cached, so compilation is paid once per machine (inside Blender the 
 at the extension's user directory, never at the extension's own folder).
 """
 
+import contextlib
 import os
 import threading
 
@@ -57,6 +58,23 @@ def threads_for(particle_count):
             int(os.environ.get("VERLET_THREADS", "0") or 0) > 0:
         return None
     return 1 if particle_count < SMALL_MODEL else None
+
+
+@contextlib.contextmanager
+def step_threads(particle_count, backend_name):
+    """Around a step of a model of particle_count particles on backend_name: the thread count
+    threads_for gives, the one before restored after."""
+    threads = threads_for(particle_count) if backend_name == "numba" else None
+    if threads is None:
+        yield
+        return
+    import numba
+    before = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
 
 
 def _apply_threads():

@@ -1,9 +1,8 @@
 """The Simulation: the loop that ties Model, State, Control and Contacts together.
 
-One step of dt seconds is ``substeps`` substeps of h = dt / substeps (Jakobsen's loop, "Advanced
-Character Physics", section 2, with the substeps of Macklin et al., "Small Steps in Physics
-Simulation", SCA 2019: many substeps with one iteration stretch far less than few substeps with
-many iterations for the same work; measured on the benchmark drape, see README):
+One step of dt seconds is ``substeps`` substeps of h = dt / substeps (Jakobsen's loop, section 2
+of "Advanced Character Physics", with Macklin et al.'s "Small Steps in Physics Simulation", SCA
+2019: many one-iteration substeps stretch far less than few of many iterations; see README):
 
     accelerate once per step: gravity, air drag and wind (forces.py)
     collide    once per step: sleeping islands woken or kept (sleep.py); the broad phases find
@@ -12,24 +11,21 @@ many iterations for the same work; measured on the benchmark drape, see README):
       drag        exact exponential air drag and wind on x* (forces.py)
       integrate   Verlet: x' = x + (x - x*) k + a h^2 (integrator.py); pins follow their targets
       relax       ``iterations`` times: sticks (block by block, colour by colour), soft pins,
-                  volumes, contacts between bodies, colliders (with the tunnelling guard; last
-                  of the contacts, so nothing ends a substep pressed into one), shape matching,
-                  joints (constraints/, collision/)
+                  volumes, contacts between bodies, colliders (tunnelling guard; last of the
+                  contacts: loop.py says why), shape matching, joints (constraints/, collision/)
       velocity    shape-matching damping, restitution, overlap resolved without speed
 
 Velocity is always (x - x*) / h. The Model is fixed; the State (state.py) is what the loop
-integrates; the Control is what the user sets between steps; the Contacts are found afresh
-every step. Every kernel comes from the kernel table (kernels/__init__.py), the same calls on
-either backend; the substep loop is one of them.
+integrates; the Control is what the user sets between steps; the Contacts are found afresh every
+step. Every kernel, the substep loop too, comes from the kernel table (kernels/__init__.py).
 
 Safety: after every substep the positions are checked; the first non-finite value restores the
 state from before the step and raises SolverError naming the step, the particle and what acts on
 it; after every step a particle faster than anything the scene's forces can produce (a bound from
 gravity, wind, colliders, pins and kicks: RUNAWAY_FACTOR below) does the same. Determinism: the
-same inputs give bit-identical results (fixed colour order; threads only split items that touch
-disjoint particles or gather per particle in a fixed order, so the thread count changes no bit;
-no randomness but the seeded wind and jitter), and get_state / set_state resume bit-identically
-on either backend: the compiled kernels repeat the NumPy kernels' operations in their order.
+same inputs give bit-identical results at any thread count (threads split items that touch
+disjoint particles, or gather per particle in a fixed order; no randomness but the seeded wind
+and jitter), and get_state / set_state resume bit-identically on either backend.
 """
 
 
@@ -420,18 +416,9 @@ class Simulation(AnimatedSettings, JointControl):
 
     # ------------------------------------------------------------------ the step
     def step(self, dt):
-        """Advance dt seconds of simulated time."""
-        threads = _backend.threads_for(self.model.particle_count) \
-            if self.backend == "numba" else None
-        if threads is None:
-            return self._step(dt)
-        import numba
-        before = numba.get_num_threads()
-        numba.set_num_threads(threads)       # a small model: one thread (backend.threads_for)
-        try:
-            return self._step(dt)
-        finally:
-            numba.set_num_threads(before)
+        """Advance dt seconds of simulated time (one thread for a small model: backend.py)."""
+        with _backend.step_threads(self.model.particle_count, self.backend):
+            self._step(dt)
 
     def _step(self, dt):
         dt = _scalar(dt, "dt", 0.0)
