@@ -108,21 +108,21 @@ def mesh_closest(p0, p1, p2, k, mesh, bound2, slot):
     (tri = -1 when there is none). slot >= 0: the particle whose last closest triangle
     (mesh[18], the hint) is tried first, a tight first bound; the answer does not depend on it
     (the least (d2, index) is found whatever the order), so it is scratch, not state."""
-    tri = mesh[2]
-    W = mesh[3]
-    node_start = mesh[7]
-    lo = mesh[8]
-    hi = mesh[9]
-    right = mesh[10]
-    t0 = mesh[12]
-    t1 = mesh[13]
+    return _closest(p0, p1, p2, k, mesh[2], mesh[3], mesh[7], mesh[8], mesh[9], mesh[10],
+                    mesh[12], mesh[13], mesh[18], mesh[5], bound2, slot)
+
+
+@njit(cache=True, fastmath=False)
+def _closest(p0, p1, p2, k, tri, W, node_start, lo, hi, right, t0, t1, hint, tri_start, bound2,
+             slot):
+    """mesh_closest on the arrays it reads: a call of its own, not inlined, since the BVH walk
+    is large and inlining it at every SDF call site made the cold compile take 50 s longer;
+    its arguments are named arrays, not the mesh tuple, so a call passes 10 arrays, not 23."""
     best = bound2
     bt = -1
     r_q0 = r_q1 = r_q2 = 0.0
     r_reg = 1
     r_wa, r_wb, r_wc = 1.0, 0.0, 0.0
-    hint = mesh[18]
-    tri_start = mesh[5]
     if slot >= 0:
         j = hint[slot]
         if j >= tri_start[k] and j < tri_start[k + 1]:
@@ -208,11 +208,15 @@ def mesh_sdf(q0, q1, q2, r0, r1, r2, k, mesh, slot):
 @njit(cache=True, fastmath=False, inline="always")
 def _signed(q0, q1, q2, r0, r1, r2, k, mesh, t, dd, c0, c1, c2, region, wa, wb, wc):
     """The signed distance and direction from a closest-point result (mesh_query._signed)."""
-    tri = mesh[2]
-    W = mesh[3]
-    closed = mesh[14]
-    vert_normal = mesh[15]
-    edge_normal = mesh[16]
+    return _signed_on(q0, q1, q2, r0, r1, r2, mesh[2], mesh[3], mesh[4], mesh[14][k], mesh[15],
+                      mesh[16], t, dd, c0, c1, c2, region, wa, wb, wc)
+
+
+@njit(cache=True, fastmath=False)
+def _signed_on(q0, q1, q2, r0, r1, r2, tri, W, Wb, closed, vert_normal, edge_normal, t, dd, c0,
+               c1, c2, region, wa, wb, wc):
+    """_signed on the arrays it reads (closed: this collider's flag), a call of its own for the
+    reason _closest is one."""
     ia = tri[t, 0]
     ib = tri[t, 1]
     ic = tri[t, 2]
@@ -241,10 +245,9 @@ def _signed(q0, q1, q2, r0, r1, r2, k, mesh, t, dd, c0, c1, c2, region, wa, wb, 
     e2 = q2 - c2
     out = e0 * N0 + e1 * N1 + e2 * N2 >= 0
     side = True
-    if not closed[k]:
+    if not closed:
         # the side of x* (r, in the frame of the substep's start) against the same surface
         # point at the substep's start: a sheet that moves must not change it
-        Wb = mesh[4]
         b0 = wa * Wb[ia, 0] + wb * Wb[ib, 0] + wc * Wb[ic, 0]
         b1 = wa * Wb[ia, 1] + wb * Wb[ib, 1] + wc * Wb[ic, 1]
         b2 = wa * Wb[ia, 2] + wb * Wb[ib, 2] + wc * Wb[ic, 2]
@@ -267,7 +270,7 @@ def _signed(q0, q1, q2, r0, r1, r2, k, mesh, t, dd, c0, c1, c2, region, wa, wb, 
             g1 = 0.0 * sg
             g2 = 1.0 * sg
     phi = dist * ig
-    if not closed[k]:
+    if not closed:
         phi = phi - _SKIN
     return phi, g0, g1, g2, t, wa, wb, wc
 
