@@ -41,6 +41,7 @@ from .collision.body_stage import BodyContacts
 from .collision.colliders import Colliders
 from .collision.contacts import Contacts
 from .collision.points import TetraPoints
+from .collision.reach import particle_reach, scene_reach
 from .constraints.joints import JointSolver
 from .constraints.pins import SoftPinSolver
 from .constraints.shapes import ShapeSolver
@@ -469,25 +470,22 @@ class Simulation(AnimatedSettings, JointControl):
         waking the sleeping bodies that a moving pin or collider reaches. Returns the (s,) int64
         particles that sleep through this step, or None."""
         x, xp = self.state.x, self.state.x_prev
-        if x.shape[0]:
-            # drag only relaxes a velocity toward the wind's, so the wind's speed bounds it too
-            vmax = float(np.sqrt(np.max(np.einsum("ij,ij->i", x - xp, x - xp)))) / self.state.h \
-                + self.control.wind.max_speed
-            amax = float(np.sqrt(np.max(np.einsum("ij,ij->i", acc, acc))))
-        else:
-            vmax = amax = 0.0
-        reach = 2.0 * (vmax * dt + 0.5 * amax * dt * dt) + 1e-3
-        sleep, st = self.sleep, self.state
-        sleep.wake_by_drivers(st, self.control, self._pinned, self._soft, self.colliders,
+        sleep, st, ctl = self.sleep, self.state, self.control
+        reach, amax = scene_reach(x, xp, st.h, dt, acc, ctl.wind.max_speed)
+        sleep.wake_by_drivers(st, ctl, self._pinned, self._soft, self.colliders,
                               reach + self._radius_max)
         # contact between bodies (collision/bodies.py); a moving body wakes what it touches
-        self.bodies.collide(self.kernels, x, xp, st.h, dt, acc, self._pinned,
-                            self.control.pin_target, self.contacts)
+        self.bodies.collide(self.kernels, x, xp, st.h, dt, acc, self._pinned, ctl.pin_target,
+                            self.contacts)
         sleep.wake_by_contacts(st, self.contacts)
         asleep = sleep.asleep_ids(st)
         free = self._free if asleep is None else self._free & ~sleep.asleep(st)
-        self.colliders.collide(self.control, x, free, self._radius_max, reach, self.contacts,
-                               self.kernels)
+        # the colliders' margin per particle: its island's speed, not the scene's fastest
+        pins = [(self._pinned, x[self._pinned], ctl.pin_target),
+                (self._soft, ctl.soft_pin_anchor, ctl.soft_pin_target)]
+        each = particle_reach(x, xp, st.h, dt, amax, ctl.wind.max_speed, sleep, pins,
+                              self.contacts.body_idx)
+        self.colliders.collide(ctl, x, free, each + self._radius, self.contacts, self.kernels)
         return asleep
 
     def _loop_args(self, h, acc, field_keep=None, asleep=None):

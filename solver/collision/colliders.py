@@ -61,11 +61,11 @@ class Colliders:
         return [frames.decompose(m) for m in model.collider_matrix]
 
     # ------------------------------------------------------------------ the collide stage
-    def collide(self, control, x, free, radius_max, reach, contacts, kernels):
+    def collide(self, control, x, free, reach, contacts, kernels):
         """Broad phase once per step: into ``contacts``, the particles that may touch each
-        collider during it. x (n, 3) [m]; free (n,) bool particles that can move; reach [m]
-        bounds how far any particle can travel in this step; kernels the kernel table (a mesh's
-        distances). A primitive that rotates or scales during the step takes every free
+        collider during it. x (n, 3) [m]; free (n,) bool particles that can move; reach (n,) [m]
+        how far each particle can travel in this step (reach.particle_reach) plus its radius;
+        kernels the kernel table (a mesh's distances). A primitive that rotates or scales during the step takes every free
         particle; a mesh takes the particles near its surface (_mesh_candidates)."""
         ids_free = np.nonzero(free)[0]
         found = []
@@ -74,7 +74,7 @@ class Colliders:
         for k in range(self.count):
             f0, f1 = control.collider_frame[k], control.collider_target[k]
             if self.shape[k] == frames.MESH:
-                found.append(self._mesh_candidates(k, control, x, ids_free, radius_max, reach,
+                found.append(self._mesh_candidates(k, control, x, ids_free, reach,
                                                    kernels))
                 continue
             turning = not (np.allclose(f0.rotation, f1.rotation, atol=1e-12)
@@ -84,7 +84,7 @@ class Colliders:
                 continue
             sweep = float(np.linalg.norm(f1.translation - f0.translation))
             phi, _ = sdf.evaluate(self.shape[k], self.dims[k], f0, x[ids_free])
-            margin = reach + sweep + self.thickness[k] + radius_max
+            margin = reach[ids_free] + sweep + self.thickness[k]
             found.append(ids_free[phi < margin])
         contacts.set_candidates(found)
 
@@ -146,7 +146,7 @@ class Colliders:
             near |= np.minimum(phi0, phi1) < margin + self.thickness[k] + sweep
         return near
 
-    def _mesh_candidates(self, k, control, x, ids_free, radius_max, reach, kernels):
+    def _mesh_candidates(self, k, control, x, ids_free, reach, kernels):
         """The free particles that may touch mesh collider k during the step: near the box that
         holds the mesh during the whole step (refitted by MeshSet.prepare), then near its surface
         at the step's start (one query per particle and step), the margin widened by how far
@@ -154,15 +154,16 @@ class Colliders:
         the frame's motion, rotation included)."""
         f0 = control.collider_frame[k]
         sweep = self.meshes.surface_sweep(k, control, f0, control.collider_target[k])
-        margin = reach + sweep + self.thickness[k] + radius_max
+        margin = reach[ids_free] + sweep + self.thickness[k]
         lo, hi = self.meshes.root_boxes(k)
         q = frames.to_local(f0, x[ids_free])
         out = np.maximum(np.maximum(lo - q, q - hi), 0.0)
         near = np.nonzero(np.einsum("ij,ij->i", out, out) < margin * margin)[0]
         if not near.size:
             return ids_free[:0]
+        margin = margin[near]
         phi = self.meshes.distances(kernels, k, control, f0, np.ascontiguousarray(q[near]),
-                                    margin)
+                                    float(margin.max()))
         keep = phi < margin
         found = ids_free[near[keep]]
         # what lets the substeps skip the candidates that stay out of reach (mesh_query.mesh_far)
