@@ -306,40 +306,44 @@ def solve_joints(X, particles, rest_offset, mass, bodies, entries, entry_start, 
                  swing, rng, alpha, drive_on, drive_alpha, target, lam, order, color_offsets,
                  island, island_done, passes, tolerance):
     """Scalar mirror of constraints/joints.solve_joints. The frames are found in parallel, body
-    by body (each reads its own entries and writes its own rows); the joints run serially,
-    colour after colour (within a colour joint after joint, which is the NumPy kernel's batch,
-    since they share no body): a colour of 100 ragdolls is ~0.1 ms of work, less than what a
-    parallel region's wait costs on a loaded machine, and a pass's colours would each need one.
-    The particles are moved serially (clusters may share particles). The thread count changes
-    no bit.
+    by body (each reads its own entries and writes its own rows). The joints run island by
+    island in parallel (an island's joints are joined through free bodies, so two islands share
+    no body the solve moves), each island pass after pass until it meets the tolerance, and
+    inside an island colour after colour, joint after joint: the NumPy kernel's order for every
+    joint of the island (it runs each colour as one batch across islands, which share nothing).
+    One parallel region per call, not one per colour and pass, and no island waits for
+    another's passes. The particles are moved serially (clusters may share particles). The
+    thread count changes no bit.
     """
     for q in prange(bodies.shape[0]):
         _frame(X, particles, rest_offset, mass, entries, entry_start, q, bodies[q], c0, R0, c, R)
     moved[:] = False
     island_done[:] = False
-    errs = np.zeros(order.shape[0])
-    worst = np.zeros(island_done.shape[0])
-    for _ in range(passes):
-        for g in range(color_offsets.shape[0] - 1):
-            for o in range(color_offsets[g], color_offsets[g + 1]):
-                if island_done[island[order[o]]]:
-                    continue                 # its island met the tolerance in an earlier pass
-                errs[o] = _solve_one(order[o], body, anchor, axis, perp, kind, swing, rng, alpha,
-                                     drive_on, drive_alpha, target, lam, c, R, inv_mass,
-                                     inv_inertia, moved, body_free, tolerance)
-        worst[:] = 0.0
-        for o in range(order.shape[0]):
-            i = island[order[o]]
-            if not (worst[i] >= errs[o]):        # np.maximum.at: a NaN error is kept
-                worst[i] = errs[o]
-        done = True
-        for i in range(worst.shape[0]):
-            if worst[i] < 1.0:
-                island_done[i] = True
-            if not island_done[i]:
-                done = False
-        if done:
-            break
+    # each island's joints in the serial order (colour after colour): a stable counting sort
+    n_islands = island_done.shape[0]
+    start = np.zeros(n_islands + 1, np.int64)
+    for o in range(order.shape[0]):
+        start[island[order[o]] + 1] += 1
+    for i in range(n_islands):
+        start[i + 1] += start[i]
+    fill = start[:-1].copy()
+    by_island = np.empty(order.shape[0], np.int64)
+    for o in range(order.shape[0]):
+        i = island[order[o]]
+        by_island[fill[i]] = order[o]
+        fill[i] += 1
+    for g in prange(n_islands):
+        for _ in range(passes):
+            worst = 0.0
+            for o in range(start[g], start[g + 1]):
+                err = _solve_one(by_island[o], body, anchor, axis, perp, kind, swing, rng,
+                                 alpha, drive_on, drive_alpha, target, lam, c, R, inv_mass,
+                                 inv_inertia, moved, body_free, tolerance)
+                if not (worst >= err):       # np.maximum.at: a NaN error is kept
+                    worst = err
+            if worst < 1.0:
+                island_done[g] = True
+                break
     M = np.empty((3, 3))
     for q in range(bodies.shape[0]):
         b = bodies[q]
