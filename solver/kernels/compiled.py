@@ -328,15 +328,15 @@ def _polar3(a, rot):
     rot[2, 2] = u12 * v12 + u22 * v22 + u32 * w2
 
 
-@njit(cache=True, fastmath=False)
+@njit(cache=True, parallel=True, fastmath=False)
 def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w, alpha, lam,
                  contact, boost):
-    """Scalar mirror of constraints/shapes.solve_shapes: colour after colour, cluster after cluster,
-    each cluster's sums in member order. Serial: measured on 400 rigid cubes and a 1728-particle
-    soft body it was no slower than a parallel loop over a colour's clusters (few clusters per
-    colour), and the parallel kernel took a second longer to compile."""
+    """Scalar mirror of constraints/shapes.solve_shapes: colour after colour, the clusters of a
+    colour in parallel (they share no particle, so the thread count changes no bit), each
+    cluster's sums in member order. Parallel since 100 ragdolls (1,200 rigid bones, nearly all
+    in one colour) spent 12 ms a frame here on one thread."""
     for col in range(color_offsets.shape[0] - 1):
-        for k in range(color_offsets[col], color_offsets[col + 1]):
+        for k in prange(color_offsets[col], color_offsets[col + 1]):
             s0 = start[k]
             s1 = start[k + 1]
             wsum = 0.0
