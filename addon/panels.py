@@ -229,6 +229,7 @@ class PHYSICS_PT_verlet_cache(VerletPanel, bpy.types.Panel):
         col = settings_column(layout, obj, align=True)
         col.prop(sc, "substeps")
         col.prop(sc, "iterations")
+        col.prop(sc, "contact_iterations")
         col.prop(sc, "use_sleep")
 
         col = layout.column(align=True)

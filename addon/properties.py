@@ -35,8 +35,8 @@ from bpy.props import (BoolProperty, EnumProperty, FloatProperty, FloatVectorPro
                        IntProperty, PointerProperty, StringProperty)
 
 from ..solver.builder import CLOTH_BEND_COMPLIANCE
-from ..solver.simulation import (DEFAULT_AIR_DRAG, DEFAULT_DAMPING, DEFAULT_ITERATIONS,
-                                 DEFAULT_SLEEP, DEFAULT_SUBSTEPS)
+from ..solver.simulation import (DEFAULT_AIR_DRAG, DEFAULT_CONTACT_ITERATIONS, DEFAULT_DAMPING,
+                                 DEFAULT_ITERATIONS, DEFAULT_SLEEP, DEFAULT_SUBSTEPS)
 
 KINDS = (
     ("NONE", "None", "Not simulated"),
@@ -300,6 +300,11 @@ class VerletSceneSettings(bpy.types.PropertyGroup):
     iterations: IntProperty(name="Iterations", default=DEFAULT_ITERATIONS, min=1,
                             max=MAX_ITERATIONS, soft_max=20, options=FIXED,
                             description="Constraint iterations per substep")
+    contact_iterations: IntProperty(
+        name="Contact Iterations", default=DEFAULT_CONTACT_ITERATIONS, min=1,
+        max=MAX_ITERATIONS, soft_max=8, options=FIXED,
+        description="Passes over the contacts between bodies in each iteration: 2 or more let "
+        "piles and tall stacks of bodies come to rest instead of creeping, for more time")
     use_sleep: BoolProperty(name="Sleeping", default=DEFAULT_SLEEP, options=FIXED,
                             description="Bodies at rest (slower than 1 cm/s for 0.5 s while "
                             "resting on something) stop being simulated until a collider, pin, "

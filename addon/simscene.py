@@ -175,7 +175,8 @@ class SceneSim:
         self.sim = Simulation(self.model, substeps=s.substeps, iterations=s.iterations,
                               gravity=g, damping=getattr(s, "damping", 0.0),
                               air_drag=getattr(s, "air_drag", 1.0), backend=kernels,
-                              sleep=getattr(s, "use_sleep", DEFAULT_SLEEP))
+                              sleep=getattr(s, "use_sleep", DEFAULT_SLEEP),
+                              contact_iterations=getattr(s, "contact_iterations", 1))
         for body in self.bodies:
             if body.kind == "RAGDOLL":
                 body.attach(self.sim)

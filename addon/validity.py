@@ -38,6 +38,9 @@ def settings_hash(scene):
         data["gravity"] = [_plain(list(scene.gravity), keyed, "gravity"),
                            _plain(scene.use_gravity, keyed, "use_gravity")]
     data["fps"] = scene.render.fps / scene.render.fps_base
+    # a later setting enters only when it differs from its default, so earlier bakes stay valid
+    if getattr(scene.verlet, "contact_iterations", 1) != 1:
+        data["contact_iterations"] = scene.verlet.contact_iterations
     objects = []
     for obj in scene.objects:
         if getattr(obj, "verlet", None) is None or obj.verlet.kind == "NONE":

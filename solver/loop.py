@@ -36,7 +36,8 @@ exactly the same ones:
     contacts   collision/contacts.Contacts.kernel_args()
     bodies     collision/contacts.Contacts.body_args(inv_mass): the body contacts of this step
                (collision/bodies.py solve_bodies' arrays)
-    counts     (substeps, iterations)          int
+    counts     (substeps, iterations, contact_iterations)   int: the body contacts are solved
+               contact_iterations times in each iteration (Jacobi passes; a pile settles)
     scalars    (h, gravity_norm, allowance)    [s], [m/s^2], [m] the depenetration bound per
                                                substep (max_depenetration_speed h)
 
@@ -85,7 +86,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     (b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass, b_allowance, b_dx, b_dl, b_share,
      b_particle, b_start, b_slot, b_touch, b_shape_touch) = bodies
     any_bodies = b_idx.shape[0] > 0
-    substeps, iterations = counts
+    substeps, iterations, contact_iterations = counts
     h, gravity_norm, allowance = scalars
     n_colliders = c_shape.shape[0]
     any_restitution = bool(np.any(c_restitution > 0))
@@ -123,7 +124,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             # bodies against bodies (collision/bodies.py), then the colliders: an immovable
             # collider has the last word, so a pile's bottom layer ends each substep on the
             # ground, not pressed into it by the layers above
-            if any_bodies:
+            for _ in range(contact_iterations if any_bodies else 0):
                 solve_bodies(X, Xp, b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass,
                              b_allowance, b_dx, b_dl, b_share, b_particle, b_start, b_slot,
                              b_touch)

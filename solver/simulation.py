@@ -11,8 +11,8 @@ of "Advanced Character Physics", with Macklin et al.'s "Small Steps in Physics S
       drag        exact exponential air drag and wind on x* (forces.py)
       integrate   Verlet: x' = x + (x - x*) k + a h^2 (integrator.py); pins follow their targets
       relax       ``iterations`` times: sticks (block by block, colour by colour), soft pins,
-                  volumes, contacts between bodies, colliders (tunnelling guard; last of the
-                  contacts: loop.py says why), shape matching, joints (constraints/, collision/)
+                  volumes, contacts between bodies (``contact_iterations`` Jacobi passes),
+                  colliders (tunnelling guard; last: loop.py says why), shape matching, joints
       velocity    shape-matching damping, restitution, overlap resolved without speed
 
 Velocity is always (x - x*) / h. The Model is fixed; the State (state.py) is what the loop
@@ -21,11 +21,10 @@ step. Every kernel, the substep loop too, comes from the kernel table (kernels/_
 
 Safety: after every substep the positions are checked; the first non-finite value restores the
 state from before the step and raises SolverError naming the step, the particle and what acts on
-it; after every step a particle faster than anything the scene's forces can produce (a bound from
-gravity, wind, colliders, pins and kicks: RUNAWAY_FACTOR below) does the same. Determinism: the
-same inputs give bit-identical results at any thread count (threads split items that touch
-disjoint particles, or gather per particle in a fixed order; no randomness but the seeded wind
-and jitter), and get_state / set_state resume bit-identically on either backend.
+it; so does a particle faster after a step than the scene's forces can make it (RUNAWAY_FACTOR).
+Determinism: the same inputs give bit-identical results at any thread count (threads split items
+that touch disjoint particles, or gather per particle in a fixed order; no randomness but the
+seeded wind and jitter); get_state / set_state resume bit-identically on either backend.
 """
 
 
@@ -56,6 +55,8 @@ from .state import Checkpoint, Control, State
 
 DEFAULT_SUBSTEPS = 40
 DEFAULT_ITERATIONS = 1
+# Jacobi passes over the body contacts per iteration (2: a pile of crates rests; README)
+DEFAULT_CONTACT_ITERATIONS = 1
 DEFAULT_DAMPING = 0.0
 # bodies at rest go to sleep (sleep.py): frozen exactly, skipped by most of the step
 DEFAULT_SLEEP = True
@@ -92,10 +93,12 @@ class Simulation(AnimatedSettings, JointControl):
     def __init__(self, model, substeps=DEFAULT_SUBSTEPS, iterations=DEFAULT_ITERATIONS,
                  gravity=(0.0, 0.0, -9.81), damping=DEFAULT_DAMPING, over_relaxation=1.0,
                  max_speed=None, air_drag=DEFAULT_AIR_DRAG, backend=None,
-                 max_depenetration_speed=DEFAULT_MAX_DEPENETRATION_SPEED, sleep=DEFAULT_SLEEP):
+                 max_depenetration_speed=DEFAULT_MAX_DEPENETRATION_SPEED, sleep=DEFAULT_SLEEP,
+                 contact_iterations=DEFAULT_CONTACT_ITERATIONS):
         self.model = model
         self.substeps = _check_int(substeps, "substeps", 1)
         self.iterations = _check_int(iterations, "iterations", 1)
+        self.contact_iterations = _check_int(contact_iterations, "contact_iterations", 1)
         gravity = _vec3(gravity, "gravity")
         damping = _scalar(damping, "damping", 0.0, 1.0)
         self.over_relaxation = _scalar(over_relaxation, "over_relaxation", 0.1, 1.99)
@@ -493,8 +496,7 @@ class Simulation(AnimatedSettings, JointControl):
         field_keep: (n,) velocity fraction the force fields' drag keeps per substep, or None;
         asleep: (s,) int64 sleeping particles (no acceleration, no drag), or None."""
         st, ctl, S = self.state, self.control, self.substeps
-        # (1 - damping)^h is the same per second at any substep count; multiplying by exactly
-        # 1.0 changes nothing, so no branch is needed
+        # (1 - damping)^h: the same per second at any substep count (x 1.0 changes no bit)
         keep = ((1.0 - ctl.damping) * (1.0 - ctl.particle_damping)) ** h
         if field_keep is not None:                  # force fields' drag, exact per substep
             keep = keep * field_keep
@@ -514,7 +516,7 @@ class Simulation(AnimatedSettings, JointControl):
                 self.colliders.kernel_args(ctl, S, self._radius, self.contacts),
                 self.points.kernel_args(), self.contacts.kernel_args(),
                 self.contacts.body_args(inv_mass, self.max_depenetration_speed * h),
-                (S, self.iterations),
+                (S, self.iterations, self.contact_iterations),
                 (h, float(np.linalg.norm(self.gravity)), self.max_depenetration_speed * h))
 
     def _external_acceleration(self, dt):

@@ -55,7 +55,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     (b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass, b_allowance, b_dx, b_dl, b_share,
      b_particle, b_start, b_slot, b_touch, b_shape_touch) = bodies
     any_bodies = b_idx.shape[0] > 0
-    substeps, iterations = counts
+    substeps, iterations, contact_iterations = counts
     h, gravity_norm, allowance = scalars
     n_colliders = c_shape.shape[0]
     any_restitution = False
@@ -107,7 +107,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             # bodies against bodies, then the colliders: an immovable collider has the last
             # word, so a pile's bottom layer ends each substep on the ground, not pressed into
             # it by the layers above (which made a resting pile creep and never sleep)
-            if any_bodies:
+            for _ in range(contact_iterations if any_bodies else 0):
                 solve_bodies(X, Xp, b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass,
                              b_allowance, b_dx, b_dl, b_share, b_particle, b_start, b_slot,
                              b_touch)

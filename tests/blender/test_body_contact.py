@@ -52,6 +52,24 @@ def test_four_default_cubes_set_to_rigid_stack(extension):
         np.testing.assert_allclose(m[-1, :3, :3], np.eye(3), atol=0.02)   # flat, upright
 
 
+def test_contact_iterations_reach_the_solver_and_the_bake_hash(extension):
+    """The scene's Contact Iterations is handed to the Simulation; it enters the settings hash
+    only when it differs from its default, so bakes made before the setting existed stay valid."""
+    from verlet_physics.addon import simscene, validity
+    scenes.set_range(1, 4)
+    scenes.ground()
+    scenes.cube("Crate", size=0.5, location=(0.0, 0.0, 0.3))
+    scene = bpy.context.scene
+    assert scene.verlet.contact_iterations == 1
+    default = validity.settings_hash(scene)
+    scene.verlet.contact_iterations = 2
+    ss = simscene.SceneSim(scene, bpy.context.evaluated_depsgraph_get())
+    assert ss.sim.contact_iterations == 2
+    assert validity.settings_hash(scene) != default
+    scene.verlet.contact_iterations = 1
+    assert validity.settings_hash(scene) == default
+
+
 def test_cloth_self_collision_property_and_errors(extension):
     scenes.set_range(1, 4)
     scenes.ground()

@@ -19,8 +19,8 @@ SCENE_ANIMATABLE = ("wind_direction", "wind_strength", "wind_turbulence", "air_d
 # ... and what a running simulation cannot change
 OBJECT_FIXED = ("kind", "pin_group", "mass", "thickness", "collider_shape",
                 "use_volume", "taper_group", "preset", "cache_id")
-SCENE_FIXED = ("substeps", "iterations", "use_sleep", "use_scene_range", "frame_start",
-               "frame_end")
+SCENE_FIXED = ("substeps", "iterations", "contact_iterations", "use_sleep", "use_scene_range",
+               "frame_start", "frame_end")
 
 
 def test_only_settings_the_solver_reads_per_frame_are_keyframable(extension):

@@ -75,7 +75,7 @@ def test_every_numeric_property_is_bounded(ui):
             got = getattr(settings, p.identifier)
             assert (got[0] if p.array_length else got) == pytest.approx(p.hard_max), p.identifier
             checked += 1
-    assert checked == 20      # 11 object + 9 scene numeric settings (substeps: at most 1000)
+    assert checked == 21      # 11 object + 10 scene numeric settings (substeps: at most 1000)
     assert bpy.context.scene.verlet.substeps == 1000
 
 
@@ -238,7 +238,8 @@ EXPECTED_PROPS = {
     ("PHYSICS_PT_verlet_forces", None): ["gravity_scale", "damping", "air_drag", "wind_strength",
                                          "wind_direction", "wind_turbulence", "wind_seed"],
     ("PHYSICS_PT_verlet_cache", None): ["use_scene_range", "frame_start", "frame_end",
-                                        "substeps", "iterations", "use_sleep"],
+                                        "substeps", "iterations", "contact_iterations",
+                                        "use_sleep"],
 }
 
 
