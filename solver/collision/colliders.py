@@ -68,6 +68,7 @@ class Colliders:
         kernels the kernel table (a mesh's distances). A primitive that rotates or scales during the step takes every free
         particle; a mesh takes the particles near its surface (_mesh_candidates)."""
         ids_free = np.nonzero(free)[0]
+        x_free, reach_free = x[ids_free], reach[ids_free]     # (m, 3) [m], (m,) [m]
         found = []
         self.meshes.prepare(control.mesh_vertices, control.mesh_target, control.collider_frame,
                             control.collider_target, kernels)
@@ -83,8 +84,8 @@ class Colliders:
                 found.append(ids_free)
                 continue
             sweep = float(np.linalg.norm(f1.translation - f0.translation))
-            phi, _ = sdf.evaluate(self.shape[k], self.dims[k], f0, x[ids_free])
-            margin = reach[ids_free] + sweep + self.thickness[k]
+            phi, _ = sdf.evaluate(self.shape[k], self.dims[k], f0, x_free)
+            margin = reach_free + sweep + self.thickness[k]
             found.append(ids_free[phi < margin])
         contacts.set_candidates(found)
 
