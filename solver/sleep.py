@@ -126,14 +126,20 @@ class Sleep:
         state.island_still[awake & still] += dt
         clock = state.island_still
         if len(body_idx):
-            valid = body_idx >= 0
-            isl = self.island[np.where(valid, body_idx, body_idx[:, :1])]   # slot 0 is valid
-            pairs = np.column_stack([np.repeat(isl[:, 0], 3), isl[:, 1:].ravel()])
-            group = islands(self.count, pairs[isl[:, 0].repeat(3) != pairs[:, 1]])
+            group = self.joined(body_idx)
             least = np.full(int(group.max()) + 1, np.inf)
             np.minimum.at(least, group, clock)
             clock = least[group]
         state.island_asleep |= awake & (clock >= SLEEP_TIME)
+
+    def joined(self, body_idx):
+        """(I,) int64 a label per island, the same for islands that the body contacts body_idx
+        (K, 4) int64 (particles, -1 for none; slot 0 always valid) join, directly or through
+        others: the islands of the constraint graph plus this step's contacts."""
+        valid = body_idx >= 0
+        isl = self.island[np.where(valid, body_idx, body_idx[:, :1])]
+        pairs = np.column_stack([np.repeat(isl[:, 0], 3), isl[:, 1:].ravel()])
+        return islands(self.count, pairs[pairs[:, 0] != pairs[:, 1]])
 
     def wake_by_drivers(self, state, control, pinned, soft, colliders, margin):
         """Before a step: wake the sleeping islands whose pins' targets move (pinned (p,),

@@ -20,8 +20,6 @@ flung at 15 m/s made every particle of 100 resting ragdolls a candidate of every
 
 import numpy as np
 
-from ..sleep import islands
-
 SLACK = 1e-3    # [m] added to every reach
 
 
@@ -40,7 +38,7 @@ def particle_reach(x, xp, h, dt, acc_max, wind_speed, sleep, pins, body_idx):
     """(n,) [m] how far each particle may travel in the step of dt [s] (module docstring).
     x, xp (n, 3) [m] positions now and a substep ago (h [s] apart); acc_max [m/s^2] the
     largest acceleration; wind_speed [m/s]; sleep the Sleep (its islands: island (n,),
-    order (n,), start (I,)); pins a list of (ids (k,) int64, start (k, 3) [m], target (k, 3) [m])
+    order (n,), start (I,), and Sleep.joined); pins a list of (ids (k,) int64, start (k, 3) [m], target (k, 3) [m])
     whose targets move the pinned particles in this step; body_idx (K, 4) int64 this step's
     body contacts (particles, -1 for none: collision/bodies.py)."""
     n = len(x)
@@ -54,10 +52,7 @@ def particle_reach(x, xp, h, dt, acc_max, wind_speed, sleep, pins, body_idx):
             speed[ids] = np.maximum(speed[ids], np.sqrt(np.einsum("ij,ij->i", m, m)) / dt)
     island_speed = np.maximum.reduceat(speed[sleep.order], sleep.start)      # (I,) [m/s]
     if len(body_idx):
-        valid = body_idx >= 0
-        isl = sleep.island[np.where(valid, body_idx, body_idx[:, :1])]     # slot 0 is valid
-        pairs = np.column_stack([np.repeat(isl[:, 0], 3), isl[:, 1:].ravel()])
-        joined = islands(sleep.count, pairs[pairs[:, 0] != pairs[:, 1]])
+        joined = sleep.joined(body_idx)
         fastest = np.zeros(int(joined.max()) + 1)
         np.maximum.at(fastest, joined, island_speed)
         island_speed = fastest[joined]
