@@ -13,7 +13,7 @@ import numpy as np
 
 from ..solver import Builder, Simulation
 from ..solver.geometry import fan_triangles, polygon_areas, rigid_transform, strand_areas
-from ..solver.simulation import DEFAULT_SLEEP
+from ..solver.simulation import DEFAULT_CONTACT_ITERATIONS, DEFAULT_SLEEP
 from ..solver.strands import edge_frames
 from ..solver.mesh import cloth_topology, normalize_faces
 from . import bridge
@@ -176,7 +176,8 @@ class SceneSim:
                               gravity=g, damping=getattr(s, "damping", 0.0),
                               air_drag=getattr(s, "air_drag", 1.0), backend=kernels,
                               sleep=getattr(s, "use_sleep", DEFAULT_SLEEP),
-                              contact_iterations=getattr(s, "contact_iterations", 1))
+                              contact_iterations=getattr(s, "contact_iterations",
+                                                         DEFAULT_CONTACT_ITERATIONS))
         for body in self.bodies:
             if body.kind == "RAGDOLL":
                 body.attach(self.sim)

@@ -13,6 +13,7 @@ import json
 import bpy
 import numpy as np
 
+from ..solver.simulation import DEFAULT_CONTACT_ITERATIONS
 from . import bridge, cache
 
 SCENE_SETTINGS = ("substeps", "iterations", "use_sleep", "wind_direction", "wind_strength", "wind_turbulence",
@@ -39,7 +40,8 @@ def settings_hash(scene):
                            _plain(scene.use_gravity, keyed, "use_gravity")]
     data["fps"] = scene.render.fps / scene.render.fps_base
     # a later setting enters only when it differs from its default, so earlier bakes stay valid
-    if getattr(scene.verlet, "contact_iterations", 1) != 1:
+    if getattr(scene.verlet, "contact_iterations",
+               DEFAULT_CONTACT_ITERATIONS) != DEFAULT_CONTACT_ITERATIONS:
         data["contact_iterations"] = scene.verlet.contact_iterations
     objects = []
     for obj in scene.objects:

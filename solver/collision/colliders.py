@@ -65,8 +65,9 @@ class Colliders:
         """Broad phase once per step: into ``contacts``, the particles that may touch each
         collider during it. x (n, 3) [m]; free (n,) bool particles that can move; reach (n,) [m]
         how far each particle can travel in this step (reach.particle_reach) plus its radius;
-        kernels the kernel table (a mesh's distances). A primitive that rotates or scales during the step takes every free
-        particle; a mesh takes the particles near its surface (_mesh_candidates)."""
+        kernels the kernel table (a mesh's distances). A primitive that rotates or scales during
+        the step takes every free particle; a mesh takes the particles near its surface
+        (_mesh_candidates)."""
         ids_free = np.nonzero(free)[0]
         x_free, reach_free = x[ids_free], reach[ids_free]     # (m, 3) [m], (m,) [m]
         found = []
@@ -75,8 +76,8 @@ class Colliders:
         for k in range(self.count):
             f0, f1 = control.collider_frame[k], control.collider_target[k]
             if self.shape[k] == frames.MESH:
-                found.append(self._mesh_candidates(k, control, x, ids_free, reach,
-                                                   kernels))
+                found.append(self._mesh_candidates(k, control, x, ids_free, x_free,
+                                                   reach_free, kernels))
                 continue
             turning = not (np.allclose(f0.rotation, f1.rotation, atol=1e-12)
                            and np.allclose(f0.scale, f1.scale, atol=1e-12))
@@ -147,17 +148,18 @@ class Colliders:
             near |= np.minimum(phi0, phi1) < margin + self.thickness[k] + sweep
         return near
 
-    def _mesh_candidates(self, k, control, x, ids_free, reach, kernels):
+    def _mesh_candidates(self, k, control, x, ids_free, x_free, reach_free, kernels):
         """The free particles that may touch mesh collider k during the step: near the box that
         holds the mesh during the whole step (refitted by MeshSet.prepare), then near its surface
         at the step's start (one query per particle and step), the margin widened by how far
         any surface point moves in the step (mesh.py MeshSet.surface_sweep: deformation and
-        the frame's motion, rotation included)."""
+        the frame's motion, rotation included). x_free (m, 3) [m] and reach_free (m,) [m]: the
+        positions and reaches of the particles ids_free (m,)."""
         f0 = control.collider_frame[k]
         sweep = self.meshes.surface_sweep(k, control, f0, control.collider_target[k])
-        margin = reach[ids_free] + sweep + self.thickness[k]
+        margin = reach_free + sweep + self.thickness[k]
         lo, hi = self.meshes.root_boxes(k)
-        q = frames.to_local(f0, x[ids_free])
+        q = frames.to_local(f0, x_free)
         out = np.maximum(np.maximum(lo - q, q - hi), 0.0)
         near = np.nonzero(np.einsum("ij,ij->i", out, out) < margin * margin)[0]
         if not near.size:
