@@ -9,6 +9,13 @@ boost):
     c = sum m_i x_i / M,   A = sum m_i (x_i - c) q_i^T = R S,   M = sum m_i,
     I0 = sum m_i (|q_i|^2 1 - q_i q_i^T)   (the rest inertia; world I^-1 = R I0^-1 R^T)
 
+The joints run right after the shape solve, and a rigid cluster (shapes.ShapeSolver.exact:
+compliance 0, nothing pinned, no shared particle) leaves it with every particle on its goal
+x_i = o + R_s q_i. Then c = o + R_s (sum m_i q_i / M) = o (the rest offsets are measured from
+the rest centre of mass) and A = R_s sum m_i q_i q_i^T, whose polar rotation is R_s: the frame is
+the goal pose the shape solve just computed, up to rounding, so it is read from there and the
+second polar decomposition is skipped (it was a third of the joint solve at 100 ragdolls).
+
 Positional joint (a ball or hinge point), the anchor r_a, r_b in each body's rest frame:
 
     C = |p_b - p_a|,  p_k = c_k + R_k r_k,  n = (p_b - p_a) / C,
@@ -163,6 +170,14 @@ class JointSolver:
         _, isl = np.unique(np.where(fa, lab[ba], lab[bb]), return_inverse=True)
         self.island = isl.reshape(j).astype(np.int64)
         self.island_done = np.zeros(int(self.island.max()) + 1 if j else 0, bool)
+        # (J,) int64 the solve order regrouped island by island (stable: colour after colour
+        # within an island) and (I + 1,) int64 each island's offsets into it, for the compiled
+        # kernel, which runs the islands in parallel
+        self.island_order = self.order[np.argsort(self.island[self.order], kind="stable")] \
+            .astype(np.int64)
+        self.island_start = np.concatenate(
+            ([0], np.cumsum(np.bincount(self.island, minlength=len(self.island_done))))) \
+            .astype(np.int64)
 
     @property
     def count(self):
@@ -182,7 +197,8 @@ class JointSolver:
                 self.body_free, self.c0, self.R0, self.c, self.R, self.moved, self.body,
                 self.anchor, self.axis, self.perp, self.kind, self.swing, self.range, self.alpha,
                 self.drive_on, self.drive_alpha, target, self.lam, self.order, self.color_offsets,
-                self.island, self.island_done, self.passes, TOLERANCE)
+                self.island, self.island_done, self.island_order, self.island_start, self.passes,
+                TOLERANCE)
 
 
 # --------------------------------------------------------------------- vector helpers (lists)
@@ -419,16 +435,27 @@ def body_frames_of(X, particles, rest_offset, mass, entries, entry_start, bodies
     return np.column_stack(c) if k else np.zeros((0, 3)), polar_rotation(a)
 
 
-def solve_joints(X, particles, rest_offset, mass, bodies, entries, entry_start, inv_mass,
-                 inv_inertia, body_free, c0, R0, c, R, moved, body, anchor, axis, perp, kind,
-                 swing, rng, alpha, drive_on, drive_alpha, target, lam, order, color_offsets,
-                 island, island_done, passes, tolerance):
+def solve_joints(X, particles, rest_offset, mass, shape_origin, shape_rot, shape_exact, bodies,
+                 entries, entry_start, inv_mass, inv_inertia, body_free, c0, R0, c, R, moved,
+                 body, anchor, axis, perp, kind, swing, rng, alpha, drive_on, drive_alpha, target,
+                 lam, order, color_offsets, island, island_done, island_order, island_start,
+                 passes, tolerance):
     """The NumPy kernel: passes over the joints, colour after colour (each colour one batch),
     in place on X (3, n) [m], until each island's joints met the tolerance (its joints are then
-    left out of the later passes). particles, rest_offset, mass: the shapes group's entry
-    arrays; the rest as JointSolver.kernel_args (c0, R0, c, R, moved, island_done: scratch)."""
+    left out of the later passes). particles, rest_offset, mass, shape_origin, shape_rot,
+    shape_exact: the shapes group's arrays (the last three as ShapeSolver.origin, rot, exact:
+    the goal pose of the shape solve that ran just before); the rest as
+    JointSolver.kernel_args (c0, R0, c, R, moved, island_done: scratch; island_order and
+    island_start serve the compiled kernel)."""
     if len(bodies):
-        cb, Rb = body_frames_of(X, particles, rest_offset, mass, entries, entry_start, bodies)
+        exact = shape_exact[bodies]
+        if exact.all():
+            cb, Rb = shape_origin[bodies], shape_rot[bodies]
+        else:
+            cb, Rb = body_frames_of(X, particles, rest_offset, mass, entries, entry_start,
+                                    bodies)
+            cb = np.where(exact[:, None], shape_origin[bodies], cb)
+            Rb = np.where(exact[:, None, None], shape_rot[bodies], Rb)
         c0[bodies] = cb
         R0[bodies] = Rb
         c[bodies] = cb

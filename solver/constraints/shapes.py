@@ -212,6 +212,17 @@ class ShapeSolver:
         self.keep = np.ones(k)                                # (K,) (1 - damping)^h
         self.lam = np.zeros((len(self.particles), 3))        # (e, 3) float64 accumulated
         self.alpha = np.zeros(len(self.particles))           # (e,) alpha / h^2
+        # the goal pose solve_shapes gave each cluster in the last solve: g_e = origin + rot q_e
+        self.origin = np.zeros((k, 3))                       # (K, 3) float64 [m]
+        self.rot = np.zeros((k, 3, 3))                       # (K, 3, 3) float64 rotation
+        self.rot[:] = np.eye(3)
+        # (K,) bool clusters whose particles end each solve on that goal (compliance 0, nothing
+        # pinned, no particle shared with another cluster), so the joints read the body's frame
+        # there instead of a second polar decomposition; set per step in begin_step
+        self.exact = np.zeros(k, bool)
+        shared = np.bincount(self.particles, minlength=model.particle_count)[self.particles] > 1
+        # (e,) bool entries that can never end on their cluster's goal: pinned or shared
+        self._loose = pinned | shared
 
     def begin_step(self, h, compliance, damping):
         """This step's alpha~, rigidity and damping from the Control's per-cluster compliance
@@ -224,12 +235,15 @@ class ShapeSolver:
         self.damping[:] = damping
         self.any_damped = bool(np.any(damping > 0))
         np.power(1.0 - damping, h, out=self.keep)
+        if len(self.exact):
+            off = (~self.rigid) | self._loose
+            np.equal(_sums(self.cluster, len(self.exact), off.astype(float)), 0.0, out=self.exact)
 
     def kernel_args(self):
         """The shapes group of loop.run_substeps' arguments."""
         return (self.particles, self.rest_offset, self.start, self.color_offsets, self.mass,
                 self.rigid, self.w, self.alpha, self.lam, BOOST, self.damping, self.keep,
-                self.any_damped)
+                self.any_damped, self.origin, self.rot, self.exact)
 
 
 def _color_entries(start, c0, c1):
@@ -240,12 +254,13 @@ def _color_entries(start, c0, c1):
 
 
 def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w, alpha, lam,
-                 contact, boost):
+                 contact, boost, origin, rot):
     """The NumPy kernel: one pass over all clusters, colour after colour, each colour one
     batched solve, in place on X (3, n) [m]. particles (e,) int64, rest_offset (e, 3) [m],
     start (K + 1,) int64, color_offsets (colours + 1,) int64, mass (e,) [kg], rigid (e,) bool,
     w (e,) [1/kg], alpha (e,) alpha / h^2, lam (e, 3) accumulated, contact (n,) bool, boost:
-    the weight factor of contacts in rigid clusters."""
+    the weight factor of contacts in rigid clusters. Writes each cluster's goal pose: origin
+    (K, 3) [m] and rot (K, 3, 3), with goal g_e = origin + rot q_e."""
     x = X.T
     for c0, c1 in zip(color_offsets[:-1], color_offsets[1:]):
         s, local = _color_entries(start, c0, c1)
@@ -263,14 +278,19 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w
         for i in range(3):
             for j in range(3):
                 a[:, i, j] = _sums(local, k, dx[i] * wq[j])
-        rot = polar_rotation(a)[local]
+        rk = polar_rotation(a)
+        rot[c0:c1] = rk
+        for i in range(3):
+            origin[c0:c1, i] = centre[i] - (rk[:, i, 0] * qbar[0] + rk[:, i, 1] * qbar[1]
+                                            + rk[:, i, 2] * qbar[2])
+        rk = rk[local]
         qc = [q[:, j] - qbar[j][local] for j in range(3)]
         we = w[s]
         al = alpha[s]
         denom = we + al + 1e-300
         lam_s = lam[s]
         for i in range(3):
-            goal = rot[:, i, 0] * qc[0] + rot[:, i, 1] * qc[1] + rot[:, i, 2] * qc[2] \
+            goal = rk[:, i, 0] * qc[0] + rk[:, i, 1] * qc[1] + rk[:, i, 2] * qc[2] \
                 + centre[i][local]
             dlam = (goal - xs[:, i] - al * lam_s[:, i]) / denom
             lam_s[:, i] = lam_s[:, i] + dlam

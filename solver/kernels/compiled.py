@@ -330,7 +330,7 @@ def _polar3(a, rot):
 
 @njit(cache=True, parallel=True, fastmath=False)
 def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w, alpha, lam,
-                 contact, boost):
+                 contact, boost, origin, rot):
     """Scalar mirror of constraints/shapes.solve_shapes: colour after colour, the clusters of a
     colour in parallel (they share no particle, so the thread count changes no bit), each
     cluster's sums in member order. Parallel since 100 ragdolls (1,200 rigid bones, nearly all
@@ -381,8 +381,11 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w
                 a[2, 0] += dx2 * wq0
                 a[2, 1] += dx2 * wq1
                 a[2, 2] += dx2 * wq2
-            rot = np.empty((3, 3))
-            _polar3(a, rot)
+            r = rot[k]
+            _polar3(a, r)
+            for i in range(3):
+                origin[k, i] = (c0 if i == 0 else (c1 if i == 1 else c2)) \
+                    - (r[i, 0] * qb0 + r[i, 1] * qb1 + r[i, 2] * qb2)
             for e in range(s0, s1):
                 p = particles[e]
                 q0 = rest_offset[e, 0] - qb0
@@ -391,9 +394,9 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w
                 we = w[e]
                 al = alpha[e]
                 denom = we + al + 1e-300
-                g0 = rot[0, 0] * q0 + rot[0, 1] * q1 + rot[0, 2] * q2 + c0
-                g1 = rot[1, 0] * q0 + rot[1, 1] * q1 + rot[1, 2] * q2 + c1
-                g2 = rot[2, 0] * q0 + rot[2, 1] * q1 + rot[2, 2] * q2 + c2
+                g0 = r[0, 0] * q0 + r[0, 1] * q1 + r[0, 2] * q2 + c0
+                g1 = r[1, 0] * q0 + r[1, 1] * q1 + r[1, 2] * q2 + c1
+                g2 = r[2, 0] * q0 + r[2, 1] * q1 + r[2, 2] * q2 + c2
                 d0 = (g0 - X[0, p] - al * lam[e, 0]) / denom
                 d1 = (g1 - X[1, p] - al * lam[e, 1]) / denom
                 d2 = (g2 - X[2, p] - al * lam[e, 2]) / denom

@@ -301,42 +301,44 @@ def _frame(X, particles, rest_offset, mass, entries, entry_start, q, b, c0, R0, 
 
 
 @njit(cache=True, parallel=True, fastmath=False)
-def solve_joints(X, particles, rest_offset, mass, bodies, entries, entry_start, inv_mass,
-                 inv_inertia, body_free, c0, R0, c, R, moved, body, anchor, axis, perp, kind,
-                 swing, rng, alpha, drive_on, drive_alpha, target, lam, order, color_offsets,
-                 island, island_done, passes, tolerance):
+def solve_joints(X, particles, rest_offset, mass, shape_origin, shape_rot, shape_exact, bodies,
+                 entries, entry_start, inv_mass, inv_inertia, body_free, c0, R0, c, R, moved,
+                 body, anchor, axis, perp, kind, swing, rng, alpha, drive_on, drive_alpha, target,
+                 lam, order, color_offsets, island, island_done, island_order, island_start,
+                 passes, tolerance):
     """Scalar mirror of constraints/joints.solve_joints. The frames are found in parallel, body
-    by body (each reads its own entries and writes its own rows). The joints run island by
-    island in parallel (an island's joints are joined through free bodies, so two islands share
-    no body the solve moves), each island pass after pass until it meets the tolerance, and
-    inside an island colour after colour, joint after joint: the NumPy kernel's order for every
-    joint of the island (it runs each colour as one batch across islands, which share nothing).
-    One parallel region per call, not one per colour and pass, and no island waits for
-    another's passes. The particles are moved serially (clusters may share particles). The
-    thread count changes no bit.
+    by body (each reads its own entries and writes its own rows; a rigid cluster's is the shape
+    solve's goal pose). The joints run island by island in parallel (an island's joints are
+    joined through free bodies, so two islands share no body the solve moves; island_order and
+    island_start, from the JointSolver, list each island's joints in the serial order), each
+    island pass after pass until it meets the tolerance, and inside an island colour after
+    colour, joint after joint: the NumPy kernel's order for every joint of the island (it runs
+    each colour as one batch across islands, which share nothing). Two parallel regions per
+    call, not one per colour and pass, and no island waits for another's passes. The particles
+    are moved serially (clusters may share particles). The thread count changes no bit.
     """
     for q in prange(bodies.shape[0]):
-        _frame(X, particles, rest_offset, mass, entries, entry_start, q, bodies[q], c0, R0, c, R)
-    moved[:] = False
-    island_done[:] = False
-    # each island's joints in the serial order (colour after colour): a stable counting sort
-    n_islands = island_done.shape[0]
-    start = np.zeros(n_islands + 1, np.int64)
-    for o in range(order.shape[0]):
-        start[island[order[o]] + 1] += 1
-    for i in range(n_islands):
-        start[i + 1] += start[i]
-    fill = start[:-1].copy()
-    by_island = np.empty(order.shape[0], np.int64)
-    for o in range(order.shape[0]):
-        i = island[order[o]]
-        by_island[fill[i]] = order[o]
-        fill[i] += 1
-    for g in prange(n_islands):
+        b = bodies[q]
+        if shape_exact[b]:
+            for i in range(3):
+                c0[b, i] = shape_origin[b, i]
+                c[b, i] = shape_origin[b, i]
+                for k in range(3):
+                    R0[b, i, k] = shape_rot[b, i, k]
+                    R[b, i, k] = shape_rot[b, i, k]
+        else:
+            _frame(X, particles, rest_offset, mass, entries, entry_start, q, b, c0, R0, c, R)
+    # plain loops: in a parallel function an array expression or allocation becomes a
+    # parallel region of its own, and these cost more than the whole frame copy above
+    for b in range(moved.shape[0]):
+        moved[b] = False
+    for g in range(island_done.shape[0]):
+        island_done[g] = False
+    for g in prange(island_done.shape[0]):
         for _ in range(passes):
             worst = 0.0
-            for o in range(start[g], start[g + 1]):
-                err = _solve_one(by_island[o], body, anchor, axis, perp, kind, swing, rng,
+            for o in range(island_start[g], island_start[g + 1]):
+                err = _solve_one(island_order[o], body, anchor, axis, perp, kind, swing, rng,
                                  alpha, drive_on, drive_alpha, target, lam, c, R, inv_mass,
                                  inv_inertia, moved, body_free, tolerance)
                 if not (worst >= err):       # np.maximum.at: a NaN error is kept
