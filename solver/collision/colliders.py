@@ -70,24 +70,39 @@ class Colliders:
         (_mesh_candidates)."""
         ids_free = np.nonzero(free)[0]
         x_free, reach_free = x[ids_free], reach[ids_free]     # (m, 3) [m], (m,) [m]
-        found = []
+        found = [None] * self.count
         self.meshes.prepare(control.mesh_vertices, control.mesh_target, control.collider_frame,
                             control.collider_target, kernels)
-        for k in range(self.count):
+        C = self.count
+        take = np.zeros(C, bool)                   # (C,) the primitives tested below
+        approximate = np.zeros(C, bool)            # (C,) first-order SDF
+        abc = np.zeros((C, 3))                     # (C, 3) sdf.placement's dimensions [m]
+        R = np.zeros((C, 3, 3))                    # (C, 3, 3) the frame at the step's start
+        t = np.zeros((C, 3))                       # (C, 3) [m]
+        s = np.ones((C, 3))                        # (C, 3)
+        extra = np.zeros(C)                        # (C,) [m] sweep + thickness
+        for k in range(C):
             f0, f1 = control.collider_frame[k], control.collider_target[k]
             if self.shape[k] == frames.MESH:
-                found.append(self._mesh_candidates(k, control, x, ids_free, x_free,
-                                                   reach_free, kernels))
+                found[k] = self._mesh_candidates(k, control, x, ids_free, x_free, reach_free,
+                                                 kernels)
                 continue
             turning = not (np.allclose(f0.rotation, f1.rotation, atol=1e-12)
                            and np.allclose(f0.scale, f1.scale, atol=1e-12))
             if turning:
-                found.append(ids_free)
+                found[k] = ids_free
                 continue
-            sweep = float(np.linalg.norm(f1.translation - f0.translation))
-            phi, _ = sdf.evaluate(self.shape[k], self.dims[k], f0, x_free)
-            margin = reach_free + sweep + self.thickness[k]
-            found.append(ids_free[phi < margin])
+            take[k] = True
+            R[k], t[k], s[k] = f0.rotation, f0.translation, f0.scale
+            approximate[k], abc[k] = sdf.placement(self.shape[k], self.dims[k], f0.scale)
+            extra[k] = float(np.linalg.norm(f1.translation - f0.translation)) \
+                + self.thickness[k]
+        if take.any():
+            near = np.zeros((C, len(ids_free)), bool)
+            kernels.primitive_candidates(self.shape, approximate, abc, R, t, s, take,
+                                         np.ascontiguousarray(x_free), reach_free, extra, near)
+            for k in np.nonzero(take)[0]:
+                found[k] = ids_free[near[k]]
         contacts.set_candidates(found)
 
     def surface_speed(self, control, x, dt):
@@ -219,3 +234,20 @@ class Colliders:
         """The targets are reached: they become the placements now (mesh vertices too)."""
         control.collider_frame = list(control.collider_target)
         control.mesh_vertices[:] = control.mesh_target
+
+
+def primitive_candidates(shape, approximate, abc, R, t, s, take, x, reach, extra, out):
+    """The NumPy kernel of the collide stage's broad phase against primitives: out[k, i] =
+    phi_k(x_i) < reach_i + extra_k for every collider k in ``take``, phi_k the signed distance
+    the projection uses (sdf.collider_sdf, the same operations as sdf.evaluate). shape (C,)
+    int64, approximate (C,) bool and abc (C, 3) from sdf.placement, R (C, 3, 3), t (C, 3) [m],
+    s (C, 3) each collider's frame, take (C,) bool, x (m, 3) [m], reach (m,) [m], extra (C,)
+    [m]; out (C, m) bool, written for the rows in take only."""
+    for k in np.nonzero(take)[0]:
+        Rk, tk = R[k], t[k]
+        d0, d1, d2 = x[:, 0] - tk[0], x[:, 1] - tk[1], x[:, 2] - tk[2]
+        q0 = d0 * Rk[0, 0] + d1 * Rk[1, 0] + d2 * Rk[2, 0]
+        q1 = d0 * Rk[0, 1] + d1 * Rk[1, 1] + d2 * Rk[2, 1]
+        q2 = d0 * Rk[0, 2] + d1 * Rk[1, 2] + d2 * Rk[2, 2]
+        phi = sdf.collider_sdf(shape[k], approximate[k], abc[k], s[k], q0, q1, q2)[0]
+        np.less(phi, reach + extra[k], out=out[k])

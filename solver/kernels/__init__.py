@@ -20,11 +20,13 @@ from types import SimpleNamespace
 KERNELS = ("apply_drag", "predict", "solve_sticks", "solve_soft_pins", "solve_volumes",
            "solve_shapes", "damp_shapes", "solve_joints", "project_collider", "project_points",
            "restitution", "release_overlap", "find_body_contacts", "solve_bodies", "place_meshes",
-           "mesh_distances", "refit_meshes", "mesh_normals", "run_substeps")
+           "mesh_distances", "refit_meshes", "mesh_normals", "primitive_candidates",
+           "run_substeps")
 
 
 def _numpy_table():
     from ..collision.bodies import find_body_contacts, solve_bodies
+    from ..collision.colliders import primitive_candidates
     from ..collision.mesh import mesh_normals, refit_meshes
     from ..collision.mesh_query import mesh_distances, place_meshes
     from ..collision.project import project_collider, project_points, release_overlap, restitution
@@ -46,7 +48,7 @@ def _numpy_table():
                            find_body_contacts=find_body_contacts, solve_bodies=solve_bodies,
                            place_meshes=place_meshes, mesh_distances=mesh_distances,
                            refit_meshes=refit_meshes, mesh_normals=mesh_normals,
-                           run_substeps=run_substeps)
+                           primitive_candidates=primitive_candidates, run_substeps=run_substeps)
 
 
 def table(backend):

@@ -13,7 +13,7 @@ from numba import njit, prange
 # the contact kernels and the loop live in their own modules; the kernel table reaches every
 # compiled kernel through this one
 from .compiled_contact import (  # noqa: F401
-    project_collider, project_points, release_overlap, restitution)
+    primitive_candidates, project_collider, project_points, release_overlap, restitution)
 from .compiled_bodies import find_body_contacts, solve_bodies  # noqa: F401
 from .compiled_mesh import mesh_distances, mesh_normals, place_meshes, refit_meshes  # noqa: F401
 

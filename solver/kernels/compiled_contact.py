@@ -345,6 +345,32 @@ def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, 
 
 
 @njit(cache=True, parallel=True, fastmath=False)
+def primitive_candidates(shape, approximate, abc, R, t, s, take, x, reach, extra, out):
+    """Scalar mirror of collision/colliders.primitive_candidates: particle after particle in
+    parallel, each against every collider in ``take``; the same SDF operations as the
+    projection, so the same candidates on both backends."""
+    for i in prange(x.shape[0]):
+        x0 = x[i, 0]
+        x1 = x[i, 1]
+        x2 = x[i, 2]
+        for k in range(shape.shape[0]):
+            if not take[k]:
+                continue
+            d0 = x0 - t[k, 0]
+            d1 = x1 - t[k, 1]
+            d2 = x2 - t[k, 2]
+            q0 = d0 * R[k, 0, 0] + d1 * R[k, 1, 0] + d2 * R[k, 2, 0]
+            q1 = d0 * R[k, 0, 1] + d1 * R[k, 1, 1] + d2 * R[k, 2, 1]
+            q2 = d0 * R[k, 0, 2] + d1 * R[k, 1, 2] + d2 * R[k, 2, 2]
+            if approximate[k]:
+                phi = _approx_sdf(shape[k], abc[k, 0], abc[k, 1], abc[k, 2], s[k, 0], s[k, 1],
+                                  q0, q1, q2)[0]
+            else:
+                phi = _local_sdf(shape[k], abc[k, 0], abc[k, 1], abc[k, 2], q0, q1, q2)[0]
+            out[k, i] = phi < reach[i] + extra[k]
+
+
+@njit(cache=True, parallel=True, fastmath=False)
 def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
                      sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider,
                      allowance, lift, lifted, mesh):
