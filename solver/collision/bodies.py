@@ -76,7 +76,7 @@ order. Contacted particles are marked touching, which weights them in rigid shap
 The collide stage (body_stage.BodyContacts.collide, once per step): every particle's box swept from x to
 its prediction x + v dt + a dt^2 / 2, grown by its radius and a slack (SLACK + |v| dt / 10); a
 triangle's box is its corners' union. find_body_contacts (NumPy here, compiled in
-compiled_bodies.py, the same pairs) hashes particles into a uniform grid of cells at least as
+kernels/compiled_broad.py, the same pairs) hashes particles into a uniform grid of cells at least as
 large as any query, and pairs each triangle (and each particle with a radius) with the particles
 whose boxes overlap its own, after the group filter: different groups not disabled, or one
 self-colliding group and a rest distance above the contact distance. The stage is skipped when

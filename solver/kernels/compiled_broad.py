@@ -1,0 +1,359 @@
+"""Numba-compiled broad phase between bodies: collision/bodies.py's find_body_contacts (that
+module's docstring gives the tests and the grid). The same pairs as the NumPy kernel: the
+result is defined by exact box comparisons, which the grid only accelerates, and BodyContacts
+sorts it afterwards.
+
+Each query (a triangle, a particle with a radius, an edge) owns a segment of the output: a
+first pass bounds it by the occupancy of the cells its box covers (no pair test), a second
+runs the exact tests once and writes the pairs that pass into the query's segment, and a
+third packs the segments. No two iterations write the same element, so the thread count
+changes no bit.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True)
+def _cell(x, origin, cell, dims, a):
+    c = np.int64(np.floor((x - origin[a]) / cell[a]))
+    return min(max(c, 0), dims[a] - 1)
+
+
+@njit(cache=True)
+def _disabled(ga, gb, disabled, n_groups):
+    lo = min(ga, gb)
+    hi = max(ga, gb)
+    key = lo * n_groups + hi
+    if disabled.shape[0] == 0:
+        return False
+    pos = np.searchsorted(disabled, key)
+    if pos >= disabled.shape[0]:
+        pos = disabled.shape[0] - 1
+    return disabled[pos] == key
+
+
+@njit(cache=True)
+def _dist2(x, i, j):
+    d0 = x[i, 0] - x[j, 0]
+    d1 = x[i, 1] - x[j, 1]
+    d2 = x[i, 2] - x[j, 2]
+    return d0 * d0 + d1 * d1 + d2 * d2
+
+
+@njit(cache=True)
+def _vt_ok(v, f, lo, hi, tlo, thi, radius, group, inv_mass, x0, tris, tri_thick, self_group,
+           disabled):
+    a = tris[f, 0]
+    b = tris[f, 1]
+    c = tris[f, 2]
+    if v == a or v == b or v == c:
+        return False
+    for k in range(3):
+        if not (lo[v, k] <= thi[f, k]) or not (hi[v, k] >= tlo[f, k]):
+            return False
+    if not (inv_mass[v] > 0 or inv_mass[a] > 0 or inv_mass[b] > 0 or inv_mass[c] > 0):
+        return False
+    gv = group[v]
+    ga = group[a]
+    if gv == ga:
+        if not self_group[gv]:
+            return False
+        dmin = min(min(_dist2(x0, v, a), _dist2(x0, v, b)), _dist2(x0, v, c))
+        rr = radius[v] + tri_thick[f]
+        return dmin > rr * rr
+    return not _disabled(gv, ga, disabled, self_group.shape[0])
+
+
+@njit(cache=True)
+def _pp_ok(i, j, lo, hi, radius, group, inv_mass, x0, self_group, disabled):
+    if not (j > i) or not (radius[j] > 0):
+        return False
+    for k in range(3):
+        if not (lo[j, k] <= hi[i, k]) or not (hi[j, k] >= lo[i, k]):
+            return False
+    if not (inv_mass[i] > 0 or inv_mass[j] > 0):
+        return False
+    gi = group[i]
+    gj = group[j]
+    if gi == gj:
+        if not self_group[gi]:
+            return False
+        r = radius[i] + radius[j]
+        return _dist2(x0, i, j) > r * r
+    return not _disabled(gi, gj, disabled, self_group.shape[0])
+
+
+@njit(cache=True)
+def _scan(q, qlo, qhi, is_tri, out, at, order, ukey, ustart, uend, origin, cell, dims,
+          lo, hi, tlo, thi, radius, group, inv_mass, x0, tris, tri_thick, self_group, disabled,
+          pair_self):
+    """Visit the particles in the cells of query q's box and write those that pass the exact
+    test into out[at:] (room for _bound's count). Returns how many passed."""
+    i0 = _cell(qlo[0], origin, cell, dims, 0)
+    i1 = _cell(qhi[0], origin, cell, dims, 0)
+    j0 = _cell(qlo[1], origin, cell, dims, 1)
+    j1 = _cell(qhi[1], origin, cell, dims, 1)
+    k0 = _cell(qlo[2], origin, cell, dims, 2)
+    k1 = _cell(qhi[2], origin, cell, dims, 2)
+    m = 0
+    for cx in range(i0, i1 + 1):
+        for cy in range(j0, j1 + 1):
+            # the cells (cx, cy, k0..k1) have consecutive keys: one search finds the first
+            # occupied one, the next occupied ones follow it in ukey (the same visiting order
+            # as a search per cell)
+            key = (cx * dims[1] + cy) * dims[2] + k0
+            last = key + (k1 - k0)
+            pos = np.searchsorted(ukey, key)
+            while pos < ukey.shape[0] and ukey[pos] <= last:
+                for s in range(ustart[pos], uend[pos]):
+                    p = order[s]
+                    if is_tri:
+                        ok = _vt_ok(p, q, lo, hi, tlo, thi, radius, group, inv_mass, x0, tris,
+                                    tri_thick, self_group, disabled)
+                    else:
+                        ok = _pp_ok(q, p, lo, hi, radius, group, inv_mass, x0, pair_self,
+                                    disabled)
+                    if ok:
+                        out[at + m] = p
+                        m += 1
+                pos += 1
+    return m
+
+
+@njit(cache=True)
+def _grid(lo, origin, cell, dims):
+    """collision/bodies._grid: items by the cell of their box's low corner."""
+    n = lo.shape[0]
+    keys = np.empty(n, np.int64)
+    for i in range(n):
+        keys[i] = (_cell(lo[i, 0], origin, cell, dims, 0) * dims[1]
+                   + _cell(lo[i, 1], origin, cell, dims, 1)) * dims[2] \
+            + _cell(lo[i, 2], origin, cell, dims, 2)
+    order = np.argsort(keys, kind="mergesort")
+    nu = 0
+    for s in range(n):
+        if s == 0 or keys[order[s]] != keys[order[s - 1]]:
+            nu += 1
+    ukey = np.empty(nu, np.int64)
+    ustart = np.empty(nu, np.int64)
+    uend = np.empty(nu, np.int64)
+    u = -1
+    for s in range(n):
+        if s == 0 or keys[order[s]] != keys[order[s - 1]]:
+            u += 1
+            ukey[u] = keys[order[s]]
+            ustart[u] = s
+        uend[u] = s + 1
+    return order, ukey, ustart, uend
+
+
+@njit(cache=True)
+def _ee_ok(ea, eb, elo, ehi, edges, edge_thick, edge_sag, asks, group, inv_mass, x0,
+           self_group, disabled):
+    if eb == ea or (asks[eb] and not (eb > ea)):
+        return False
+    if not (edge_sag[ea] + edge_sag[eb] > 0.5 * (edge_thick[ea] + edge_thick[eb])):
+        return False
+    p = edges[ea, 0]
+    q = edges[ea, 1]
+    u = edges[eb, 0]
+    w = edges[eb, 1]
+    if p == u or p == w or q == u or q == w:
+        return False
+    for k in range(3):
+        if not (elo[ea, k] <= ehi[eb, k]) or not (ehi[ea, k] >= elo[eb, k]):
+            return False
+    if not (inv_mass[p] > 0 or inv_mass[q] > 0 or inv_mass[u] > 0 or inv_mass[w] > 0):
+        return False
+    gp = group[p]
+    gu = group[u]
+    if gp == gu:
+        if not self_group[gp]:
+            return False
+        dmin = min(min(_dist2(x0, p, u), _dist2(x0, p, w)),
+                   min(_dist2(x0, q, u), _dist2(x0, q, w)))
+        rr = edge_thick[ea] + edge_thick[eb]
+        return dmin > rr * rr
+    return not _disabled(gp, gu, disabled, self_group.shape[0])
+
+
+@njit(cache=True)
+def _scan_edges(ea, qlo, qhi, out, at, order, ukey, ustart, uend, origin, cell, dims,
+                elo, ehi, edges, edge_thick, edge_sag, asks, group, inv_mass, x0, self_group,
+                disabled):
+    """_scan for edge ea against the hashed edges."""
+    i0 = _cell(qlo[0], origin, cell, dims, 0)
+    i1 = _cell(qhi[0], origin, cell, dims, 0)
+    j0 = _cell(qlo[1], origin, cell, dims, 1)
+    j1 = _cell(qhi[1], origin, cell, dims, 1)
+    k0 = _cell(qlo[2], origin, cell, dims, 2)
+    k1 = _cell(qhi[2], origin, cell, dims, 2)
+    m = 0
+    for cx in range(i0, i1 + 1):
+        for cy in range(j0, j1 + 1):
+            key = (cx * dims[1] + cy) * dims[2] + k0        # a run of cells, as in _scan
+            last = key + (k1 - k0)
+            pos = np.searchsorted(ukey, key)
+            while pos < ukey.shape[0] and ukey[pos] <= last:
+                for s in range(ustart[pos], uend[pos]):
+                    eb = order[s]
+                    if _ee_ok(ea, eb, elo, ehi, edges, edge_thick, edge_sag, asks, group,
+                              inv_mass, x0, self_group, disabled):
+                        out[at + m] = eb
+                        m += 1
+                pos += 1
+    return m
+
+
+@njit(cache=True)
+def _bound(qlo, qhi, ukey, ustart, uend, origin, cell, dims):
+    """How many hashed items lie in the cells of the box [qlo, qhi]: at least as many as
+    _scan finds there, counted without testing a pair."""
+    i0 = _cell(qlo[0], origin, cell, dims, 0)
+    i1 = _cell(qhi[0], origin, cell, dims, 0)
+    j0 = _cell(qlo[1], origin, cell, dims, 1)
+    j1 = _cell(qhi[1], origin, cell, dims, 1)
+    k0 = _cell(qlo[2], origin, cell, dims, 2)
+    k1 = _cell(qhi[2], origin, cell, dims, 2)
+    m = 0
+    for cx in range(i0, i1 + 1):
+        for cy in range(j0, j1 + 1):
+            key = (cx * dims[1] + cy) * dims[2] + k0        # a run of cells, as in _scan
+            last = key + (k1 - k0)
+            pos = np.searchsorted(ukey, key)
+            while pos < ukey.shape[0] and ukey[pos] <= last:
+                m += uend[pos] - ustart[pos]
+                pos += 1
+    return m
+
+
+@njit(cache=True)
+def _prefix(c):
+    """c[1:] made cumulative (c[0] = 0): the queries' offsets."""
+    for q in range(c.shape[0] - 1):
+        c[q + 1] += c[q]
+
+
+@njit(cache=True, parallel=True)
+def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edges, edge_thick,
+                       self_group, disabled, origin, cell, dims, reach, active, tri_active,
+                       edge_active, edge_sag, pair_self):
+    """Scalar mirror of collision/bodies.find_body_contacts (same arguments, same pairs): the
+    module docstring gives the passes."""
+    n = lo.shape[0]
+    ids = np.nonzero(active)[0]
+    sub, ukey, ustart, uend = _grid(lo[ids], origin, cell, dims)
+    order = ids[sub]
+    F = tris.shape[0]
+    tlo = np.empty((F, 3))
+    thi = np.empty((F, 3))
+    qlo = np.empty((F, 3))
+    for f in prange(F):
+        a = tris[f, 0]
+        b = tris[f, 1]
+        c = tris[f, 2]
+        for k in range(3):
+            tlo[f, k] = min(min(lo[a, k], lo[b, k]), lo[c, k])
+            thi[f, k] = max(max(hi[a, k], hi[b, k]), hi[c, k])
+            qlo[f, k] = tlo[f, k] - reach[k]
+    # vertices against triangles
+    room = np.zeros(F + 1, np.int64)
+    for f in prange(F):
+        if tri_active[f]:
+            room[f + 1] = _bound(qlo[f], thi[f], ukey, ustart, uend, origin, cell, dims)
+    _prefix(room)
+    buf = np.empty(room[F], np.int64)
+    cnt = np.zeros(F + 1, np.int64)
+    for f in prange(F):
+        if tri_active[f]:
+            cnt[f + 1] = _scan(f, qlo[f], thi[f], True, buf, room[f], order, ukey, ustart,
+                               uend, origin, cell, dims, lo, hi, tlo, thi, radius, group,
+                               inv_mass, x0, tris, tri_thick, self_group, disabled, pair_self)
+    _prefix(cnt)
+    vt_v = np.empty(cnt[F], np.int64)
+    vt_t = np.empty(cnt[F], np.int64)
+    for f in prange(F):
+        for m in range(cnt[f + 1] - cnt[f]):
+            vt_v[cnt[f] + m] = buf[room[f] + m]
+            vt_t[cnt[f] + m] = f
+    # particle pairs: the particles with a radius query
+    nb = 0
+    for i in range(n):
+        if radius[i] > 0 and active[i]:
+            nb += 1
+    big = np.empty(nb, np.int64)
+    plo = np.empty((nb, 3))
+    nb = 0
+    for i in range(n):
+        if radius[i] > 0 and active[i]:
+            big[nb] = i
+            for k in range(3):
+                plo[nb, k] = lo[i, k] - reach[k]
+            nb += 1
+    room = np.zeros(nb + 1, np.int64)
+    for q in prange(nb):
+        room[q + 1] = _bound(plo[q], hi[big[q]], ukey, ustart, uend, origin, cell, dims)
+    _prefix(room)
+    buf = np.empty(room[nb], np.int64)
+    cnt = np.zeros(nb + 1, np.int64)
+    for q in prange(nb):
+        cnt[q + 1] = _scan(big[q], plo[q], hi[big[q]], False, buf, room[q], order, ukey,
+                           ustart, uend, origin, cell, dims, lo, hi, tlo, thi, radius, group,
+                           inv_mass, x0, tris, tri_thick, self_group, disabled, pair_self)
+    _prefix(cnt)
+    pp_i = np.empty(cnt[nb], np.int64)
+    pp_j = np.empty(cnt[nb], np.int64)
+    for q in prange(nb):
+        for m in range(cnt[q + 1] - cnt[q]):
+            pp_j[cnt[q] + m] = buf[room[q] + m]
+            pp_i[cnt[q] + m] = big[q]
+    # edge pairs
+    E = edges.shape[0]
+    elo = np.empty((E, 3))
+    ehi = np.empty((E, 3))
+    eql = np.empty((E, 3))
+    ereach = np.zeros(3)
+    for e in range(E):
+        a = edges[e, 0]
+        b = edges[e, 1]
+        for k in range(3):
+            elo[e, k] = min(lo[a, k], lo[b, k])
+            ehi[e, k] = max(hi[a, k], hi[b, k])
+            if edge_active[e]:
+                ereach[k] = max(ereach[k], ehi[e, k] - elo[e, k])
+    for e in range(E):
+        for k in range(3):
+            eql[e, k] = elo[e, k] - ereach[k]
+    eids = np.nonzero(edge_active)[0]
+    esub, ekey, estart, eend = _grid(elo[eids], origin, cell, dims)
+    eorder = eids[esub]
+    asks = np.zeros(E, np.bool_)         # collision/bodies.find_body_contacts: who queries
+    for e in range(E):
+        asks[e] = edge_active[e] and edge_sag[e] > 0.5 * edge_thick[e]
+    room = np.zeros(E + 1, np.int64)
+    for e in prange(E):
+        if asks[e]:
+            room[e + 1] = _bound(eql[e], ehi[e], ekey, estart, eend, origin, cell, dims)
+    _prefix(room)
+    buf = np.empty(room[E], np.int64)
+    cnt = np.zeros(E + 1, np.int64)
+    for e in prange(E):
+        if asks[e]:
+            cnt[e + 1] = _scan_edges(e, eql[e], ehi[e], buf, room[e], eorder, ekey,
+                                     estart, eend, origin, cell, dims, elo, ehi, edges,
+                                     edge_thick, edge_sag, asks, group, inv_mass, x0,
+                                     self_group, disabled)
+    _prefix(cnt)
+    ee_a = np.empty(cnt[E], np.int64)
+    ee_b = np.empty(cnt[E], np.int64)
+    for e in prange(E):
+        for m in range(cnt[e + 1] - cnt[e]):
+            other = buf[room[e] + m]
+            if other < e:                    # pairs as (lower, higher)
+                ee_a[cnt[e] + m] = other
+                ee_b[cnt[e] + m] = e
+            else:
+                ee_a[cnt[e] + m] = e
+                ee_b[cnt[e] + m] = other
+    return pp_i, pp_j, vt_v, vt_t, ee_a, ee_b
