@@ -20,6 +20,44 @@ def _cell(x, origin, cell, dims, a):
     return min(max(c, 0), dims[a] - 1)
 
 
+@njit(cache=True, inline="always")
+def _slot(key, size):
+    """Home slot of a cell key in a table of ``size`` (a power of two) slots: Fibonacci
+    hashing on the key's bits."""
+    return np.int64((np.uint64(key) * np.uint64(11400714819323198485)) >> np.uint64(40)) \
+        & (size - 1)
+
+
+@njit(cache=True)
+def _table(ukey):
+    """(H,) int64 open-addressing hash table of the occupied cells (linear probing): slot ->
+    index into ukey, -1 empty; H a power of two at least twice the cells. A query then finds
+    a cell in a probe or two, where a binary search over the sorted keys cost more than the
+    pair tests of the whole query (its branches mispredict)."""
+    size = 16
+    while size < 2 * ukey.shape[0]:
+        size *= 2
+    table = np.full(size, -1, np.int64)
+    for u in range(ukey.shape[0]):
+        h = _slot(ukey[u], size)
+        while table[h] >= 0:
+            h = (h + 1) & (size - 1)
+        table[h] = u
+    return table
+
+
+@njit(cache=True, inline="always")
+def _find(key, ukey, table):
+    """Index of cell ``key`` in ukey, or -1 when no item lies in it."""
+    size = table.shape[0]
+    h = _slot(key, size)
+    while True:
+        u = table[h]
+        if u < 0 or ukey[u] == key:
+            return u
+        h = (h + 1) & (size - 1)
+
+
 @njit(cache=True)
 def _disabled(ga, gb, disabled, n_groups):
     lo = min(ga, gb)
@@ -85,7 +123,7 @@ def _pp_ok(i, j, lo, hi, radius, group, inv_mass, x0, self_group, disabled):
 
 
 @njit(cache=True)
-def _scan(q, qlo, qhi, is_tri, out, at, order, ukey, ustart, uend, origin, cell, dims,
+def _scan(q, qlo, qhi, is_tri, out, at, order, ukey, table, ustart, uend, origin, cell, dims,
           lo, hi, tlo, thi, radius, group, inv_mass, x0, tris, tri_thick, self_group, disabled,
           pair_self):
     """Visit the particles in the cells of query q's box and write those that pass the exact
@@ -99,13 +137,11 @@ def _scan(q, qlo, qhi, is_tri, out, at, order, ukey, ustart, uend, origin, cell,
     m = 0
     for cx in range(i0, i1 + 1):
         for cy in range(j0, j1 + 1):
-            # the cells (cx, cy, k0..k1) have consecutive keys: one search finds the first
-            # occupied one, the next occupied ones follow it in ukey (the same visiting order
-            # as a search per cell)
-            key = (cx * dims[1] + cy) * dims[2] + k0
-            last = key + (k1 - k0)
-            pos = np.searchsorted(ukey, key)
-            while pos < ukey.shape[0] and ukey[pos] <= last:
+            key = (cx * dims[1] + cy) * dims[2] + k0      # cells k0..k1: consecutive keys
+            for cz in range(k1 - k0 + 1):
+                pos = _find(key + cz, ukey, table)
+                if pos < 0:
+                    continue
                 for s in range(ustart[pos], uend[pos]):
                     p = order[s]
                     if is_tri:
@@ -117,7 +153,6 @@ def _scan(q, qlo, qhi, is_tri, out, at, order, ukey, ustart, uend, origin, cell,
                     if ok:
                         out[at + m] = p
                         m += 1
-                pos += 1
     return m
 
 
@@ -145,7 +180,7 @@ def _grid(lo, origin, cell, dims):
             ukey[u] = keys[order[s]]
             ustart[u] = s
         uend[u] = s + 1
-    return order, ukey, ustart, uend
+    return order, ukey, _table(ukey), ustart, uend
 
 
 @njit(cache=True)
@@ -179,7 +214,7 @@ def _ee_ok(ea, eb, elo, ehi, edges, edge_thick, edge_sag, asks, group, inv_mass,
 
 
 @njit(cache=True)
-def _scan_edges(ea, qlo, qhi, out, at, order, ukey, ustart, uend, origin, cell, dims,
+def _scan_edges(ea, qlo, qhi, out, at, order, ukey, table, ustart, uend, origin, cell, dims,
                 elo, ehi, edges, edge_thick, edge_sag, asks, group, inv_mass, x0, self_group,
                 disabled):
     """_scan for edge ea against the hashed edges."""
@@ -192,22 +227,22 @@ def _scan_edges(ea, qlo, qhi, out, at, order, ukey, ustart, uend, origin, cell, 
     m = 0
     for cx in range(i0, i1 + 1):
         for cy in range(j0, j1 + 1):
-            key = (cx * dims[1] + cy) * dims[2] + k0        # a run of cells, as in _scan
-            last = key + (k1 - k0)
-            pos = np.searchsorted(ukey, key)
-            while pos < ukey.shape[0] and ukey[pos] <= last:
+            key = (cx * dims[1] + cy) * dims[2] + k0        # cells k0..k1, as in _scan
+            for cz in range(k1 - k0 + 1):
+                pos = _find(key + cz, ukey, table)
+                if pos < 0:
+                    continue
                 for s in range(ustart[pos], uend[pos]):
                     eb = order[s]
                     if _ee_ok(ea, eb, elo, ehi, edges, edge_thick, edge_sag, asks, group,
                               inv_mass, x0, self_group, disabled):
                         out[at + m] = eb
                         m += 1
-                pos += 1
     return m
 
 
 @njit(cache=True)
-def _bound(qlo, qhi, ukey, ustart, uend, origin, cell, dims):
+def _bound(qlo, qhi, ukey, table, ustart, uend, origin, cell, dims):
     """How many hashed items lie in the cells of the box [qlo, qhi]: at least as many as
     _scan finds there, counted without testing a pair."""
     i0 = _cell(qlo[0], origin, cell, dims, 0)
@@ -219,12 +254,11 @@ def _bound(qlo, qhi, ukey, ustart, uend, origin, cell, dims):
     m = 0
     for cx in range(i0, i1 + 1):
         for cy in range(j0, j1 + 1):
-            key = (cx * dims[1] + cy) * dims[2] + k0        # a run of cells, as in _scan
-            last = key + (k1 - k0)
-            pos = np.searchsorted(ukey, key)
-            while pos < ukey.shape[0] and ukey[pos] <= last:
-                m += uend[pos] - ustart[pos]
-                pos += 1
+            key = (cx * dims[1] + cy) * dims[2] + k0        # cells k0..k1, as in _scan
+            for cz in range(k1 - k0 + 1):
+                pos = _find(key + cz, ukey, table)
+                if pos >= 0:
+                    m += uend[pos] - ustart[pos]
     return m
 
 
@@ -243,7 +277,7 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     module docstring gives the passes."""
     n = lo.shape[0]
     ids = np.nonzero(active)[0]
-    sub, ukey, ustart, uend = _grid(lo[ids], origin, cell, dims)
+    sub, ukey, table, ustart, uend = _grid(lo[ids], origin, cell, dims)
     order = ids[sub]
     F = tris.shape[0]
     tlo = np.empty((F, 3))
@@ -261,14 +295,14 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     room = np.zeros(F + 1, np.int64)
     for f in prange(F):
         if tri_active[f]:
-            room[f + 1] = _bound(qlo[f], thi[f], ukey, ustart, uend, origin, cell, dims)
+            room[f + 1] = _bound(qlo[f], thi[f], ukey, table, ustart, uend, origin, cell, dims)
     _prefix(room)
     buf = np.empty(room[F], np.int64)
     cnt = np.zeros(F + 1, np.int64)
     for f in prange(F):
         if tri_active[f]:
-            cnt[f + 1] = _scan(f, qlo[f], thi[f], True, buf, room[f], order, ukey, ustart,
-                               uend, origin, cell, dims, lo, hi, tlo, thi, radius, group,
+            cnt[f + 1] = _scan(f, qlo[f], thi[f], True, buf, room[f], order, ukey, table,
+                               ustart, uend, origin, cell, dims, lo, hi, tlo, thi, radius, group,
                                inv_mass, x0, tris, tri_thick, self_group, disabled, pair_self)
     _prefix(cnt)
     vt_v = np.empty(cnt[F], np.int64)
@@ -293,13 +327,13 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
             nb += 1
     room = np.zeros(nb + 1, np.int64)
     for q in prange(nb):
-        room[q + 1] = _bound(plo[q], hi[big[q]], ukey, ustart, uend, origin, cell, dims)
+        room[q + 1] = _bound(plo[q], hi[big[q]], ukey, table, ustart, uend, origin, cell, dims)
     _prefix(room)
     buf = np.empty(room[nb], np.int64)
     cnt = np.zeros(nb + 1, np.int64)
     for q in prange(nb):
         cnt[q + 1] = _scan(big[q], plo[q], hi[big[q]], False, buf, room[q], order, ukey,
-                           ustart, uend, origin, cell, dims, lo, hi, tlo, thi, radius, group,
+                           table, ustart, uend, origin, cell, dims, lo, hi, tlo, thi, radius, group,
                            inv_mass, x0, tris, tri_thick, self_group, disabled, pair_self)
     _prefix(cnt)
     pp_i = np.empty(cnt[nb], np.int64)
@@ -326,7 +360,7 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
         for k in range(3):
             eql[e, k] = elo[e, k] - ereach[k]
     eids = np.nonzero(edge_active)[0]
-    esub, ekey, estart, eend = _grid(elo[eids], origin, cell, dims)
+    esub, ekey, etable, estart, eend = _grid(elo[eids], origin, cell, dims)
     eorder = eids[esub]
     asks = np.zeros(E, np.bool_)         # collision/bodies.find_body_contacts: who queries
     for e in range(E):
@@ -334,14 +368,15 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     room = np.zeros(E + 1, np.int64)
     for e in prange(E):
         if asks[e]:
-            room[e + 1] = _bound(eql[e], ehi[e], ekey, estart, eend, origin, cell, dims)
+            room[e + 1] = _bound(eql[e], ehi[e], ekey, etable, estart, eend, origin, cell,
+                                 dims)
     _prefix(room)
     buf = np.empty(room[E], np.int64)
     cnt = np.zeros(E + 1, np.int64)
     for e in prange(E):
         if asks[e]:
             cnt[e + 1] = _scan_edges(e, eql[e], ehi[e], buf, room[e], eorder, ekey,
-                                     estart, eend, origin, cell, dims, elo, ehi, edges,
+                                     etable, estart, eend, origin, cell, dims, elo, ehi, edges,
                                      edge_thick, edge_sag, asks, group, inv_mass, x0,
                                      self_group, disabled)
     _prefix(cnt)
