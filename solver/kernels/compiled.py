@@ -268,7 +268,13 @@ def _normal_part(u0, u1, u2, y0, y1, y2):
 @njit(cache=True, fastmath=False)
 def _polar3(a, rot):
     """Scalar mirror of shapes.polar_rotation: rot = the rotation of A = R S (a is destroyed)."""
-    v = np.empty((3, 3))
+    _polar3_into(a, rot, np.empty((3, 3)))
+
+
+@njit(cache=True, fastmath=False)
+def _polar3_into(a, rot, v):
+    """_polar3 with v (3, 3) scratch from the caller: an allocation per cluster and substep
+    cost as much as the rest of a small cluster's solve."""
     _jacobi3(a, v)
     n0 = _column_norm(a, 0)
     n1 = _column_norm(a, 1)
@@ -336,6 +342,7 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w
     colour in parallel (they share no particle, so the thread count changes no bit), each
     cluster's sums in member order. Parallel since 100 ragdolls (1,200 rigid bones, nearly all
     in one colour) spent 12 ms a frame here on one thread."""
+    scratch = np.empty((rot.shape[0], 2, 3, 3))      # (K, 2, 3, 3) each cluster's A and V
     for col in range(color_offsets.shape[0] - 1):
         for k in prange(color_offsets[col], color_offsets[col + 1]):
             s0 = start[k]
@@ -363,7 +370,10 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w
             qb0 /= wsum
             qb1 /= wsum
             qb2 /= wsum
-            a = np.zeros((3, 3))
+            a = scratch[k, 0]
+            for i in range(3):
+                for j in range(3):
+                    a[i, j] = 0.0
             for e in range(s0, s1):
                 p = particles[e]
                 wg = mass[e] * (boost if (contact[p] and rigid[e]) else 1.0)
@@ -383,7 +393,7 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w
                 a[2, 1] += dx2 * wq1
                 a[2, 2] += dx2 * wq2
             r = rot[k]
-            _polar3(a, r)
+            _polar3_into(a, r, scratch[k, 1])
             for i in range(3):
                 origin[k, i] = (c0 if i == 0 else (c1 if i == 1 else c2)) \
                     - (r[i, 0] * qb0 + r[i, 1] * qb1 + r[i, 2] * qb2)
