@@ -139,10 +139,10 @@ class Simulation(AnimatedSettings, JointControl):
         self.colliders = Colliders(model)
         self.contacts = Contacts(n, self.points.count, self.colliders.count)
         self.bodies = BodyContacts(model)
-        # sleeping bodies (sleep.py): islands at rest are frozen until something wakes them
-        self.sleep = Sleep(model, sleep)
+        self.sleep = Sleep(model, sleep)         # sleep.py: islands at rest frozen till woken
         self.state = State.at_rest(model.particle_x0, self.sleep.count)
         placed = self.colliders.initial_frames(model)
+        self._placements = frames.Placements(len(placed))    # set_collider_matrix's memory
         self.control = Control(pin_target=self.state.x[self._pinned].copy(),
                                particle_damping=np.zeros(n), collider_frame=placed,
                                collider_target=list(placed), wind=Wind(),
@@ -260,7 +260,7 @@ class Simulation(AnimatedSettings, JointControl):
         it sweeps and pushes what it meets). teleport: it is there at once, without motion;
         what it then overlaps comes out at max_depenetration_speed, without being launched."""
         k = self._collider(k)
-        frame = frames.decompose(matrix, "matrix")
+        frame = self._placements.place(k, matrix, self.control.collider_frame[k])
         self.control.collider_target[k] = frame
         if teleport:
             if not frames.same(frame, self.control.collider_frame[k]):

@@ -87,8 +87,8 @@ class Colliders:
                 found[k] = self._mesh_candidates(k, control, x, ids_free, x_free, reach_free,
                                                  kernels)
                 continue
-            turning = not (np.allclose(f0.rotation, f1.rotation, atol=1e-12)
-                           and np.allclose(f0.scale, f1.scale, atol=1e-12))
+            turning = f1 is not f0 and not (np.allclose(f0.rotation, f1.rotation, atol=1e-12)
+                                            and np.allclose(f0.scale, f1.scale, atol=1e-12))
             if turning:
                 found[k] = ids_free
                 continue

@@ -48,6 +48,31 @@ def decompose(matrix, name="matrix"):
     return Frame(rot, m[:3, 3].copy(), scale)
 
 
+class Placements:
+    """decompose with a memory, for Simulation.set_collider_matrix: Blender sets every collider
+    every frame, mostly to the matrix it already had. The same matrix again gives back the Frame
+    it gave last time (no SVD), and a Frame equal to the collider's placement now gives back
+    that placement's own object, which is how the collide stage and the substeps know a
+    collider is at rest (the same object; colliders.py) without comparing its arrays."""
+
+    def __init__(self, count):
+        self.matrix = [None] * count         # (C,) the last (4, 4) matrix per collider, or None
+        self.frame = [None] * count          # (C,) the Frame decompose gave for it
+
+    def place(self, k, matrix, now):
+        """The Frame of 4x4 ``matrix`` for collider k, whose placement now is ``now``."""
+        try:
+            m = np.asarray(matrix, dtype=np.float64)
+        except (TypeError, ValueError):
+            m = None                         # decompose below says what is wrong with it
+        if m is not None and self.matrix[k] is not None and np.array_equal(m, self.matrix[k]):
+            frame = self.frame[k]
+        else:
+            frame = decompose(matrix, "matrix")
+            self.matrix[k], self.frame[k] = m.copy(), frame
+        return now if same(frame, now) else frame
+
+
 def to_quaternion(rot):
     """(4,) unit quaternion (w, x, y, z) of an orthonormal 3x3 matrix (a mirror is folded into
     the scale's sign by the caller, which never happens here: decompose keeps det(rot) = +-1)."""
