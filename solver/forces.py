@@ -82,13 +82,16 @@ class Wind:
 
 def vertex_normals(x, tris, n):
     """(n, 3) unit area-weighted vertex normals of triangles (F, 3) over x; zero where none."""
-    fn = np.cross(x[tris[:, 1]] - x[tris[:, 0]], x[tris[:, 2]] - x[tris[:, 0]])
-    out = np.zeros((n, 3))
+    a = x[tris[:, 1]] - x[tris[:, 0]]
+    b = x[tris[:, 2]] - x[tris[:, 0]]
+    # the cross product by columns (np.cross on rows cost a fifth of this function)
+    fn = (a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1], a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2],
+          a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0])
+    out = np.empty((n, 3))
     flat = tris.ravel()
-    rep = np.repeat(fn, 3, axis=0)
     for d in range(3):
-        out[:, d] = np.bincount(flat, weights=rep[:, d], minlength=n)
-    length = np.linalg.norm(out, axis=1)
+        out[:, d] = np.bincount(flat, weights=np.repeat(fn[d], 3), minlength=n)
+    length = np.sqrt(np.einsum("ij,ij->i", out, out))
     return out / np.where(length > 0, length, 1.0)[:, None]
 
 

@@ -93,3 +93,53 @@ def test_ragdoll_contacts_equal_those_with_every_item_taking_part(backend, monke
     # particles whose boxes meet only their jointed neighbours' groups
     assert max(n_full) < 0.5 * n
     assert all(f < u for f, u in zip(n_fast, n_full))
+
+
+def _grid(n, z, size=1.0):
+    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    x = np.column_stack([i.ravel() * size / (n - 1), j.ravel() * size / (n - 1),
+                         np.full(n * n, z)])
+    q = (i[:-1, :-1] * n + j[:-1, :-1]).ravel()
+    faces = np.concatenate([np.column_stack([q, q + n, q + 1]),
+                            np.column_stack([q + 1, q + n, q + n + 1])])
+    return x, faces
+
+
+@pytest.mark.parametrize("second, self_collision, never", [
+    (None, False, True),          # a lone cloth: nothing it could touch
+    (None, True, False),          # a lone cloth that collides with itself
+    ("cloth", False, False),      # two cloths: one's vertices against the other's faces
+    ("points", False, False),     # a cloth and loose particles without radii: against its faces
+])
+def test_the_stage_is_skipped_only_when_nothing_can_touch(second, self_collision, never,
+                                                          monkeypatch):
+    """BodyContacts.never: the stage is skipped for a scene where no two items could ever meet,
+    and the run is then the same, bit for bit, as one that runs the stage."""
+    def build():
+        b = Builder()
+        x, faces = _grid(8, 1.0)
+        b.add_cloth(x, faces, radius=0.01, self_collision=self_collision)
+        if second == "cloth":
+            x2, f2 = _grid(8, 0.5)
+            b.add_cloth(x2 + (0.2, 0.2, 0.0), f2, radius=0.01)
+        elif second == "points":
+            b.add_particles(np.array([[0.5, 0.5, 1.3], [0.3, 0.6, 1.4]]), mass=0.002)
+        b.add_collider("plane")
+        return b.build()
+
+    def run(forced):
+        sim = Simulation(build(), substeps=8)
+        assert sim.bodies.never is never
+        if forced:
+            sim.bodies.never = False
+        for _ in range(20):
+            sim.step(1 / 24)
+        return np.array(sim.x)
+
+    x = run(False)
+    if never:
+        assert np.array_equal(x, run(True))
+    elif second == "points":
+        # they landed on the cloth (its vertices rest 1 cm up, its faces 1 cm thick), not
+        # through it on the ground
+        assert x[-2:, 2].min() > 0.012
