@@ -205,7 +205,10 @@ def thread_settings(numba_used, blender_loaded):
                      f"{numba.get_num_threads()} of {numba.config.NUMBA_NUM_THREADS} threads")
     else:
         parts.append("ours: NumPy (no compiled kernels)")
-    parts.append(f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}")
+    parts.append(f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}, "
+                 f"GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT', '(unset)')}; each "
+                 "Simulation steps on all threads or one, whichever it measures faster "
+                 "(solver.backend.StepThreads)")
     parts.append(f"VERLET_THREADS={os.environ.get('VERLET_THREADS', '(unset)')}")
     parts.append(f"{os.cpu_count()} cores, {len(os.sched_getaffinity(0))} usable, load average "
                  f"{os.getloadavg()[0]:.1f}")

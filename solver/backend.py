@@ -5,8 +5,9 @@ floating-point operations in the same order on the same arrays, so the two backe
 bit-identical results wherever a kernel exists in both (tests/solver/test_backends.py).
 
 VERLET_BACKEND=numpy|numba forces a backend (numba raises if it cannot be loaded);
-VERLET_THREADS=N bounds the threads the parallel kernels use (default: all cores, and one for a
-model under SMALL_MODEL particles, see threads_for), so a render farm can share a machine; VERLET_CACHE_DIR (or configure(cache_dir=...)) is where compiled
+VERLET_THREADS=N fixes the threads the parallel kernels use (default: all cores or one, whichever
+each Simulation measures faster: StepThreads), so a render farm can share a machine;
+VERLET_CACHE_DIR (or configure(cache_dir=...)) is where compiled
 kernels are cached, so compilation is paid once per machine (inside Blender the add-on points it
 at the extension's user directory, never at the extension's own folder).
 """
@@ -41,40 +42,74 @@ def configure(cache_dir=None, threads=None):
             _apply_threads()
 
 
-# with no thread count set, a model with fewer particles than this steps on one thread: its
-# parallel regions cost more than the work they split. Measured on this 2-core machine, one
-# thread against two: 100 crates (800 particles) 13.7 against 25.0 ms/frame, 10 ragdolls (1,760)
-# 18.3 against 33, 1 ragdoll (176) 4.9 against 16; the demo (3,392) 46.4 against 44.1, the
-# self-colliding N = 64 cloth (4,096) 109 against 99, 100 ragdolls (17,600) 134 against 116
-SMALL_MODEL = 2048
+# how many times an OpenMP thread spins before it sleeps at the end of a parallel region
+# (libgomp's GOMP_SPINCOUNT, about 0.2 ms here). A step runs its parallel regions a few
+# microseconds apart; sleeping at once (OMP_WAIT_POLICY=PASSIVE, the default until 2026-11-24)
+# made each region wait about 45 us for its threads to wake, against 1.5 us after a spin, so a
+# N = 64 cloth took 12.1 ms a frame on two threads, more than the 11.1 on one (6.6 now), and
+# 100 crates 15.8 against 8.8 (6.7 now). libgomp's own default (300,000 spins) steals a busy
+# core's time for milliseconds; a busy machine is StepThreads' business (one thread wins there).
+SPIN_COUNT = 10000
 
 
-def threads_for(particle_count):
-    """The thread count a step of a model of particle_count particles runs on, when it should
-    differ from the configured one: 1 for a small model when no count was set (configure or
-    VERLET_THREADS); None otherwise (the configured count applies). Results do not depend on
-    the thread count (tests/solver/test_backends.py), only the speed does."""
-    if _state["numba"] is None or _state["threads"] or \
-            int(os.environ.get("VERLET_THREADS", "0") or 0) > 0:
-        return None
-    return 1 if particle_count < SMALL_MODEL else None
+class StepThreads:
+    """The thread count one Simulation's steps run on when none was set (configure(threads=)
+    or VERLET_THREADS): measured, not guessed. Every EVERY steps (and after WARM steps at the
+    start) the next 2 TRIAL steps alternate between all threads and one, and the faster median
+    step time wins until the next trial. The load of a machine changes (other jobs, the
+    interface, another simulation): on an idle 2-core machine two threads won at every size
+    measured (100 crates 6.7 against 8.8 ms a frame), with one core busy one thread won (a
+    N = 64 cloth 11.8 against 20). A trial costs at most TRIAL steps at the slower count. The
+    thread count never changes a result (tests/solver/test_backends.py), only the speed."""
 
+    WARM, TRIAL, EVERY = 2, 3, 240
 
-@contextlib.contextmanager
-def step_threads(particle_count, backend_name):
-    """Around a step of a model of particle_count particles on backend_name: the thread count
-    threads_for gives, the one before restored after."""
-    threads = threads_for(particle_count) if backend_name == "numba" else None
-    if threads is None:
-        yield
-        return
-    import numba
-    before = numba.get_num_threads()
-    numba.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(before)
+    def __init__(self, clock=None):
+        import time
+        self.clock = clock or time.perf_counter
+        self.steps = 0              # steps run through step()
+        self.choice = None          # the count that won the last trial (None: all threads)
+        self.plan = []              # the counts of the trial's remaining steps
+        self.times = {}             # count -> step times [s] of the running trial
+
+    def _next(self, top):
+        if top <= 1:
+            return top
+        if not self.plan and (self.steps == self.WARM or (
+                self.steps > self.WARM and (self.steps - self.WARM) % self.EVERY == 0)):
+            self.plan = [top, 1] * self.TRIAL
+            self.times = {top: [], 1: []}
+        if self.plan:
+            return self.plan[0]
+        return self.choice if self.choice in (1, top) else top
+
+    def _record(self, threads, seconds):
+        if self.plan and threads == self.plan[0]:
+            self.times[threads].append(seconds)
+            self.plan.pop(0)
+            if not self.plan:
+                med = {c: sorted(t)[len(t) // 2] for c, t in self.times.items()}
+                self.choice = min(med, key=lambda c: (med[c], c))
+
+    @contextlib.contextmanager
+    def step(self, backend_name):
+        """Around one step on backend_name: the thread count chosen for it (the one before
+        restored after), and its time recorded while a trial runs."""
+        if backend_name != "numba" or _state["numba"] is None or _state["threads"] or \
+                int(os.environ.get("VERLET_THREADS", "0") or 0) > 0:
+            yield
+            return
+        import numba
+        before = numba.get_num_threads()
+        threads = self._next(before)
+        numba.set_num_threads(threads)
+        start = self.clock()
+        try:
+            yield
+            self._record(threads, self.clock() - start)
+            self.steps += 1
+        finally:
+            numba.set_num_threads(before)
 
 
 def _apply_threads():
@@ -141,12 +176,11 @@ def build_kernels(requested=None):
 def _load():
     """Import Numba and the kernels into the cache folder (under _lock)."""
     try:
-        # GNU OpenMP threads spin while they wait for the next parallel loop; on a machine
-        # whose cores are busy with other work the spinning threads steal time from the one
-        # doing the work (measured here at N = 64 with one core busy: 38 ms/frame spinning,
-        # 27 passive, 20 on one thread). Passive waiting is the robust default; an explicit
-        # OMP_WAIT_POLICY in the environment wins. Must be set before OpenMP starts.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        # GNU OpenMP threads spin SPIN_COUNT times, then sleep (see SPIN_COUNT); an explicit
+        # OMP_WAIT_POLICY or GOMP_SPINCOUNT in the environment wins. Must be set before
+        # OpenMP starts. (Oneapi TBB, Numba's layer inside Blender 5, spins by itself.)
+        if "OMP_WAIT_POLICY" not in os.environ:
+            os.environ.setdefault("GOMP_SPINCOUNT", str(SPIN_COUNT))
         # LLVM at -O2 rather than Numba's default -O3: measured on the whole substep loop, the
         # cold compile took 13.3 s instead of 16.6 s and the N = 128 drape ran as fast (26.4 ms
         # against 25-26 ms per frame on 2 threads). Without fastmath both levels keep IEEE

@@ -143,6 +143,7 @@ class Simulation(AnimatedSettings, JointControl):
         self.state = State.at_rest(model.particle_x0, self.sleep.count)
         placed = self.colliders.initial_frames(model)
         self._placements = frames.Placements(len(placed))    # set_collider_matrix's memory
+        self._threads = _backend.StepThreads()               # the thread count of the steps
         self.control = Control(pin_target=self.state.x[self._pinned].copy(),
                                particle_damping=np.zeros(n), collider_frame=placed,
                                collider_target=list(placed), wind=Wind(),
@@ -406,8 +407,7 @@ class Simulation(AnimatedSettings, JointControl):
 
     # ------------------------------------------------------------------ checkpoint
     def get_state(self):
-        """A Checkpoint (State and Control, copied); set_state(get_state()) resumes
-        bit-identically."""
+        """A Checkpoint (State, Control copied); set_state(get_state()) resumes bit-identically."""
         return Checkpoint(self.state.copy(), self.control.copy())
 
     def set_state(self, checkpoint):
@@ -420,8 +420,8 @@ class Simulation(AnimatedSettings, JointControl):
 
     # ------------------------------------------------------------------ the step
     def step(self, dt):
-        """Advance dt seconds of simulated time (one thread for a small model: backend.py)."""
-        with _backend.step_threads(self.model.particle_count, self.backend):
+        """Advance dt seconds of simulated time (on all threads or one: backend.StepThreads)."""
+        with self._threads.step(self.backend):
             self._step(dt)
 
     def _step(self, dt):

@@ -509,35 +509,54 @@ def test_thread_count_does_not_change_results():
     assert np.array_equal(one, many)
 
 
-def test_a_small_model_steps_on_one_thread_unless_a_count_is_set(monkeypatch):
-    """With no thread count set, a model under backend.SMALL_MODEL particles steps on one
-    thread (its parallel regions cost more than they split) and the count is restored after
-    the step; a set count (configure or VERLET_THREADS) always applies."""
+def test_the_default_thread_count_is_measured(monkeypatch):
+    """With no thread count set, each Simulation's steps run on all threads or on one, whichever
+    its trials measure faster (backend.StepThreads: after WARM steps and every EVERY steps,
+    2 TRIAL steps alternating), the count before a step restored after it; a set count
+    (configure or VERLET_THREADS) always applies. The clock is the test's: a step costs what
+    the test says for the thread count it runs on."""
     import numba
     from solver import Builder, Simulation
     monkeypatch.delenv("VERLET_THREADS", raising=False)
-    backend.numba_kernels()
+    if backend.numba_kernels() is None:
+        pytest.skip("no compiled backend")
     top = numba.config.NUMBA_NUM_THREADS
+    if top < 2:
+        pytest.skip("one core: nothing to choose")
     backend.configure(threads=0)
-    assert backend.threads_for(backend.SMALL_MODEL - 1) == 1
-    assert backend.threads_for(backend.SMALL_MODEL) is None
-    seen = []
+    cost = {1: 1.0, top: 2.0}                       # one thread faster at first
+    now = [0.0]
+
+    def clock():
+        t = now[0]
+        now[0] += cost[numba.get_num_threads()]
+        return t
+
     b = Builder()
     b.add_particles([[0.0, 0.0, 1.0]])
     sim = Simulation(b.build(), backend="numba")
+    sim._threads = backend.StepThreads(clock)
+    seen = []
     run = sim.kernels.run_substeps
     sim.kernels.run_substeps = lambda *a: (seen.append(numba.get_num_threads()), run(*a))[1]
-    sim.step(1 / 24)
-    assert seen == [1] and numba.get_num_threads() == top
-    try:
-        backend.configure(threads=top)
-        assert backend.threads_for(10) is None
+    S = backend.StepThreads
+    for _ in range(S.WARM + 2 * S.TRIAL + 3):
         sim.step(1 / 24)
-        assert seen[-1] == top
+        assert numba.get_num_threads() == top         # restored after every step
+    trial = S.WARM + 2 * S.TRIAL
+    assert seen[:S.WARM] == [top] * S.WARM
+    assert seen[S.WARM:trial] == [top, 1] * S.TRIAL
+    assert seen[trial:] == [1, 1, 1]                   # one thread won
+    cost[1], cost[top] = 3.0, 1.0                      # the machine changed: now all threads win
+    while sim._threads.steps < S.WARM + S.EVERY + 2 * S.TRIAL + 1:
+        sim.step(1 / 24)
+    assert seen[-1] == top and sim._threads.choice == top
+    try:
+        backend.configure(threads=1)                   # a set count always applies
+        sim.step(1 / 24)
+        assert seen[-1] == 1
     finally:
         backend.configure(threads=0)
-    monkeypatch.setenv("VERLET_THREADS", str(top))
-    assert backend.threads_for(10) is None
 
 
 def test_cold_compile_cache_is_per_import_name(tmp_path):
