@@ -58,6 +58,14 @@ def _find(key, ukey, table):
         h = (h + 1) & (size - 1)
 
 
+@njit(cache=True, inline="always")
+def _cells_of(qlo, qhi, origin, cell, dims):
+    """The cell ranges (i0, i1, j0, j1, k0, k1) the box [qlo, qhi] covers, per axis."""
+    return (_cell(qlo[0], origin, cell, dims, 0), _cell(qhi[0], origin, cell, dims, 0),
+            _cell(qlo[1], origin, cell, dims, 1), _cell(qhi[1], origin, cell, dims, 1),
+            _cell(qlo[2], origin, cell, dims, 2), _cell(qhi[2], origin, cell, dims, 2))
+
+
 @njit(cache=True)
 def _disabled(ga, gb, disabled, n_groups):
     lo = min(ga, gb)
@@ -128,12 +136,7 @@ def _scan(q, qlo, qhi, is_tri, out, at, order, ukey, table, ustart, uend, origin
           pair_self):
     """Visit the particles in the cells of query q's box and write those that pass the exact
     test into out[at:] (room for _bound's count). Returns how many passed."""
-    i0 = _cell(qlo[0], origin, cell, dims, 0)
-    i1 = _cell(qhi[0], origin, cell, dims, 0)
-    j0 = _cell(qlo[1], origin, cell, dims, 1)
-    j1 = _cell(qhi[1], origin, cell, dims, 1)
-    k0 = _cell(qlo[2], origin, cell, dims, 2)
-    k1 = _cell(qhi[2], origin, cell, dims, 2)
+    i0, i1, j0, j1, k0, k1 = _cells_of(qlo, qhi, origin, cell, dims)
     m = 0
     for cx in range(i0, i1 + 1):
         for cy in range(j0, j1 + 1):
@@ -218,12 +221,7 @@ def _scan_edges(ea, qlo, qhi, out, at, order, ukey, table, ustart, uend, origin,
                 elo, ehi, edges, edge_thick, edge_sag, asks, group, inv_mass, x0, self_group,
                 disabled):
     """_scan for edge ea against the hashed edges."""
-    i0 = _cell(qlo[0], origin, cell, dims, 0)
-    i1 = _cell(qhi[0], origin, cell, dims, 0)
-    j0 = _cell(qlo[1], origin, cell, dims, 1)
-    j1 = _cell(qhi[1], origin, cell, dims, 1)
-    k0 = _cell(qlo[2], origin, cell, dims, 2)
-    k1 = _cell(qhi[2], origin, cell, dims, 2)
+    i0, i1, j0, j1, k0, k1 = _cells_of(qlo, qhi, origin, cell, dims)
     m = 0
     for cx in range(i0, i1 + 1):
         for cy in range(j0, j1 + 1):
@@ -245,12 +243,7 @@ def _scan_edges(ea, qlo, qhi, out, at, order, ukey, table, ustart, uend, origin,
 def _bound(qlo, qhi, ukey, table, ustart, uend, origin, cell, dims):
     """How many hashed items lie in the cells of the box [qlo, qhi]: at least as many as
     _scan finds there, counted without testing a pair."""
-    i0 = _cell(qlo[0], origin, cell, dims, 0)
-    i1 = _cell(qhi[0], origin, cell, dims, 0)
-    j0 = _cell(qlo[1], origin, cell, dims, 1)
-    j1 = _cell(qhi[1], origin, cell, dims, 1)
-    k0 = _cell(qlo[2], origin, cell, dims, 2)
-    k1 = _cell(qhi[2], origin, cell, dims, 2)
+    i0, i1, j0, j1, k0, k1 = _cells_of(qlo, qhi, origin, cell, dims)
     m = 0
     for cx in range(i0, i1 + 1):
         for cy in range(j0, j1 + 1):
