@@ -55,7 +55,7 @@ SPIN_COUNT = 10000
 class StepThreads:
     """The thread count one Simulation's steps run on when none was set (configure(threads=)
     or VERLET_THREADS): measured, not guessed. Every EVERY steps (and after WARM steps at the
-    start) the next 2 TRIAL steps alternate between all threads and one, and the faster median
+    start) the next 2 x TRIAL steps alternate between all threads and one, and the faster median
     step time wins until the next trial. The load of a machine changes (other jobs, the
     interface, another simulation): on an idle 2-core machine two threads won at every size
     measured (100 crates 6.7 against 8.8 ms a frame), with one core busy one thread won (a
@@ -178,7 +178,7 @@ def _load():
     try:
         # GNU OpenMP threads spin SPIN_COUNT times, then sleep (see SPIN_COUNT); an explicit
         # OMP_WAIT_POLICY or GOMP_SPINCOUNT in the environment wins. Must be set before
-        # OpenMP starts. (Oneapi TBB, Numba's layer inside Blender 5, spins by itself.)
+        # OpenMP starts. (oneTBB, Numba's layer inside Blender 5, spins by itself.)
         if "OMP_WAIT_POLICY" not in os.environ:
             os.environ.setdefault("GOMP_SPINCOUNT", str(SPIN_COUNT))
         # LLVM at -O2 rather than Numba's default -O3: measured on the whole substep loop, the
