@@ -509,56 +509,6 @@ def test_thread_count_does_not_change_results():
     assert np.array_equal(one, many)
 
 
-def test_the_default_thread_count_is_measured(monkeypatch):
-    """With no thread count set, each Simulation's steps run on all threads or on one, whichever
-    its trials measure faster (backend.StepThreads: after WARM steps and every EVERY steps,
-    2 TRIAL steps alternating), the count before a step restored after it; a set count
-    (configure or VERLET_THREADS) always applies. The clock is the test's: a step costs what
-    the test says for the thread count it runs on."""
-    import numba
-    from solver import Builder, Simulation
-    monkeypatch.delenv("VERLET_THREADS", raising=False)
-    if backend.numba_kernels() is None:
-        pytest.skip("no compiled backend")
-    top = numba.config.NUMBA_NUM_THREADS
-    if top < 2:
-        pytest.skip("one core: nothing to choose")
-    backend.configure(threads=0)
-    cost = {1: 1.0, top: 2.0}                       # one thread faster at first
-    now = [0.0]
-
-    def clock():
-        t = now[0]
-        now[0] += cost[numba.get_num_threads()]
-        return t
-
-    b = Builder()
-    b.add_particles([[0.0, 0.0, 1.0]])
-    sim = Simulation(b.build(), backend="numba")
-    sim._threads = backend.StepThreads(clock)
-    seen = []
-    run = sim.kernels.run_substeps
-    sim.kernels.run_substeps = lambda *a: (seen.append(numba.get_num_threads()), run(*a))[1]
-    S = backend.StepThreads
-    for _ in range(S.WARM + 2 * S.TRIAL + 3):
-        sim.step(1 / 24)
-        assert numba.get_num_threads() == top         # restored after every step
-    trial = S.WARM + 2 * S.TRIAL
-    assert seen[:S.WARM] == [top] * S.WARM
-    assert seen[S.WARM:trial] == [top, 1] * S.TRIAL
-    assert seen[trial:] == [1, 1, 1]                   # one thread won
-    cost[1], cost[top] = 3.0, 1.0                      # the machine changed: now all threads win
-    while sim._threads.steps < S.WARM + S.EVERY + 2 * S.TRIAL + 1:
-        sim.step(1 / 24)
-    assert seen[-1] == top and sim._threads.choice == top
-    try:
-        backend.configure(threads=1)                   # a set count always applies
-        sim.step(1 / 24)
-        assert seen[-1] == 1
-    finally:
-        backend.configure(threads=0)
-
-
 def test_cold_compile_cache_is_per_import_name(tmp_path):
     """Kernels compile into the configured cache folder, in a subfolder per import name (the
     solver is imported as "solver" here and as "<extension>.solver" inside Blender). One small
