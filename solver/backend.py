@@ -119,7 +119,8 @@ def _apply_threads():
     numba.set_num_threads(max(1, min(want, top)) if want > 0 else top)
 
 
-KERNEL_SOURCES = ("kernels/compiled.py", "kernels/compiled_contact.py", "kernels/compiled_loop.py",
+KERNEL_SOURCES = ("kernels/compiled.py", "kernels/compiled_forces.py",
+                  "kernels/compiled_contact.py", "kernels/compiled_loop.py",
                   "kernels/compiled_bodies.py", "kernels/compiled_broad.py",
                   "kernels/compiled_joints.py",
                   "kernels/compiled_mesh.py", "kernels/build.py")

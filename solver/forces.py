@@ -90,24 +90,47 @@ def vertex_normals(x, tris, n):
     out = np.empty((n, 3))
     flat = tris.ravel()
     for d in range(3):
+        # bincount adds in flat-index order: the compiled surface_normals gathers in that order
         out[:, d] = np.bincount(flat, weights=np.repeat(fn[d], 3), minlength=n)
-    length = np.sqrt(np.einsum("ij,ij->i", out, out))
+    # by columns, the order the compiled kernel adds them (einsum's order is its own)
+    length = np.sqrt(out[:, 0] * out[:, 0] + out[:, 1] * out[:, 1] + out[:, 2] * out[:, 2])
     return out / np.where(length > 0, length, 1.0)[:, None]
 
 
-def drag_terms(x, t, inv_mass, area, normals, has_surface, wind, drag, gravity, h):
+def vertex_triangles(tris, n):
+    """The triangles of each of n particles, for surface_normals' gather: tri_start (n + 1,)
+    int64 and vertex_tris (3F,) int64, particle i's triangles vertex_tris[tri_start[i]:
+    tri_start[i + 1]] in increasing order (a particle is a corner of a triangle once)."""
+    flat = tris.ravel()
+    order = np.argsort(flat, kind="stable")            # by particle, then by flat index
+    tri_start = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(flat, minlength=n), out=tri_start[1:])
+    return tri_start, (order // 3).astype(np.int64)
+
+
+def surface_normals(X, tris, tri_start, vertex_tris, ids, out):
+    """Kernel: out (3, q) [1] the unit area-weighted normals (vertex_normals) of particles ids
+    (q,) int64 over triangles tris (F, 3) int64 of X (3, n) [m]; zero where a particle has none.
+    tri_start, vertex_tris (vertex_triangles) are the compiled kernel's gather, unused here."""
+    out[:] = vertex_normals(X.T, tris, X.shape[1])[ids].T
+
+
+def drag_terms(x, t, inv_mass, area, has_surface, wind, drag, gravity, h, normals):
     """Per-step inputs of apply_drag: ids (q,) int64 the particles drag acts on (area and
     finite mass); drift (3, q) [m] v_inf h (the terminal velocity (wind + g / k) times h);
     normal (3, q) unit normals (zero where along_normal is False); along_normal (q,) bool
     surface particle (normal part only); decay (q,) e^{-k h}; g_h2 (3,) [m] gravity times h^2.
-    x (n, 3) [m], normals (n, 3), has_surface (n,) bool, gravity (3,) [m/s^2]."""
+    x (n, 3) [m], has_surface (n,) bool, gravity (3,) [m/s^2]; normals(ids) -> (3, q) the unit
+    normals of those particles (zero off every surface: the surface_normals kernel)."""
     k = drag * area * inv_mass                                   # (n,) [1/s]
     ids = np.nonzero(k > 0)[0].astype(np.int64)
     kq = k[ids]
-    drift = np.ascontiguousarray(((wind.at(x[ids], t) + gravity / kq[:, None]) * h).T)
+    if wind.turbulence == 0.0:          # the same wind everywhere: no positions to gather
+        drift = (wind.velocity[:, None] + gravity[:, None] / kq) * h
+    else:
+        drift = np.ascontiguousarray(((wind.at(x[ids], t) + gravity / kq[:, None]) * h).T)
     along = np.ascontiguousarray(has_surface[ids])
-    normal = np.ascontiguousarray(np.where(along[:, None], normals[ids], 0.0).T)
-    return ids, drift, normal, along, np.exp(-kq * h), gravity * (h * h)
+    return ids, drift, normals(ids), along, np.exp(-kq * h), gravity * (h * h)
 
 
 def apply_drag(X, Xp, ids, drift, normal, along_normal, decay, g_h2):

@@ -47,7 +47,7 @@ from .constraints.shapes import ShapeSolver
 from .constraints.sticks import StickSolver
 from .constraints.volume import VolumeSolver
 from .errors import SolverError
-from .forces import Wind, drag_terms, explosion_kick, vertex_normals
+from .forces import Wind, drag_terms, explosion_kick, vertex_triangles
 from .joint_control import JointControl
 from .kernels import table
 from .sleep import Sleep, same_fields
@@ -125,6 +125,8 @@ class Simulation(AnimatedSettings, JointControl):
         self._radius_max = float(self._radius.max()) if n else 0.0
         self._has_surface = np.zeros(n, bool)       # (n,) bool part of a surface (cloth, volume)
         self._has_surface[model.surface_tris.ravel()] = True
+        # (n + 1,), (3F,) int64 each particle's surface triangles, for the normals kernel
+        self._tri_start, self._vertex_tris = vertex_triangles(model.surface_tris, n)
 
         self._soft = model.soft_pin_particles         # (s,) int64 soft-pinned particles
         self._soft_slot = np.full(n, -1, np.int64)    # (n,) index into _soft or -1
@@ -536,12 +538,17 @@ class Simulation(AnimatedSettings, JointControl):
         m, ctl = self.model, self.control
         if not ctl.air_drag > 0 or not np.any(m.particle_area > 0):
             return None
-        x = self.state.x
-        normals = vertex_normals(x, m.surface_tris, m.particle_count) \
-            if len(m.surface_tris) else np.zeros_like(x)
+        tris = m.surface_tris
+
+        def normals(ids):                                # (3, q) unit normals of ids
+            out = np.zeros((3, ids.size))
+            if len(tris):
+                self.kernels.surface_normals(self.state.X, tris, self._tri_start,
+                                             self._vertex_tris, ids, out)
+            return out
         inv_mass = m.particle_inv_mass if inv_mass is None else inv_mass
-        terms = drag_terms(x, self.state.time, inv_mass, m.particle_area, normals,
-                           self._has_surface, ctl.wind, ctl.air_drag, self.gravity, h)
+        terms = drag_terms(self.state.x, self.state.time, inv_mass, m.particle_area,
+                           self._has_surface, ctl.wind, ctl.air_drag, self.gravity, h, normals)
         return terms if terms[0].size else None
 
     # ------------------------------------------------------------------ runaway check

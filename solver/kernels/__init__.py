@@ -17,7 +17,7 @@ have the same names and parameters.
 
 from types import SimpleNamespace
 
-KERNELS = ("apply_drag", "predict", "solve_sticks", "solve_soft_pins", "solve_volumes",
+KERNELS = ("apply_drag", "predict", "surface_normals", "solve_sticks", "solve_soft_pins", "solve_volumes",
            "solve_shapes", "damp_shapes", "solve_joints", "project_collider", "project_points",
            "restitution", "release_overlap", "find_body_contacts", "solve_bodies", "place_meshes",
            "mesh_distances", "refit_meshes", "mesh_normals", "primitive_candidates",
@@ -35,10 +35,11 @@ def _numpy_table():
     from ..constraints.shapes import damp_shapes, solve_shapes
     from ..constraints.sticks import solve_sticks
     from ..constraints.volume import solve_volumes
-    from ..forces import apply_drag
+    from ..forces import apply_drag, surface_normals
     from ..integrator import predict
     from ..loop import run_substeps
     return SimpleNamespace(backend="numpy", apply_drag=apply_drag, predict=predict,
+                           surface_normals=surface_normals,
                            solve_sticks=solve_sticks, solve_soft_pins=solve_soft_pins,
                            solve_volumes=solve_volumes, solve_shapes=solve_shapes,
                            damp_shapes=damp_shapes, solve_joints=solve_joints,

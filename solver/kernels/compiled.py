@@ -14,98 +14,12 @@ from numba import njit, prange
 # compiled kernel through this one
 from .compiled_contact import (  # noqa: F401
     primitive_candidates, project_collider, project_points, release_overlap, restitution)
+from .compiled_forces import apply_drag, predict, surface_normals  # noqa: F401
 from .compiled_bodies import solve_bodies  # noqa: F401
 from .compiled_broad import find_body_contacts  # noqa: F401
 from .compiled_mesh import mesh_distances, mesh_normals, place_meshes, refit_meshes  # noqa: F401
 
 _EPS = 1e-12
-
-
-@njit(cache=True, fastmath=False, inline="always")
-def _predict_one(X, Xp, a_h2, keep, lim, clamp, p):
-    """Particle p's Verlet prediction (integrator.predict)."""
-    dx = X[0, p] - Xp[0, p]
-    dy = X[1, p] - Xp[1, p]
-    dz = X[2, p] - Xp[2, p]
-    Xp[0, p] = X[0, p]
-    Xp[1, p] = X[1, p]
-    Xp[2, p] = X[2, p]
-    dx *= keep[p]
-    dy *= keep[p]
-    dz *= keep[p]
-    dx += a_h2[0, p]
-    dy += a_h2[1, p]
-    dz += a_h2[2, p]
-    if clamp:
-        length = np.sqrt(dx * dx + dy * dy + dz * dz)
-        f = min(1.0, lim[p] / max(length, 1e-300))
-        dx *= f
-        dy *= f
-        dz *= f
-    X[0, p] += dx
-    X[1, p] += dy
-    X[2, p] += dz
-
-
-@njit(cache=True, parallel=True, fastmath=False)
-def predict(X, Xp, a_h2, keep, lim):
-    """Verlet prediction (integrator.predict) on (3, n) rows; keep (n,) velocity fraction kept;
-    lim (n,) speed*h or empty."""
-    clamp = lim.shape[0] > 0
-    for p in prange(X.shape[1]):
-        _predict_one(X, Xp, a_h2, keep, lim, clamp, p)
-
-
-@njit(cache=True, fastmath=False, inline="always")
-def _drag_one(X, Xp, i, q, drift, normal, along_normal, decay, g_h2):
-    """Particle i's (drag entry q's) exact exponential drag over a substep (forces.apply_drag)."""
-    x0 = X[0, i]
-    x1 = X[1, i]
-    x2 = X[2, i]
-    d0 = x0 - Xp[0, i]
-    d1 = x1 - Xp[1, i]
-    d2 = x2 - Xp[2, i]
-    r0 = d0 - drift[0, q]
-    r1 = d1 - drift[1, q]
-    r2 = d2 - drift[2, q]
-    if along_normal[q]:
-        n0 = normal[0, q]
-        n1 = normal[1, q]
-        n2 = normal[2, q]
-        rn = r0 * n0 + r1 * n1 + r2 * n2
-        gn = g_h2[0] * n0 + g_h2[1] * n1 + g_h2[2] * n2
-        f = rn * (1.0 - decay[q]) + gn
-        Xp[0, i] = x0 - (d0 - n0 * f)
-        Xp[1, i] = x1 - (d1 - n1 * f)
-        Xp[2, i] = x2 - (d2 - n2 * f)
-    else:
-        e = decay[q]
-        Xp[0, i] = x0 - (drift[0, q] + r0 * e - g_h2[0])
-        Xp[1, i] = x1 - (drift[1, q] + r1 * e - g_h2[1])
-        Xp[2, i] = x2 - (drift[2, q] + r2 * e - g_h2[2])
-
-
-@njit(cache=True, parallel=True, fastmath=False)
-def apply_drag(X, Xp, ids, drift, normal, along_normal, decay, g_h2):
-    """Scalar mirror of forces.apply_drag: exact exponential drag over a substep, on x*; ids
-    unique, so each iteration touches its own particle."""
-    for q in prange(ids.shape[0]):
-        _drag_one(X, Xp, ids[q], q, drift, normal, along_normal, decay, g_h2)
-
-
-@njit(cache=True, parallel=True, fastmath=False)
-def drag_and_predict(X, Xp, drag_slot, drift, normal, along_normal, decay, g_h2, a_h2, keep,
-                     lim):
-    """apply_drag then predict in one parallel pass (what the compiled loop runs): each
-    particle's drag (drag_slot (n,) int64 its entry in the drag arrays, -1 for none) and then
-    its prediction, the same operations on the same particle as the two kernels one after the
-    other (the NumPy loop's order), with one wait instead of two."""
-    clamp = lim.shape[0] > 0
-    for p in prange(X.shape[1]):
-        q = drag_slot[p]
-        if q >= 0:
-            _drag_one(X, Xp, p, q, drift, normal, along_normal, decay, g_h2)
-        _predict_one(X, Xp, a_h2, keep, lim, clamp, p)
 
 
 @njit(cache=True, fastmath=False, inline="always")

@@ -2,30 +2,24 @@
 the argument groups), so a whole step is one call from Python and Python runs once per frame.
 
 It calls the compiled kernels (compiled.py, compiled_contact.py) in loop.py's order with the same
-arguments, so the two backends agree bit for bit. Its own work (pins, resets, the finiteness
-check) is a few element-wise loops. Importing this module requires Numba.
+arguments, so the two backends agree bit for bit. What loop.py does in NumPy around the kernels
+(clearing the contact scratch, copying x' for restitution, releasing the overlap, the finiteness
+check) rides on two parallel passes over the particles, one opening each substep and one
+closing it (compiled_forces.drag_and_predict and close_substep): as serial loops they were a
+tenth of a 65k-particle cloth's one-thread time, work no extra thread could share. Importing
+this module requires Numba.
 """
-
-import math
 
 import numpy as np
 from numba import njit
 
-from .compiled import (damp_shapes, drag_and_predict, solve_shapes, solve_soft_pins,
-                       solve_sticks, solve_volumes)
+from .compiled import (damp_shapes, solve_shapes, solve_soft_pins, solve_sticks,
+                       solve_volumes)
+from .compiled_forces import close_substep, drag_and_predict
 from .compiled_bodies import solve_bodies
 from .compiled_joints import solve_joints
 from .compiled_mesh import place_meshes
-from .compiled_contact import project_colliders, project_points, release_overlap, restitution
-
-
-@njit(cache=True, fastmath=False)
-def _all_finite(X):
-    for c in range(X.shape[0]):
-        for i in range(X.shape[1]):
-            if not math.isfinite(X[c, i]):
-                return False
-    return True
+from .compiled_contact import project_colliders, project_points, restitution
 
 
 @njit(cache=True, fastmath=False)
@@ -67,9 +61,10 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     for q in range(d_ids.shape[0]):
         drag_slot[d_ids[q]] = q
     for s in range(substeps):
-        # drag, then integrate (one pass; loop.py makes two calls: the same bits per particle)
+        # drag, then integrate (one pass; loop.py makes two calls: the same bits per
+        # particle), copying x' for restitution and clearing the contact scratch on the way
         drag_and_predict(X, Xp, drag_slot, d_drift, d_normal, d_along, d_decay, d_g_h2, a_h2,
-                         keep, lim)
+                         keep, lim, X_pred, any_restitution, depth, used, touching)
         f1 = (s + 1) / substeps
         f0 = s / substeps
         for q in range(pin_ids.shape[0]):
@@ -77,15 +72,11 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             for c in range(3):
                 X[c, p] = pin_start[q, c] + (pin_target[q, c] - pin_start[q, c]) * f1
                 Xp[c, p] = pin_start[q, c] + (pin_target[q, c] - pin_start[q, c]) * f0
-        if any_restitution:
-            X_pred[:, :] = X
+                if any_restitution:
+                    X_pred[c, p] = X[c, p]
         if mesh_ids.shape[0]:
             place_meshes(mesh[0], mesh[1], mesh[6], mesh_ids, sc, sb, s, substeps, mesh[19],
                          mesh[3], mesh[4])
-        for i in range(n):
-            depth[i] = 0.0
-            used[i] = 0.0
-            touching[i] = False
         if any_bodies:
             b_touch[:] = False
         point_depth[:] = 0.0
@@ -146,7 +137,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         if any_restitution:
             restitution(X, Xp, X_pred, h, gravity_norm, c_restitution, touching, collider,
                         normal, motion)
-        release_overlap(Xp, lift, lifted)
-        if not _all_finite(X):
+        # the overlap released into x*, and every position checked finite, in one pass
+        if close_substep(X, Xp, lift, lifted):
             return s
     return -1
