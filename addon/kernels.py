@@ -1,7 +1,10 @@
 """The compiled solver kernels inside Blender: compiling them without freezing the interface.
 
-The first use after install compiles every kernel (about 12 s here; later sessions load them
-from the cache in the extension's user directory in a fraction of a second). In an interactive
+The first use after install compiles every kernel (about a minute on 2 cores; later sessions
+load them from the cache in the extension's user directory in a fraction of a second), unless
+the zip ships them compiled for this platform, Python and CPU (solver/kernels/cache.py: the
+linux-x64 zip built on a Linux x86-64 machine does): then the first use copies and loads those
+in well under a second, and nothing compiles. In an interactive
 Blender the add-on starts that work on a worker thread a moment after it registers, and the
 status bar says "compiling solver kernels" until it is done, so an artist who then presses play
 or bakes finds the kernels ready (or waits only for the rest, with the message showing). In a
@@ -16,7 +19,6 @@ the package's own manifest, so the panel can name the Python instead of an impor
 """
 
 import os
-import platform as _platform
 import sys
 import threading
 import tomllib
@@ -24,6 +26,7 @@ import tomllib
 import bpy
 
 from ..solver import backend
+from ..solver.kernels.cache import platform_name
 
 MESSAGE = "compiling solver kernels (once per install)..."
 _worker = {"thread": None, "shown": False, "printed": None}
@@ -52,14 +55,10 @@ _WHEEL_ARCH = (("manylinux", "_x86_64", "linux-x64"), ("manylinux", "_aarch64", 
                ("macosx", "_arm64", "macos-arm64"), ("macosx", "_x86_64", "macos-x64"))
 
 
-def blender_platform(sys_platform=sys.platform, machine=None):
-    """This machine as Blender's extension platforms name it: "linux-x64", "macos-arm64", ..."""
-    machine = (machine if machine is not None else _platform.machine()).lower()
-    system = {"linux": "linux", "win32": "windows", "darwin": "macos"}.get(sys_platform,
-                                                                           sys_platform)
-    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(machine,
-                                                                                   machine)
-    return f"{system}-{arch}"
+def blender_platform(sys_platform=None, machine=None):
+    """This machine as Blender's extension platforms name it: "linux-x64", "macos-arm64", ...
+    (the solver's name for it: its shipped kernels are filed under it)."""
+    return platform_name(sys_platform, machine)
 
 
 def bundled_pythons(wheels, platform):

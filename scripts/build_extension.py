@@ -76,6 +76,8 @@ WHEEL_PLATFORM = (("_x86_64", "linux-x64", "manylinux"), ("_aarch64", "linux-arm
 ANY = "any"
 # what every platform's zip must carry for each bundled Python
 KERNEL_WHEELS = ("numba", "llvmlite")
+# the compiled kernels shipped in this machine's platform zip (kernel_cache.py)
+KERNEL_CACHE = "kernel_cache"
 
 
 class BuildError(RuntimeError):
@@ -211,8 +213,12 @@ def check_zip(path, wheels=None):
     for req in REQUIRED:
         if not any(n == req or (req.endswith("/") and n.startswith(req)) for n in names):
             problems.append(f"missing {req}")
+    platform = zip_platform(path)
     for n in names:
         parts = n.split("/")
+        if parts[0] == KERNEL_CACHE and (platform == ANY or (
+                platform is not None and parts[1:2] != [platform])):
+            problems.append(f"must not contain {n} (kernels of another platform)")
         if (parts[0] in FORBIDDEN_TOP or n in FORBIDDEN_FILES
                 or any(p.startswith(".") for p in parts) or "__pycache__" in parts
                 or n.endswith((".pyc", ".zip", ".blend1"))):
@@ -247,9 +253,33 @@ def _build_any(python, tool, tag_args, source_dir, output_dir, stem):
         return log
 
 
+def ship_kernels(zips, m, source_dir, pythons, log=print):
+    """Compile the kernels (kernel_cache.py) for this machine's platform with each of ``pythons``
+    and add them to that platform's zip (or the all-platform zip). Returns what was compiled."""
+    import kernel_cache
+    platform = kernel_cache._cache_module(source_dir).platform_name()
+    wheels = {}
+    for w in m.get("wheels", []):
+        if wheel_platform(w) == platform:
+            wheels.setdefault(wheel_python(w), []).append(os.path.normpath(
+                os.path.join(source_dir, w)))
+    targets = [z for z in zips if zip_platform(z) in (platform, None)]
+    if not wheels or not targets:
+        log(f"no shipped kernels: this machine ({platform}) has no zip with Numba wheels")
+        return []
+    with tempfile.TemporaryDirectory() as out:
+        _, done = kernel_cache.compile_kernels(source_dir, wheels, out, pythons, log=log)
+        for z in targets:
+            added = kernel_cache.add_to_zip(z, out, platform)
+            log(f"{os.path.basename(z)}: {len(added)} shipped kernel files")
+    return done
+
+
 def build(output_dir=DIST, split_platforms=True, python=sys.executable, source_dir=ROOT,
-          verbose=False):
-    """Fetch the wheels, validate, build, check and validate the zip(s); return their paths."""
+          verbose=False, kernels=True, kernel_pythons=None):
+    """Fetch the wheels, validate, build, check and validate the zip(s); return their paths.
+    kernels: ship compiled kernels (ship_kernels) built by ``kernel_pythons`` (default: the
+    Python given as ``python``) in this machine's platform zip."""
     tool, tags = find_tool(python)
     tag_args = [f"--valid-tags={tags}"]
     log = print if verbose else (lambda *a: None)
@@ -271,6 +301,11 @@ def build(output_dir=DIST, split_platforms=True, python=sys.executable, source_d
     zips = sorted(glob.glob(os.path.join(output_dir, stem + "*.zip")))
     if not zips:
         raise BuildError(f"blender_ext build wrote no {stem}*.zip in {output_dir}")
+    if kernels and m.get("wheels"):
+        try:
+            ship_kernels(zips, m, source_dir, kernel_pythons or (python,), log)
+        except RuntimeError as exc:
+            raise BuildError(str(exc)) from exc
     for z in zips:
         check_zip(z, m.get("wheels", []))
         log(_run(python, tool, ["validate", *tag_args, z]))
@@ -289,10 +324,16 @@ def main(argv=None):
                    help="the extension source (default: this repository)")
     p.add_argument("--python", default=sys.executable,
                    help="the Python whose bpy provides the extension tool (default: this one)")
+    p.add_argument("--no-kernels", dest="kernels", action="store_false", default=True,
+                   help="do not compile the kernels into this machine's platform zip")
+    p.add_argument("--kernel-python", action="append", default=None,
+                   help="an interpreter whose Python the shipped kernels are compiled for "
+                        "(repeatable; default: --python)")
     a = p.parse_args(argv)
     try:
         zips = build(os.path.abspath(a.output_dir), a.split_platforms, a.python,
-                     os.path.abspath(a.source_dir), verbose=True)
+                     os.path.abspath(a.source_dir), verbose=True, kernels=a.kernels,
+                     kernel_pythons=a.kernel_python)
     except BuildError as exc:
         print(f"build_extension: {exc}", file=sys.stderr)
         return 1

@@ -9,14 +9,18 @@ VERLET_THREADS=N fixes the threads the parallel kernels use (default: all cores 
 each Simulation measures faster: StepThreads), so a render farm can share a machine;
 VERLET_CACHE_DIR (or configure(cache_dir=...)) is where compiled
 kernels are cached, so compilation is paid once per machine (inside Blender the add-on points it
-at the extension's user directory, never at the extension's own folder).
+at the extension's user directory, never at the extension's own folder), and kernels/cache.py
+how a package ships them compiled for a portable CPU so that a fresh machine compiles nothing
+(VERLET_KERNEL_TARGET or configure(target=...) picks host-tuned or portable kernels).
 """
 
 import contextlib
 import os
+import sys
 import threading
 
-_state = {"numba": None, "error": None, "cache_dir": None, "threads": None}
+_state = {"numba": None, "error": None, "cache_dir": None, "threads": None, "target": None,
+          "shipped_dir": None, "kernel_target": None, "seeded": 0}
 # loading and warming up may start on a worker thread (the add-on compiles off Blender's main
 # thread) while the main thread asks for the kernels: one of them does the work, the other waits
 _lock = threading.RLock()
@@ -27,14 +31,21 @@ def default_cache_dir():
     return os.path.join(base, "verlet_physics", "kernels")
 
 
-def configure(cache_dir=None, threads=None):
-    """Set the kernel cache folder and thread count. Call before the first Simulation to move
-    the cache; the thread count can change at any time."""
+def configure(cache_dir=None, threads=None, target=None, shipped_dir=None):
+    """Set the kernel cache folder, the thread count, the kernels' CPU target ("host" or one of
+    kernels/cache.py's PORTABLE_TARGETS; None: chosen as that module says) and the folder of
+    shipped kernels (default: kernel_cache/ beside solver/). Call before the first Simulation
+    for all but the thread count, which can change at any time."""
+    if target is not None:
+        _state["target"] = str(target)
+    if shipped_dir is not None:
+        _state["shipped_dir"] = str(shipped_dir)
     if cache_dir is not None:
         _state["cache_dir"] = str(cache_dir)
         if _state["numba"] is not None:
             import numba
-            _state["cache_dir"] = os.path.join(str(cache_dir), _cache_key())
+            _state["cache_dir"] = os.path.join(str(cache_dir), _cache_key(),
+                                               _state["kernel_target"])
             numba.config.CACHE_DIR = _state["cache_dir"]
     if threads is not None:
         _state["threads"] = int(threads)
@@ -174,6 +185,15 @@ def build_kernels(requested=None):
     return numba_build_kernels() if name == "numba" else None
 
 
+def _host_features(llvm):
+    """The host CPU's features (name -> bool); none where LLVM cannot tell (then only host-tuned
+    kernels are used)."""
+    try:
+        return dict(llvm.get_host_cpu_features())
+    except RuntimeError:
+        return {}
+
+
 def _load():
     """Import Numba and the kernels into the cache folder (under _lock)."""
     try:
@@ -188,15 +208,41 @@ def _load():
         # semantics, so results are the same bits. Read when Numba is imported: an explicit
         # NUMBA_OPT wins, and a Numba another add-on imported first keeps its own setting.
         os.environ.setdefault("NUMBA_OPT", "2")
+        numba_imported = "numba" in sys.modules
+        import llvmlite.binding as llvm
         import numba
+
+        from .kernels import cache as kernel_cache
         base = _state["cache_dir"] or os.environ.get("VERLET_CACHE_DIR") or default_cache_dir()
         # one folder per import name and kernel sources (_cache_key): a cached kernel
         # remembers the module it was compiled in, so the same file imported as "solver"
-        # (tests) and as "verlet_physics.solver" (inside Blender) must not share it
-        cache = os.path.join(base, _cache_key())
+        # (tests) and as "verlet_physics.solver" (inside Blender) must not share it; in it, one
+        # folder per CPU target (kernels/cache.py)
+        key = _cache_key()
+        folder = os.path.join(base, key)
+        shipped = os.path.join(_state["shipped_dir"] or kernel_cache.SHIPPED_DIR,
+                               kernel_cache.platform_name(), key)
+        target = kernel_cache.choose_target(
+            folder, shipped if os.path.isdir(shipped) else None, _host_features(llvm),
+            forced=_state["target"] or os.environ.get("VERLET_KERNEL_TARGET"),
+            numba_imported=numba_imported, cpu_env="NUMBA_CPU_NAME" in os.environ)
+        cache = os.path.join(folder, target)
+        _state["seeded"] = 0
+        if target != kernel_cache.HOST:
+            if kernel_cache.has_kernels(os.path.join(shipped, target)):
+                _state["seeded"] = kernel_cache.seed(os.path.join(shipped, target), cache)
+            # before the first compile, which creates Numba's code generator for this CPU.
+            # Numba re-reads its NUMBA_* variables at each compile when one changed since it
+            # was imported (NUMBA_OPT above, when Numba came first), and that would put the
+            # host CPU's name back: read them now, so the names set here stay
+            numba.core.config.reload_config()
+            numba.config.CPU_NAME = target
+            numba.config.CPU_FEATURES = ""
         os.makedirs(cache, exist_ok=True)
         numba.config.CACHE_DIR = cache
         _state["cache_dir"] = cache
+        _state["kernel_target"] = target
+        kernel_cache.install_locator()
         from .kernels import compiled
         _state["numba"] = compiled
         _apply_threads()
@@ -207,6 +253,35 @@ def _load():
 def cache_folder():
     """The folder compiled kernels are cached in (None until the compiled backend loads)."""
     return _state["cache_dir"] if _state["numba"] is not None else None
+
+
+def kernel_target():
+    """What the compiled kernels were compiled for: {"target": "host" or a portable CPU name,
+    "seeded": how many cache files this process copied from the shipped cache}, or None until
+    the compiled backend loads."""
+    if _state["numba"] is None:
+        return None
+    return {"target": _state["kernel_target"], "seeded": _state["seeded"]}
+
+
+def cache_stats():
+    """(loaded, compiled): how many kernel signatures this process took from the kernel cache
+    and how many it compiled (Numba's dispatcher statistics of the compiled kernel modules).
+    A machine that had the kernels, shipped or compiled earlier, compiles none."""
+    prefix = (__name__.rpartition(".")[0] or "solver") + ".kernels."
+    loaded = compiled = 0
+    seen = set()
+    for name, module in list(sys.modules.items()):
+        if not name.startswith(prefix) or module is None:
+            continue
+        for value in vars(module).values():
+            stats = getattr(value, "stats", None)
+            if id(value) in seen or not hasattr(stats, "cache_misses"):
+                continue
+            seen.add(id(value))
+            loaded += sum(stats.cache_hits.values())
+            compiled += sum(stats.cache_misses.values())
+    return loaded, compiled
 
 
 def load_error():

@@ -4,6 +4,7 @@ exists here, so the function is called directly, and once in a separate Python p
 the real exit status."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -74,6 +75,21 @@ def test_compile_prepares_the_kernel_cache(extension, capsys):
     indexes = [f for _, _, files in os.walk(folder) for f in files if f.endswith(".nbi")]
     assert any(f.startswith("compiled_loop.run_substeps") for f in indexes), (folder, indexes)
     assert cli.main(["compile"]) == 0 and "ready in 0.0 s" in capsys.readouterr().out
+
+
+def test_compile_tuned(extension, capsys, monkeypatch):
+    """``verlet compile --tuned``: kernels tuned for this CPU (a dev checkout ships none, so they
+    are what ran); refused, with the reason, in a session that already loaded portable ones
+    (the CPU target is fixed once Numba generated code)."""
+    _, _, cli = _addon()
+    backend = sys.modules[cli.__name__.rsplit(".", 2)[0] + ".solver.backend"]
+    assert cli.main(["compile", "--tuned"]) == 0
+    out = capsys.readouterr().out
+    # the counts are this process's: other tests may have compiled the kernels in it
+    assert re.search(r"\(tuned for this CPU: \d+ compiled, \d+ loaded from the cache;", out), out
+    monkeypatch.setattr(backend, "kernel_target", lambda: {"target": "x86-64-v3", "seeded": 9})
+    assert cli.main(["compile", "--tuned"]) == 1
+    assert "already loaded portable kernels" in capsys.readouterr().err
 
 
 def test_bake_default_range_matches_the_operator(extension, tmp_path):

@@ -176,12 +176,28 @@ def test_installed_zip_bakes_like_the_source_tree(built_zip, tmp_path):
     assert inst["threading_layer"] == "tbb"
     assert inst["kernel_cache_dir"].startswith(os.path.realpath(iso) + os.sep)
 
+    # the zip ships the kernels compiled for a portable CPU (scripts/kernel_cache.py) under the
+    # name the installed extension runs as: this fresh machine copied them into its cache and
+    # compiled nothing (the source tree's session below compiles every kernel)
+    with zipfile.ZipFile(built_zip) as zf:
+        shipped = [n for n in zf.namelist()
+                   if n.startswith(f"kernel_cache/linux-x64/{INSTALLED}.solver/")]
+    py_tag = "py{}{}".format(*sys.version_info[:2])
+    assert shipped and all(f"/x86-64-v3/kernels/" in n and f".{py_tag}." in n
+                           for n in shipped), shipped[:5]
+    assert os.path.isdir(os.path.join(ext_dir, "kernel_cache", "linux-x64"))
+    if inst["portable_targets"]:          # this CPU can run x86-64-v3 code
+        assert inst["kernel_target"] == {"target": "x86-64-v3", "seeded": len(shipped)}, inst
+        assert inst["kernels_compiled"] == 0 and inst["kernels_loaded"] >= 1, inst
+        assert inst["kernel_cache_dir"].endswith(os.sep + "x86-64-v3")
+
     # the same scene baked by the source tree (its own isolated user folder)
     iso_src = tmp_path / "user_resources_src"
     iso_src.mkdir()
     src = run_child(["--source", ROOT, "--workdir", tmp_path / "source"], iso_src)
     assert src["operator_file"] == os.path.join(os.path.realpath(ROOT), "addon", "operators.py")
     assert src["bake"] == ["FINISHED"] and src["verlet_error"] == "", src
+    assert src["kernel_target"]["target"] == "host" and src["kernels_compiled"] >= 1, src
 
     h_inst, f_inst = read_cache(inst["cache"])
     h_src, f_src = read_cache(src["cache"])

@@ -168,7 +168,16 @@ def run(args, out):
     out["cache"] = bpy.path.abspath(cloth.get("verlet_cache", "")) if cloth.get("verlet_cache") \
         else ""
     # the bake paid the compile (warm_up) only when it ran the compiled kernels
-    out["bake_compiled"] = bool(sys.modules[ext.__name__ + ".solver.backend"]._state.get("warm"))
+    backend = sys.modules[ext.__name__ + ".solver.backend"]
+    out["bake_compiled"] = bool(backend._state.get("warm"))
+    # which CPU the kernels were compiled for, how many files came from the zip's shipped
+    # kernels, and how many kernel signatures were loaded from the cache / compiled here
+    out["kernel_target"] = backend.kernel_target()
+    out["kernels_loaded"], out["kernels_compiled"] = backend.cache_stats()
+    llvmlite = sys.modules.get("llvmlite.binding")
+    out["portable_targets"] = [] if llvmlite is None else importlib.import_module(
+        ext.__name__ + ".solver.kernels.cache").supported_targets(
+            dict(llvmlite.get_host_cpu_features()))
     numba = sys.modules.get("numba")
     try:     # which thread pool the parallel kernels ran on (set once a parallel kernel ran)
         out["threading_layer"] = numba.threading_layer() if numba is not None else None

@@ -23,6 +23,7 @@ import os
 import struct
 import subprocess
 import sys
+import zipfile
 
 import numpy as np
 import pytest
@@ -59,7 +60,9 @@ def built_zips(tmp_path_factory):
     if os.environ.get("VERLET_EXTENSION_DIST"):
         folder = os.environ["VERLET_EXTENSION_DIST"]
         return sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".zip"))
-    return build_extension.build(output_dir=str(tmp_path_factory.mktemp("dist")), python=PYTHON)
+    # the shipped kernels are compiled by this track's Python (3.11), with the zip's wheels
+    return build_extension.build(output_dir=str(tmp_path_factory.mktemp("dist")), python=PYTHON,
+                                 kernel_pythons=(sys.executable,))
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +111,17 @@ def test_install_bake_export_pc2(built_zip, tmp_path):
     assert out["backend_status"] == "Solver kernels: compiled (Numba)"
     assert out["sim_backend"] == "numba"
     assert out["kernel_cache_dir"].startswith(os.path.realpath(iso) + os.sep)
+    # the kernels this track compiled into the zip (scripts/kernel_cache.py) loaded on this
+    # fresh machine: nothing compiled
+    py_tag = "py{}{}".format(*sys.version_info[:2])
+    with zipfile.ZipFile(built_zip) as zf:
+        shipped = [n for n in zf.namelist()
+                   if n.startswith("kernel_cache/linux-x64/") and f".{py_tag}." in n]
+    if not os.environ.get("VERLET_EXTENSION_DIST"):
+        assert shipped
+    if shipped and out["portable_targets"]:
+        assert out["kernel_target"] == {"target": "x86-64-v3", "seeded": len(shipped)}, out
+        assert out["kernels_compiled"] == 0 and out["kernels_loaded"] >= 1, out
 
     # one bake, on the compiled kernels
     assert out["bake"] == ["FINISHED"] and out["verlet_error"] == "", out

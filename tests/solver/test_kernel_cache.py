@@ -1,0 +1,178 @@
+"""The kernel cache (solver/kernels/cache.py): which CPU target the kernels are compiled for,
+and shipped kernels that a fresh machine loads instead of compiling.
+
+The end-to-end check, a zip built with its shipped kernels installed into an isolated Blender
+that then compiles nothing, is tests/blender/test_install.py (Blender 5.2) and tests/smoke
+(4.2 and 5.0)."""
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from solver.kernels import cache
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+V3 = {f: True for f in cache.PORTABLE_TARGETS["x86-64-v3"]}
+
+
+def _index(folder, target, name="compiled.predict-43", py=None):
+    path = os.path.join(folder, target, "kernels")
+    os.makedirs(path, exist_ok=True)
+    for ext in (".nbi", ".1.nbc"):
+        with open(os.path.join(path, f"{name}.{py or cache.python_tag()}{ext}"), "wb") as f:
+            f.write(b"x")
+    return path
+
+
+def test_supported_targets_need_every_feature():
+    assert cache.supported_targets(V3) == ["x86-64-v3"]
+    assert cache.supported_targets(set(V3)) == ["x86-64-v3"]
+    for missing in cache.PORTABLE_TARGETS["x86-64-v3"]:
+        assert cache.supported_targets(dict(V3, **{missing: False})) == [], missing
+    assert cache.supported_targets({}) == []
+
+
+def test_has_kernels_is_per_python(tmp_path):
+    _index(tmp_path, "x86-64-v3", py="py311")
+    assert cache.has_kernels(tmp_path / "x86-64-v3", (3, 11))
+    assert not cache.has_kernels(tmp_path / "x86-64-v3", (3, 13))
+    assert not cache.has_kernels(tmp_path / "host")
+
+
+def test_choose_target(tmp_path):
+    mine, shipped = str(tmp_path / "mine"), str(tmp_path / "shipped")
+    # nothing shipped, nothing compiled: tuned for this CPU
+    assert cache.choose_target(mine, None, V3) == "host"
+    # shipped portable kernels load where the CPU can run them, not elsewhere
+    _index(shipped, "x86-64-v3")
+    assert cache.choose_target(mine, shipped, V3) == "x86-64-v3"
+    assert cache.choose_target(mine, shipped, dict(V3, avx2=False)) == "host"
+    # shipped for another Python only: of no use
+    other = str(tmp_path / "other")
+    _index(other, "x86-64-v3", py="py27")
+    assert cache.choose_target(mine, other, V3) == "host"
+    # tuned kernels compiled here earlier win over shipped ones
+    _index(mine, "host")
+    assert cache.choose_target(mine, shipped, V3) == "host"
+    # Numba loaded by someone else first, or NUMBA_CPU_NAME set: no CPU imposed
+    fresh = str(tmp_path / "fresh")
+    assert cache.choose_target(fresh, shipped, V3, numba_imported=True) == "host"
+    assert cache.choose_target(fresh, shipped, V3, cpu_env=True) == "host"
+    # forced
+    assert cache.choose_target(mine, shipped, V3, forced="x86-64-v3") == "x86-64-v3"
+    assert cache.choose_target(fresh, shipped, V3, forced="host") == "host"
+    with pytest.raises(ValueError, match="lacks the features of x86-64-v3"):
+        cache.choose_target(fresh, shipped, {}, forced="x86-64-v3")
+    with pytest.raises(ValueError, match="VERLET_KERNEL_TARGET: expected"):
+        cache.choose_target(fresh, shipped, V3, forced="pentium")
+
+
+def test_seed_copies_only_what_is_missing(tmp_path):
+    src = _index(tmp_path / "shipped", "x86-64-v3")
+    with open(os.path.join(src, "notes.txt"), "w") as f:
+        f.write("not a kernel")
+    dst = tmp_path / "mine" / "x86-64-v3"
+    assert cache.seed(os.path.dirname(src), str(dst)) == 2
+    assert sorted(os.listdir(dst / "kernels")) == sorted(
+        n for n in os.listdir(src) if n.endswith((".nbi", ".nbc")))
+    # a file Numba rewrote since (it adds kernels it compiles) is kept, and nothing is copied
+    index = dst / "kernels" / f"compiled.predict-43.{cache.python_tag()}.nbi"
+    index.write_bytes(b"newer")
+    assert cache.seed(os.path.dirname(src), str(dst)) == 0
+    assert index.read_bytes() == b"newer"
+    assert not [n for n in os.listdir(dst / "kernels") if n.endswith(".tmp")]
+
+
+def test_platform_name():
+    assert cache.platform_name("linux", "x86_64") == "linux-x64"
+    assert cache.platform_name("win32", "AMD64") == "windows-x64"
+    assert cache.platform_name("darwin", "arm64") == "macos-arm64"
+
+
+_CHILD = r"""
+import json, sys
+if sys.argv[-1] == "numba-first":
+    import numba
+    sys.argv.pop()
+import numpy as np
+from solver import backend
+backend.configure(cache_dir=sys.argv[1], shipped_dir=sys.argv[2])
+if len(sys.argv) > 3:
+    backend.configure(target=sys.argv[3])
+k = backend.numba_kernels()
+X = np.zeros((3, 2))
+k.predict(X, X.copy(), X.copy(), np.ones(2), np.zeros(0))
+import numba
+loaded, compiled = backend.cache_stats()
+print("RESULT " + json.dumps({"folder": backend.cache_folder(), "info": backend.kernel_target(),
+                              "loaded": loaded, "compiled": compiled,
+                              "cpu": numba.config.CPU_NAME}))
+"""
+
+
+def _child(tree, *args):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("VERLET_KERNEL_TARGET", "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES",
+                        "VERLET_CACHE_DIR")}
+    out = subprocess.run([sys.executable, "-c", _CHILD, *map(str, args)], cwd=tree, env=env,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):])
+
+
+def _v3_host():
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    import llvmlite.binding as llvm
+    return bool(cache.supported_targets(dict(llvm.get_host_cpu_features())))
+
+
+@pytest.mark.skipif(os.environ.get("VERLET_BACKEND") == "numpy", reason="compiled kernels only")
+@pytest.mark.skipif(not _v3_host(), reason="needs an x86-64 CPU with AVX2 (x86-64-v3)")
+def test_portable_kernels_load_from_another_install(tmp_path):
+    """A kernel compiled for x86-64-v3 in one copy of the solver loads, without compiling, in
+    another copy at another path on a machine whose cache is empty: what a zip's shipped
+    kernels do on a fresh machine. One small kernel, not all (a full compile takes a minute)."""
+    pytest.importorskip("numba")
+    builder, user = tmp_path / "build", tmp_path / "install"
+    for tree in (builder, user):
+        shutil.copytree(ROOT, tree / "src", ignore=shutil.ignore_patterns(
+            ".*", "tests", "benchmarks", "scripts", "dist", "out", "wheels", "__pycache__",
+            "kernel_cache"))
+    shipped = tmp_path / "shipped"
+    made = _child(builder / "src", shipped / cache.platform_name(), tmp_path / "none",
+                  "x86-64-v3")
+    assert made["info"] == {"target": "x86-64-v3", "seeded": 0}
+    assert made["cpu"] == "x86-64-v3" and made["compiled"] >= 1 and made["loaded"] == 0
+    # the build's folder, under the shipped layout <platform>/<import name>/<digest>/<target>
+    assert made["folder"].startswith(str(shipped / cache.platform_name() / "solver"))
+    assert os.path.basename(made["folder"]) == "x86-64-v3"
+
+    got = _child(user / "src", tmp_path / "user_cache", shipped)
+    assert got["info"]["target"] == "x86-64-v3" and got["info"]["seeded"] >= 2, got
+    assert got["cpu"] == "x86-64-v3"
+    assert got["compiled"] == 0 and got["loaded"] >= 1, got
+    assert got["folder"].startswith(str(tmp_path / "user_cache"))
+
+    # where kernels tuned for this CPU were asked for, the shipped ones are not used
+    tuned = _child(user / "src", tmp_path / "tuned_cache", shipped, "host")
+    assert tuned["info"] == {"target": "host", "seeded": 0}
+    assert tuned["cpu"] is None and tuned["compiled"] >= 1
+
+
+@pytest.mark.skipif(os.environ.get("VERLET_BACKEND") == "numpy", reason="compiled kernels only")
+@pytest.mark.skipif(not _v3_host(), reason="needs an x86-64 CPU with AVX2 (x86-64-v3)")
+def test_forced_target_holds_when_numba_came_first(tmp_path):
+    """Numba imported before the solver sets NUMBA_OPT after Numba read its environment; its next
+    compile re-reads it, which must not put the host CPU's name back under kernels compiled for
+    x86-64-v3 (the cache would then file portable code as the host's, and the reverse)."""
+    pytest.importorskip("numba")
+    got = _child(ROOT, tmp_path / "c", tmp_path / "none", "x86-64-v3", "numba-first")
+    assert got["info"]["target"] == "x86-64-v3" and got["compiled"] >= 1
+    assert got["cpu"] == "x86-64-v3", got
