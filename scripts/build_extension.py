@@ -253,9 +253,10 @@ def _build_any(python, tool, tag_args, source_dir, output_dir, stem):
         return log
 
 
-def ship_kernels(zips, m, source_dir, pythons, log=print):
+def ship_kernels(zips, m, source_dir, pythons, log=print, optional=()):
     """Compile the kernels (kernel_cache.py) for this machine's platform with each of ``pythons``
-    and add them to that platform's zip (or the all-platform zip). Returns what was compiled."""
+    (and of ``optional``, whose failures are logged) and add them to that platform's zip (or
+    the all-platform zip). Returns what was compiled."""
     import kernel_cache
     platform = kernel_cache._cache_module(source_dir).platform_name()
     wheels = {}
@@ -268,7 +269,8 @@ def ship_kernels(zips, m, source_dir, pythons, log=print):
         log(f"no shipped kernels: this machine ({platform}) has no zip with Numba wheels")
         return []
     with tempfile.TemporaryDirectory() as out:
-        _, done = kernel_cache.compile_kernels(source_dir, wheels, out, pythons, log=log)
+        _, done = kernel_cache.compile_kernels(source_dir, wheels, out, pythons, log=log,
+                                               optional=optional)
         for z in targets:
             added = kernel_cache.add_to_zip(z, out, platform)
             log(f"{os.path.basename(z)}: {len(added)} shipped kernel files")
@@ -279,7 +281,8 @@ def build(output_dir=DIST, split_platforms=True, python=sys.executable, source_d
           verbose=False, kernels=True, kernel_pythons=None):
     """Fetch the wheels, validate, build, check and validate the zip(s); return their paths.
     kernels: ship compiled kernels (ship_kernels) built by ``kernel_pythons`` (default: the
-    Python given as ``python``) in this machine's platform zip."""
+    Python given as ``python``, and a pythonX.Y with NumPy on PATH for each other Python the
+    zip bundles: kernel_cache.interpreters) in this machine's platform zip."""
     tool, tags = find_tool(python)
     tag_args = [f"--valid-tags={tags}"]
     log = print if verbose else (lambda *a: None)
@@ -303,7 +306,13 @@ def build(output_dir=DIST, split_platforms=True, python=sys.executable, source_d
         raise BuildError(f"blender_ext build wrote no {stem}*.zip in {output_dir}")
     if kernels and m.get("wheels"):
         try:
-            ship_kernels(zips, m, source_dir, kernel_pythons or (python,), log)
+            import kernel_cache
+            if kernel_pythons:
+                required, optional = list(kernel_pythons), []
+            else:
+                bundled = {wheel_python(w) for w in m["wheels"]}
+                required, optional = kernel_cache.interpreters(python, bundled, log)
+            ship_kernels(zips, m, source_dir, required, log, optional)
         except RuntimeError as exc:
             raise BuildError(str(exc)) from exc
     for z in zips:
@@ -328,7 +337,8 @@ def main(argv=None):
                    help="do not compile the kernels into this machine's platform zip")
     p.add_argument("--kernel-python", action="append", default=None,
                    help="an interpreter whose Python the shipped kernels are compiled for "
-                        "(repeatable; default: --python)")
+                        "(repeatable; default: --python, and a pythonX.Y with NumPy on PATH "
+                        "for each other bundled Python)")
     a = p.parse_args(argv)
     try:
         zips = build(os.path.abspath(a.output_dir), a.split_platforms, a.python,

@@ -8,10 +8,11 @@ under the module name an installed extension runs as, and build_extension.py add
 the zip of this machine's platform as ``kernel_cache/<platform>/<import name>/<digest>/<target>/``.
 
 Each Python the zip bundles wheels for is compiled by an interpreter of that Python given to
-``compile_kernels`` (the build passes its own; tests/smoke passes Python 3.11's): the wheels are
-unpacked into a temporary folder that shadows whatever Numba the interpreter has, and NumPy
-comes from the interpreter (Blender brings its own). A Python without an interpreter here gets
-no shipped kernels and compiles on first use, as before.
+``compile_kernels`` (by default the build's own and, for the other bundled Pythons, a
+``pythonX.Y`` on PATH that has NumPy: ``interpreters``; tests/smoke passes Python 3.11's alone):
+the wheels are unpacked into a temporary folder that shadows whatever Numba the interpreter has,
+and NumPy comes from the interpreter (Blender brings its own). A Python without an interpreter
+here gets no shipped kernels and compiles on first use, as before.
 """
 
 import json
@@ -96,21 +97,53 @@ def _unpack_wheels(wheels, dest):
             zf.extractall(dest)
 
 
+def interpreters(python, bundled, log=print):
+    """The interpreters that compile the shipped kernels when none are named: ``python`` (the
+    build's own; its failure fails the build) and, for each other Python in ``bundled`` ("X.Y"
+    the zip has Numba wheels for), the first ``pythonX.Y`` on PATH that imports NumPy (Blender
+    brings its own NumPy, so any recent one compiles the same kernels); a Python without one
+    ships no kernels, and the build says so. Returns (required, optional)."""
+    have = python_version(python)
+    optional = []
+    for py in sorted(set(bundled) - {have}):
+        found = shutil.which(f"python{py}")
+        ok = found and subprocess.run([found, "-c", "import numpy"],
+                                      capture_output=True).returncode == 0
+        if ok:
+            optional.append(found)
+        else:
+            log(f"no shipped kernels for Python {py}: no python{py} with NumPy on PATH "
+                "(they compile on first use)")
+    return [python], optional
+
+
 def compile_kernels(source_dir, wheels, out_dir, pythons=(sys.executable,), targets=None,
-                    log=print):
-    """Compile every kernel for each interpreter in ``pythons`` and each portable target into
-    ``out_dir`` (layout: <import name>/<digest>/<target>/kernels/). ``wheels``: {python "X.Y":
-    [numba and llvmlite wheel paths]} for this machine's platform. Returns (platform, [one dict
-    per compile: python, target, seconds]); the targets default to every portable target this
-    CPU can run (each compile runs a step, so one it cannot run would crash); none: nothing to
-    ship for this CPU."""
+                    log=print, optional=()):
+    """Compile every kernel for each interpreter in ``pythons`` and ``optional`` and each
+    portable target into ``out_dir`` (layout: <import name>/<digest>/<target>/kernels/), at
+    most one compile per core at a time. ``wheels``: {python "X.Y": [numba and llvmlite wheel
+    paths]} for this machine's platform. A failure of one of ``pythons`` raises
+    KernelCacheError; one of ``optional`` is logged, and whatever it compiled stays (each
+    kernel is a file of its own: one missing compiles on first use). Returns (platform, [one
+    dict per compile: python, target, seconds]); the targets default to every portable target
+    this CPU can run (each compile runs a step, so one it cannot run would crash); none:
+    nothing to ship for this CPU."""
     kernel_cache = _cache_module(source_dir)
     platform = kernel_cache.platform_name()
-    done = []
+    done, jobs = [], []
+
+    def finish():
+        py, target, proc, required = jobs.pop(0)
+        try:
+            done.append(_finish(py, target, proc, wheels, log))
+        except KernelCacheError as exc:
+            if required:
+                raise
+            log(f"no shipped kernels for Python {py}: {exc}")
+
     with tempfile.TemporaryDirectory() as tmp:
         stage = _stage(source_dir, os.path.join(tmp, "stage"))
-        jobs = []
-        for python in pythons:
+        for python, required in [(p, True) for p in pythons] + [(p, False) for p in optional]:
             py = python_version(python)
             if py not in wheels:
                 raise KernelCacheError(f"{python} is Python {py}; the zip bundles Numba for "
@@ -122,16 +155,23 @@ def compile_kernels(source_dir, wheels, out_dir, pythons=(sys.executable,), targ
             for k in ("VERLET_BACKEND", "VERLET_KERNEL_TARGET", "VERLET_CACHE_DIR",
                       "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_CACHE_DIR"):
                 env.pop(k, None)
-            for target in (targets if targets is not None else
-                           kernel_cache.supported_targets(_features(python, env))):
+            try:
+                chosen = targets if targets is not None else \
+                    kernel_cache.supported_targets(_features(python, env))
+            except KernelCacheError as exc:
+                if required:
+                    raise
+                log(f"no shipped kernels for Python {py}: {exc}")
+                continue
+            for target in chosen:
                 cmd = [python, "-c", _CHILD, stage, out_dir, target, INSTALLED_PACKAGE]
                 jobs.append((py, target, subprocess.Popen(cmd, env=env, cwd=tmp, text=True,
                                                           stdout=subprocess.PIPE,
-                                                          stderr=subprocess.STDOUT)))
+                                                          stderr=subprocess.STDOUT), required))
                 if len(jobs) >= max(1, os.cpu_count() or 1):
-                    done.append(_finish(*jobs.pop(0), wheels, log))
+                    finish()
         while jobs:
-            done.append(_finish(*jobs.pop(0), wheels, log))
+            finish()
     return platform, done
 
 

@@ -107,17 +107,19 @@ def choose_target(cache, shipped, features, forced=None, numba_imported=False, c
     return HOST
 
 
-def seed(shipped_target, target_folder):
-    """Copy the shipped kernels of one target into this machine's cache folder for it (files it
-    already has are kept: Numba may have added kernels of its own since). Each file is written
-    under a temporary name and renamed, so a reader never sees half a file. Returns the number
-    of files copied."""
+def seed(shipped_target, target_folder, version=None):
+    """Copy the shipped kernels of one target for this Python into this machine's cache folder
+    for it (files it already has are kept: Numba may have added kernels of its own since). Each
+    file is written under a temporary name and renamed, so a reader never sees half a file.
+    Returns the number of files copied."""
     src = os.path.join(shipped_target, "kernels")
     dst = os.path.join(target_folder, "kernels")
     os.makedirs(dst, exist_ok=True)
+    tag = f".{python_tag(version)}."
     copied = 0
     for name in sorted(os.listdir(src)):
-        if not name.endswith((".nbi", ".nbc")) or os.path.exists(os.path.join(dst, name)):
+        if not name.endswith((".nbi", ".nbc")) or tag not in name or \
+                os.path.exists(os.path.join(dst, name)):
             continue
         tmp = os.path.join(dst, f".{name}.{os.getpid()}.tmp")
         shutil.copyfile(os.path.join(src, name), tmp)
