@@ -15,18 +15,10 @@ of "Advanced Character Physics", with Macklin et al.'s "Small Steps in Physics S
                   colliders (tunnelling guard; last: loop.py says why), shape matching, joints
       velocity    shape-matching damping, restitution, overlap resolved without speed
 
-Velocity is always (x - x*) / h. The Model is fixed; the State (state.py) is what the loop
-integrates; the Control is what the user sets between steps; the Contacts are found afresh every
-step. Every kernel, the substep loop too, comes from the kernel table (kernels/__init__.py).
-
-Safety: after every substep the positions are checked; the first non-finite value restores the
-state from before the step and raises SolverError naming the step, the particle and what acts on
-it; so does a particle faster after a step than the scene's forces can make it (RUNAWAY_FACTOR).
-Determinism: the same inputs give bit-identical results at any thread count (threads split items
-that touch disjoint particles, or gather per particle in a fixed order; no randomness but the
-seeded wind and jitter); get_state / set_state resume bit-identically on either backend.
+Velocity is (x - x*) / h. Kernels come from the kernel table (kernels/__init__.py). A non-finite
+position or a runaway particle (RUNAWAY_FACTOR) restores the state and raises SolverError naming
+the step, particle and cause. Results are bit-identical at any thread count and on resume.
 """
-
 
 import math
 
