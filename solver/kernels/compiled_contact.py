@@ -549,12 +549,18 @@ def _share(lift, lifted, j, cj, l0, l1, l2):
     lifted[j] = True
 
 
+@njit(cache=True, fastmath=False, inline="always")
+def release_one(Xp, lift, lifted, i):
+    """Particle i's overlap resolved without speed: its lift (3,) [m] moved into x*."""
+    if lifted[i]:
+        for c in range(3):
+            Xp[c, i] += lift[i, c]
+            lift[i, c] = 0.0
+        lifted[i] = False
+
+
 @njit(cache=True, fastmath=False)
 def release_overlap(Xp, lift, lifted):
     """Scalar mirror of collision/project.release_overlap."""
     for i in range(lifted.shape[0]):
-        if lifted[i]:
-            for c in range(3):
-                Xp[c, i] += lift[i, c]
-                lift[i, c] = 0.0
-            lifted[i] = False
+        release_one(Xp, lift, lifted, i)

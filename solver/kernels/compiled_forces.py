@@ -13,6 +13,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .compiled_contact import release_one
+
 
 @njit(cache=True, fastmath=False, inline="always")
 def _predict_one(X, Xp, a_h2, keep, lim, clamp, p):
@@ -119,11 +121,7 @@ def close_substep(X, Xp, lift, lifted):
     the substep is sound)."""
     bad = 0
     for i in prange(X.shape[1]):
-        if lifted[i]:
-            for c in range(3):
-                Xp[c, i] += lift[i, c]
-                lift[i, c] = 0.0
-            lifted[i] = False
+        release_one(Xp, lift, lifted, i)
         if not (math.isfinite(X[0, i]) and math.isfinite(X[1, i]) and math.isfinite(X[2, i])):
             bad += 1
     return bad
