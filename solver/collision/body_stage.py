@@ -5,43 +5,29 @@ Fedkiw and Anderson, "Robust treatment of collisions, contact and friction for c
 animation", SIGGRAPH 2002), once per step, beside the colliders' broad phase
 (colliders.Colliders.collide).
 
-Per step: every particle's box swept over the step; the stage is skipped when no two groups'
-boxes overlap and no group self-collides; otherwise the kernel table's find_body_contacts
-gives the candidate pairs, which are sorted (so both backends store the same list), given a
-side (vertex-triangle and edge-edge), a contact distance, a friction and, for particle pairs,
-a jitter direction, and stored in the Contacts with the per-particle gather (contacts.py).
+Per step, in three kernels of the kernel table (each compiled, with its NumPy reference):
+- active_items: every particle's box swept over the step; only the particles, triangles and
+  edges whose box meets another group's box (or that self-collide) take part, and the stage
+  is skipped when none can touch;
+- find_body_contacts: the candidate pairs, from a grid of the active items (bodies.py);
+- filter_pairs: the pairs, sorted (so both backends store the same list), that can meet this
+  step, and their sides (vertex-triangle and edge-edge; pairs.py).
+The kept pairs get a contact distance, a friction and, for particle pairs, a jitter direction,
+and are stored in the Contacts with the per-particle gather (contacts.py). What Python does
+between the kernels is a few array operations per step, none per item.
 """
 
 import numpy as np
 
-from .bodies import (BAND, EDGES, PAIR, PARALLEL, SLACK, VERTEX_TRI, jitter_directions)
+from .bodies import EDGES, PAIR, SLACK, VERTEX_TRI, jitter_directions
 
 # a particle's box grows by GROW |v| dt beside its predicted sweep: what the prediction may miss
 GROW = 0.1
-# a pair is kept when it can meet within the step: its gap at the step's start at most the
-# contact distance + 2 SLACK + REACH (|relative velocity| + the faster's speed) dt + |a| dt^2
-REACH = 1.5
 # the active-item filter (BodyContacts._active) finds the overlapping pairs of group boxes; with
 # more candidates than PAIRS_MAX every item takes part; items are tested against the boxes of
 # the groups their own group meets, PAIR_CHUNK group pairs at a time
 PAIRS_MAX = 1 << 22
 PAIR_CHUNK = 1 << 14
-
-
-def _bary_min(e0, e1, d, nrm, ln):
-    """(k,) the smallest barycentric coordinate of points a + d projected on triangles
-    (a, a + e0, a + e1) (rows (k, 3); 0 for degenerate ones)."""
-    d00 = np.einsum("ij,ij->i", e0, e0)
-    d01 = np.einsum("ij,ij->i", e0, e1)
-    d11 = np.einsum("ij,ij->i", e1, e1)
-    d20 = np.einsum("ij,ij->i", d, e0)
-    d21 = np.einsum("ij,ij->i", d, e1)
-    den = d00 * d11 - d01 * d01
-    ok = den > 0
-    den = np.where(ok, den, 1.0)
-    bb = (d11 * d20 - d01 * d21) / den
-    bc = (d00 * d21 - d01 * d20) / den
-    return np.where(ok, np.minimum(np.minimum(bb, bc), 1.0 - bb - bc), 0.0)
 
 
 def _solid_depth(x0, tris, solid, group, budget=20_000_000):
@@ -66,6 +52,59 @@ def _runs(group, G):
     """Items sorted by group (stable) and (G,) where each group's run starts in that order."""
     by = np.argsort(group, kind="stable")
     return by, np.searchsorted(group[by], np.arange(G)).astype(np.int64)
+
+
+def active_items(lo, hi, tris, edges, radius, self_group, runs, ga, gb, glo, ghi, everything):
+    """The active-item filter (the kernel table's active_items; compiled in
+    kernels/compiled_broad.py): (n,), (F,), (E,) bool the particles, triangles and edges whose
+    step box overlaps the box of a group other than their own whose contact with theirs is not
+    disabled, or that belong to a self-colliding group; and (5, 3) [m] the grid's extents: the
+    largest active particle box, triangle box and edge box per axis, the grid's origin (the
+    lowest active particle box less the first, the lowest active edge box less the third) and
+    its top. Nothing else can be in a contact this step (a pair's boxes overlap, and each lies
+    in its own group's box). Particles without a radius take part only as vertices against
+    triangles: with no triangle taking part, they are left out (a ragdoll's frame particles).
+
+    lo, hi (n, 3) [m] the particles' boxes; tris (F, 3), edges (E, 2) int64; radius (n,) [m];
+    self_group (G,) bool; runs the items by group (BodyContacts.runs); ga, gb (P,) int64 an
+    item of group ga is tested against the box glo[gb], ghi[gb] (G, 3) [m] (both orders of
+    every overlapping pair of groups); everything: every item takes part. Min and max are
+    exact, so both backends give the same flags and extents."""
+    tlo = np.minimum(np.minimum(lo[tris[:, 0]], lo[tris[:, 1]]), lo[tris[:, 2]])
+    thi = np.maximum(np.maximum(hi[tris[:, 0]], hi[tris[:, 1]]), hi[tris[:, 2]])
+    elo = np.minimum(lo[edges[:, 0]], lo[edges[:, 1]])
+    ehi = np.maximum(hi[edges[:, 0]], hi[edges[:, 1]])
+    items = ((lo, hi) + runs[0:3], (tlo, thi) + runs[3:6], (elo, ehi) + runs[6:9])
+    out = []
+    for ilo, ihi, by, start, ig in items:
+        if everything:
+            out.append(np.ones(len(ig), bool))
+            continue
+        act = self_group[ig].copy() if len(ig) else np.zeros(0, bool)
+        if len(ig) and len(ga):
+            # each item of group ga tested against the box of group gb
+            stop = np.r_[start[1:], len(by)]
+            cnt = stop[ga] - start[ga]
+            for a in range(0, len(ga), PAIR_CHUNK):
+                sa, sb, c = ga[a:a + PAIR_CHUNK], gb[a:a + PAIR_CHUNK], cnt[a:a + PAIR_CHUNK]
+                k = int(c.sum())
+                it = by[np.repeat(start[sa] - np.cumsum(c) + c, c) + np.arange(k)]
+                other = np.repeat(sb, c)
+                hit = np.all((ilo[it] <= ghi[other]) & (ihi[it] >= glo[other]), axis=1)
+                act[it[hit]] = True
+        out.append(act)
+    active, tri_active, edge_active = out
+    if not tri_active.any():
+        active &= radius > 0
+    zero = np.zeros((1, 3))
+    reach = np.max(np.r_[zero, (hi - lo)[active]], axis=0)
+    extents = np.array([reach, np.max(np.r_[zero, (thi - tlo)[tri_active]], axis=0),
+                        np.max(np.r_[zero, (ehi - elo)[edge_active]], axis=0),
+                        np.full(3, np.inf), np.full(3, -np.inf)])
+    extents[3] = np.min(np.r_[extents[3:4], lo[active] - reach,
+                              elo[edge_active] - extents[2]], axis=0)
+    extents[4] = np.max(np.r_[extents[4:5], hi[active], ehi[edge_active]], axis=0)
+    return active, tri_active, edge_active, extents
 
 
 # ----------------------------------------------------------------------------- the stage
@@ -151,6 +190,11 @@ class BodyContacts:
             np.zeros(0, np.int64)
         self.tri_by_group, self.tri_group_start = _runs(self.tri_group, G)
         self.edge_by_group, self.edge_group_start = _runs(self.edge_group, G)
+        # active_items' view of the items by group: (by, start, group) for the particles, the
+        # triangles and the edges
+        self.runs = (self.by_group, self.group_start, self.group, self.tri_by_group,
+                     self.tri_group_start, self.tri_group, self.edge_by_group,
+                     self.edge_group_start, self.edge_group)
 
     def boxes(self, x, xp, h, dt, acc, pinned, pin_target):
         """(n, 3) lo, hi [m]: each particle's box over the step (module docstring)."""
@@ -196,44 +240,20 @@ class BodyContacts:
             a, b = a[ok], b[ok]
         return a, b
 
-    def _active(self, lo, hi, tlo, thi):
-        """(n,), (F,), (E,) bool: the particles, triangles and edges whose step box overlaps the
-        box of a group other than their own whose contact with theirs is not disabled, or that
-        belong to a self-colliding group. Nothing else can be in a contact this step (a pair's
-        boxes overlap, and each lies in its own group's box). Particles without a radius take part only as vertices against triangles: with no
-        triangle taking part, they are left out (a ragdoll's frame particles)."""
-        e = self.edges
-        elo = np.minimum(lo[e[:, 0]], lo[e[:, 1]])
-        ehi = np.maximum(hi[e[:, 0]], hi[e[:, 1]])
-        items = ((lo, hi, self.by_group, self.group_start, self.group),
-                 (tlo, thi, self.tri_by_group, self.tri_group_start, self.tri_group),
-                 (elo, ehi, self.edge_by_group, self.edge_group_start, self.edge_group))
+    def _active(self, kernels, lo, hi):
+        """The kernel table's active_items for this step's boxes lo, hi (n, 3) [m]: which
+        particles, triangles and edges take part, and the grid's extents (active_items)."""
         boxes = self._group_boxes(lo, hi)
         pairs = None if boxes is None else self._group_pairs(*boxes)
         if pairs is None:                          # everything takes part
-            out = [np.ones(len(g), bool) for *_, g in items]
+            glo = ghi = np.zeros((0, 3))
+            ga = gb = np.zeros(0, np.int64)
         else:
             glo, ghi = boxes
             ga, gb = np.r_[pairs[0], pairs[1]], np.r_[pairs[1], pairs[0]]   # item's, other
-            out = []
-            for ilo, ihi, by, start, ig in items:
-                act = self.self_group[ig].copy() if len(ig) else np.zeros(0, bool)
-                if len(ig) and len(ga):
-                    # each item of group ga tested against the box of group gb
-                    stop = np.r_[start[1:], len(by)]
-                    cnt = stop[ga] - start[ga]
-                    for a in range(0, len(ga), PAIR_CHUNK):
-                        sa, sb, c = ga[a:a + PAIR_CHUNK], gb[a:a + PAIR_CHUNK], \
-                            cnt[a:a + PAIR_CHUNK]
-                        k = int(c.sum())
-                        it = by[np.repeat(start[sa] - np.cumsum(c) + c, c) + np.arange(k)]
-                        other = np.repeat(sb, c)
-                        hit = np.all((ilo[it] <= ghi[other]) & (ihi[it] >= glo[other]), axis=1)
-                        act[it[hit]] = True
-                out.append(act)
-        if not out[1].any():
-            out[0] &= self.radius > 0
-        return tuple(out)
+        return kernels.active_items(
+            lo, hi, self.tris, self.edges, self.radius, self.self_group, self.runs, ga, gb,
+            np.ascontiguousarray(glo), np.ascontiguousarray(ghi), pairs is None)
 
     def collide(self, kernels, x, xp, h, dt, acc, pinned, pin_target, contacts):
         """Find this step's body contacts into ``contacts`` (set_body_contacts)."""
@@ -244,12 +264,10 @@ class BodyContacts:
             contacts.clear_body_contacts()
             return
         lo, hi = self.boxes(x, xp, h, dt, acc, pinned, pin_target)
+        lo, hi = np.ascontiguousarray(lo), np.ascontiguousarray(hi)
         # only what may touch another group (or its own, self-colliding) is hashed and queried:
         # a cloth that lies near a crate with one corner costs that corner, not the whole cloth
-        t, e = self.tris, self.edges
-        tlo = np.minimum(np.minimum(lo[t[:, 0]], lo[t[:, 1]]), lo[t[:, 2]])
-        thi = np.maximum(np.maximum(hi[t[:, 0]], hi[t[:, 1]]), hi[t[:, 2]])
-        active, tri_active, edge_active = self._active(lo, hi, tlo, thi)
+        active, tri_active, edge_active, extents = self._active(kernels, lo, hi)
         # a vertex against a face, two particles with radii, or two edges (two ridges crossing
         # in an X touch with no vertex near the other body)
         if not ((active.any() and (tri_active.any() or (active & (self.radius > 0)).any()))
@@ -257,113 +275,22 @@ class BodyContacts:
             contacts.clear_body_contacts()
             return
         # per axis: a falling cloth's boxes are tall and narrow, so its cells are too
-        reach = (hi - lo)[active].max(axis=0) if active.any() else np.zeros(3)   # (3,) [m]
-        tri_ext = (thi - tlo)[tri_active].max(axis=0) if tri_active.any() else np.zeros(3)
-        elo = np.minimum(lo[e[:, 0]], lo[e[:, 1]])[edge_active]
-        ehi = np.maximum(hi[e[:, 0]], hi[e[:, 1]])[edge_active]
-        edge_ext = (ehi - elo).max(axis=0) if len(elo) else np.zeros(3)
-        # the grid covers every hashed item: active particles and active edges
-        origin = np.min(np.vstack([lo[active] - reach, elo - edge_ext]), axis=0)
-        top = np.max(np.vstack([hi[active], ehi]), axis=0)
+        reach, tri_ext, edge_ext, origin, top = extents
         # cells of half the largest box: a query scans little more than its own box
         cell = np.maximum(0.5 * np.maximum(np.maximum(tri_ext, reach), edge_ext),
                           np.maximum((top - origin) / 2 ** 20, 1e-9))
         dims = (np.floor((top - origin) / cell).astype(np.int64) + 1)
         pi, pj, tv, tt, ea, eb = kernels.find_body_contacts(
-            np.ascontiguousarray(lo), np.ascontiguousarray(hi), self.radius, self.group,
-            self.inv_mass, self.x0, t, self.tri_thick, self.edges, self.edge_thick,
-            self.self_group, self.disabled, origin, cell, dims, reach, active, tri_active,
-            edge_active, self._edge_sag(x), self.pair_self)
-        self._store(x, xp, h, dt, pi, pj, tv, tt, ea, eb, contacts)
+            lo, hi, self.radius, self.group, self.inv_mass, self.x0, self.tris, self.tri_thick,
+            self.edges, self.edge_thick, self.self_group, self.disabled, origin, cell, dims,
+            reach, active, tri_active, edge_active, self._edge_sag(x, edge_active),
+            self.pair_self)
+        self._store(kernels, x, xp, h, dt, pi, pj, tv, tt, ea, eb, contacts)
 
-    def _edge_sides(self, x, vel, dt, ea, eb):
-        """Side, keep mask and (k, 3) unit normal (q - p) x (w - u) of edge pairs at the step's
-        start: solid edges push out along their outward normals; two two-sided edges keep the
-        side they are on."""
-        E = self.edges
-        p, q, u, w = E[ea, 0], E[ea, 1], E[eb, 0], E[eb, 1]
-        d1, d2, r = x[q] - x[p], x[w] - x[u], x[p] - x[u]
-        n = np.cross(d1, d2)
-        ln = np.sqrt(np.einsum("ij,ij->i", n, n))
-        a, e = np.einsum("ij,ij->i", d1, d1), np.einsum("ij,ij->i", d2, d2)
-        keep = ln * ln > PARALLEL * a * e
-        n = n / np.where(ln > 0, ln, 1.0)[:, None]
-        b = np.einsum("ij,ij->i", d1, d2)
-        den = np.where(keep, a * e - b * b, 1.0)
-        c, f = np.einsum("ij,ij->i", d1, r), np.einsum("ij,ij->i", d2, r)
-        sp = np.clip((b * f - c * e) / den, 0.0, 1.0)
-        tp = np.clip((a * f - b * c) / den, 0.0, 1.0)
-        dn = np.einsum("ij,ij->i", r + sp[:, None] * d1 - tp[:, None] * d2, n)
-        out_a, out_b = self._edge_out(x, ea), self._edge_out(x, eb)
-        solid = np.any(out_a != 0, axis=1) | np.any(out_b != 0, axis=1)
-        toward = np.einsum("ij,ij->i", out_b - out_a, n)      # direction from b to a, solids
-        side = np.where(solid, np.where(toward >= 0, 1.0, -1.0), np.where(dn >= 0, 1.0, -1.0))
-        dist = self.edge_thick[ea] + self.edge_thick[eb]
-        rel = (vel[p] + vel[q] - vel[u] - vel[w]) * 0.5
-        band = dist + BAND + np.sqrt(np.einsum("ij,ij->i", rel, rel)) * dt
-        keep &= ~solid | ((np.abs(toward) > 1e-6) & (side * dn >= -band))
-        # near enough to meet this step: the lines within reach, the closest points within
-        # reach of both segments
-        reach = dist + 2 * SLACK + self._speed_reach(vel, rel, (p, q, u, w), dt)
-        sp_ = (b * f - c * e) / den
-        tp_ = (a * f - b * c) / den
-        # sideways (along the edges' common plane) only the relative motion in that plane
-        side_reach = dist + 2 * SLACK + REACH * self._along(rel, n) * dt + self.g_dt2
-        ma = side_reach / np.sqrt(np.maximum(a, 1e-300))
-        mb = side_reach / np.sqrt(np.maximum(e, 1e-300))
-        keep &= (np.abs(dn) <= reach) & (sp_ >= -ma) & (sp_ <= 1 + ma) & (tp_ >= -mb) & \
-            (tp_ <= 1 + mb)
-        # each solid edge faces the other: its outward normal against the push it gets
-        m = side[:, None] * n
-        solid_a, solid_b = np.any(out_a != 0, axis=1), np.any(out_b != 0, axis=1)
-        keep &= ~solid_a | (np.einsum("ij,ij->i", out_a, m) < -1e-6)
-        keep &= ~solid_b | (np.einsum("ij,ij->i", out_b, m) > 1e-6)
-        return side, keep, n
-
-    def _speed_reach(self, vel, rel, ids, dt):
-        """(k,) [m] how far the particles of pairs may close in on each other this step: their
-        relative speed, and the fastest one's speed (another contact may stop the other),
-        times REACH dt, plus |a| dt^2 / 2 (one may be stopped while the other falls from
-        rest)."""
-        fastest = np.zeros(len(rel))
-        for i in ids:
-            fastest = np.maximum(fastest, np.einsum("ij,ij->i", vel[i], vel[i]))
-        speed = np.sqrt(np.einsum("ij,ij->i", rel, rel)) + np.sqrt(fastest)
-        return REACH * speed * dt + self.g_dt2
-
-    @staticmethod
-    def _along(acc, unit):
-        """(k,) the size of vectors acc (k, 3) (accelerations, velocities) along the planes of
-        unit normals (k, 3)."""
-        t = acc - np.einsum("ij,ij->i", acc, unit)[:, None] * unit
-        return np.sqrt(np.einsum("ij,ij->i", t, t))
-
-    @staticmethod
-    def _min_height(ln, e0, e1):
-        """(k,) [m] smallest height of triangles with edges e0, e1 and |e0 x e1| = ln."""
-        e2 = e1 - e0
-        longest = np.sqrt(np.maximum(np.maximum(np.einsum("ij,ij->i", e0, e0),
-                                                np.einsum("ij,ij->i", e1, e1)),
-                                     np.einsum("ij,ij->i", e2, e2)))
-        return np.maximum(ln / np.maximum(longest, 1e-300), 1e-300)
-
-    def _vertex_out(self, x):
-        """(n, 3) outward normal of each particle on a solid surface (the sum of its solid
-        faces' unit normals; 0 elsewhere)."""
-        t = self.tris[self.solid]
-        out = np.zeros((len(x), 3))
-        if len(t):
-            nrm = np.cross(x[t[:, 1]] - x[t[:, 0]], x[t[:, 2]] - x[t[:, 0]])
-            nrm /= np.maximum(np.sqrt(np.einsum("ij,ij->i", nrm, nrm)), 1e-300)[:, None]
-            ids = t.ravel()
-            for k in range(3):
-                out[:, k] = np.bincount(ids, weights=np.repeat(nrm[:, k], 3),
-                                        minlength=len(x))
-        return out
-
-    def _edge_sag(self, x):
-        """(E,) [m] how far each edge lies from the plane of its faces' surface: half its
-        length times tan(half its dihedral angle); inf for a border edge.
+    def _edge_sag(self, x, active):
+        """(E,) [m] how far each active edge ((E,) bool) lies from the plane of its faces'
+        surface: half its length times tan(half its dihedral angle); inf for a border edge and
+        for the edges that take no part this step (the broad phase reads only active edges').
 
         Two surfaces that are flat across a pair of edges are held apart by their vertices'
         contacts with each other's faces (the distance of two planar patches is least at a
@@ -373,103 +300,56 @@ class BodyContacts:
         so the layers stay at least half of it apart wherever it was left out."""
         E = self.edges
         sag = np.full(len(E), np.inf)
-        if not len(E):
-            return sag
-        t = self.tris
-        nrm = np.cross(x[t[:, 1]] - x[t[:, 0]], x[t[:, 2]] - x[t[:, 0]])
-        nrm /= np.maximum(np.sqrt(np.einsum("ij,ij->i", nrm, nrm)), 1e-300)[:, None]
         f0, f1 = self.edge_face[:, 0], self.edge_face[:, 1]
-        two = f1 >= 0
-        c = np.einsum("ij,ij->i", nrm[f0[two]], nrm[f1[two]])
+        two = np.nonzero(active & (f1 >= 0))[0]
+        if not len(two):
+            return sag
+        t0, t1 = self.tris[f0[two]], self.tris[f1[two]]
+        n0 = np.cross(x[t0[:, 1]] - x[t0[:, 0]], x[t0[:, 2]] - x[t0[:, 0]])
+        n1 = np.cross(x[t1[:, 1]] - x[t1[:, 0]], x[t1[:, 2]] - x[t1[:, 0]])
+        n0 /= np.maximum(np.sqrt(np.einsum("ij,ij->i", n0, n0)), 1e-300)[:, None]
+        n1 /= np.maximum(np.sqrt(np.einsum("ij,ij->i", n1, n1)), 1e-300)[:, None]
+        c = np.einsum("ij,ij->i", n0, n1)
         d = x[E[two, 1]] - x[E[two, 0]]
         half = 0.5 * np.sqrt(np.einsum("ij,ij->i", d, d))
         sag[two] = half * np.sqrt(np.maximum(1.0 - c, 0.0) / np.maximum(1.0 + c, 1e-12))
         return sag
 
-    def _edge_out(self, x, e):
-        """(k, 3) outward normal (sum of its solid faces' unit normals; 0 if none) of edges e."""
-        out = np.zeros((len(e), 3))
-        t = self.tris
-        for j in range(2):
-            fc = self.edge_face[e, j]
-            ok = fc >= 0
-            ok[ok] = self.solid[fc[ok]]
-            fo = fc[ok]
-            nrm = np.cross(x[t[fo, 1]] - x[t[fo, 0]], x[t[fo, 2]] - x[t[fo, 0]])
-            ln = np.sqrt(np.einsum("ij,ij->i", nrm, nrm))
-            out[ok] += nrm / np.where(ln > 0, ln, 1.0)[:, None]
-        return out
-
-    def _store(self, x, xp, h, dt, pi, pj, tv, tt, ea, eb, contacts):
-        """Sort the pairs, give each its side, distance, friction and jitter, and store them."""
+    def _store(self, kernels, x, xp, h, dt, pi, pj, tv, tt, ea, eb, contacts):
+        """Sort the pairs, keep those that can meet this step (the kernel table's filter_pairs,
+        collision/pairs.py), give each its side, distance, friction and jitter, and store
+        them."""
         o = np.lexsort((pj, pi))
         pi, pj = pi[o], pj[o]
-        vel = (x - xp) / h
-        rel = vel[pi] - vel[pj]
-        gap = np.sqrt(np.einsum("ij,ij->i", x[pi] - x[pj], x[pi] - x[pj]))
-        near = gap <= self.radius[pi] + self.radius[pj] + 2 * SLACK + \
-            self._speed_reach(vel, rel, (pi, pj), dt)
-        pi, pj = pi[near], pj[near]
         o = np.lexsort((tt, tv))
         tv, tt = tv[o], tt[o]
-        r, t = self.radius, self.tris
-        a, b, c = t[tt, 0], t[tt, 1], t[tt, 2]
-        # the side at the step's start (two-sided faces), the band of solid faces
-        e0, e1 = x[b] - x[a], x[c] - x[a]
-        nrm = np.cross(e0, e1)
-        d = x[tv] - x[a]
-        dn = np.einsum("ij,ij->i", d, nrm)
-        ln = np.sqrt(np.einsum("ij,ij->i", nrm, nrm))
-        dn = np.where(ln > 0, dn / np.where(ln > 0, ln, 1.0), 0.0)
-        dist = r[tv] + self.tri_thick[tt]
-        solid = self.solid[tt]
-        rel = vel[tv] - (vel[a] + vel[b] + vel[c]) / 3.0
-        band = np.maximum(dist + BAND + np.sqrt(np.einsum("ij,ij->i", rel, rel)) * dt,
-                          0.5 * self.tri_depth[tt])
-        # near enough to meet this step: within the pair's reach of the face's plane and of
-        # its prism (a triangle's barycentric of a point outside an edge by l is >= -l / h,
-        # h its smallest height)
-        reach = dist + 2 * SLACK + self._speed_reach(vel, rel, (tv, a, b, c), dt)
-        keep = (dn <= reach) & (solid | (dn >= -reach))
-        # sideways only their relative motion along the face counts (a stop changes the
-        # approach, not that; a layer landing on another at 2 m/s closes 8 cm in a step at
-        # 24 fps, but does not move sideways), and of the fall of one while the other is
-        # stopped, its part along the face. The contact acts only inside the face's prism, so
-        # its distance does not count sideways (layers of cloth resting on each other would
-        # otherwise pair every vertex with the faces around it in its own layer)
-        unit = nrm / np.where(ln > 0, ln, 1.0)[:, None]
-        fall = np.maximum(self._along(self.acc[tv], unit),
-                          self._along((self.acc[a] + self.acc[b] + self.acc[c]) / 3.0, unit))
-        side_reach = 2 * SLACK + REACH * self._along(rel, unit) * dt \
-            + 0.5 * fall * dt * dt
-        keep &= _bary_min(e0, e1, d, nrm, ln) >= -(side_reach / self._min_height(ln, e0, e1))
-        # a vertex behind a solid face by more than the band is beyond the body, not in it
-        keep &= ~solid | (dn >= -band)
-        # a vertex of a solid touches only solid faces that face it (its outward normal, the
-        # sum of its faces', opposes the face's): a cube's corner on the rim of a coplanar
-        # side face of its neighbour in a stack is no contact with that side face
-        nv = self._vertex_out(x)
-        facing = np.einsum("ij,ij->i", nv[tv], nrm)
-        keep &= ~solid | (facing < 0) | ~np.any(nv[tv] != 0, axis=1)
-        side = np.where(solid | (dn >= 0), 1.0, -1.0)[keep]
-        tv, tt, a, b, c, dist = tv[keep], tt[keep], a[keep], b[keep], c[keep], dist[keep]
-        mu_t = 0.5 * (self.friction[tv] + self.tri_mu[tt])
         o = np.lexsort((eb, ea))
         ea, eb = ea[o], eb[o]
-        e_side, e_keep, e_nrm = self._edge_sides(x, vel, dt, ea, eb)
+        near, t_keep, t_side, e_keep, e_side, e_nrm = kernels.filter_pairs(
+            x, xp, h, dt, self.acc, self.g_dt2, self.radius, self.tris, self.solid,
+            self.tri_thick, self.tri_depth, self.edges, self.edge_face, self.edge_thick, pi, pj,
+            tv, tt, ea, eb)
+        r = self.radius
+        pi, pj = pi[near], pj[near]
+        tv, tt, side = tv[t_keep], tt[t_keep], t_side[t_keep]
         ea, eb, e_side, e_nrm = ea[e_keep], eb[e_keep], e_side[e_keep], e_nrm[e_keep]
         P, T, E = len(pi), len(tv), len(ea)
         idx = np.full((P + T + E, 4), -1, np.int64)
         idx[:P, 0], idx[:P, 1] = pi, pj
-        idx[P:P + T] = np.column_stack([tv, a, b, c])
-        idx[P + T:] = np.column_stack([self.edges[ea], self.edges[eb]])
-        kind = np.r_[np.full(P, PAIR), np.full(T, VERTEX_TRI), np.full(E, EDGES)].astype(np.int64)
+        idx[P:P + T, 0] = tv
+        idx[P:P + T, 1:] = self.tris[tt]
+        idx[P + T:, :2] = self.edges[ea]
+        idx[P + T:, 2:] = self.edges[eb]
+        kind = np.empty(P + T + E, np.int64)
+        kind[:P], kind[P:P + T], kind[P + T:] = PAIR, VERTEX_TRI, EDGES
         jit = np.zeros((P + T + E, 3))
         if P:
             jit[:P] = jitter_directions(pi, pj)
         jit[P + T:] = e_nrm          # an edge pair's normal at the step's start keeps its sense
         contacts.set_body_contacts(
             idx, kind, np.r_[np.zeros(P), side, e_side],
-            np.r_[r[pi] + r[pj], dist, self.edge_thick[ea] + self.edge_thick[eb]],
-            np.r_[0.5 * (self.friction[pi] + self.friction[pj]), mu_t,
+            np.r_[r[pi] + r[pj], r[tv] + self.tri_thick[tt],
+                  self.edge_thick[ea] + self.edge_thick[eb]],
+            np.r_[0.5 * (self.friction[pi] + self.friction[pj]),
+                  0.5 * (self.friction[tv] + self.tri_mu[tt]),
                   0.5 * (self.edge_mu[ea] + self.edge_mu[eb])], jit)

@@ -385,3 +385,106 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
                 ee_a[cnt[e] + m] = e
                 ee_b[cnt[e] + m] = other
     return pp_i, pp_j, vt_v, vt_t, ee_a, ee_b
+
+
+@njit(cache=True, inline="always")
+def _meets(a0, a1, a2, b0, b1, b2, g, partner_start, partner, glo, ghi):
+    """Whether the box (a, b) [m] overlaps the box of a group that group g meets."""
+    for r in range(partner_start[g], partner_start[g + 1]):
+        o = partner[r]
+        if a0 <= ghi[o, 0] and a1 <= ghi[o, 1] and a2 <= ghi[o, 2] and \
+                b0 >= glo[o, 0] and b1 >= glo[o, 1] and b2 >= glo[o, 2]:
+            return True
+    return False
+
+
+@njit(cache=True, parallel=True)
+def active_items(lo, hi, tris, edges, radius, self_group, runs, ga, gb, glo, ghi, everything):
+    """Mirror of collision/body_stage.active_items (its docstring gives the arguments and
+    the result): each item tests its own box against the boxes of the groups its group meets
+    (a per-group list built from ga, gb), in parallel; the extents are exact minima and maxima,
+    so the flags and extents equal the NumPy kernel's. runs is unused here."""
+    group = runs[2]
+    n = lo.shape[0]
+    F = tris.shape[0]
+    E = edges.shape[0]
+    G = self_group.shape[0]
+    partner_start = np.zeros(G + 1, np.int64)
+    for q in range(ga.shape[0]):
+        partner_start[ga[q] + 1] += 1
+    for g in range(G):
+        partner_start[g + 1] += partner_start[g]
+    partner = np.empty(ga.shape[0], np.int64)
+    fill = partner_start[:G].copy()
+    for q in range(ga.shape[0]):
+        partner[fill[ga[q]]] = gb[q]
+        fill[ga[q]] += 1
+    active = np.empty(n, np.bool_)
+    tri_active = np.empty(F, np.bool_)
+    edge_active = np.empty(E, np.bool_)
+    for i in prange(n):
+        g = group[i]
+        active[i] = everything or self_group[g] or _meets(
+            lo[i, 0], lo[i, 1], lo[i, 2], hi[i, 0], hi[i, 1], hi[i, 2], g, partner_start,
+            partner, glo, ghi)
+    for f in prange(F):
+        a = tris[f, 0]
+        b = tris[f, 1]
+        c = tris[f, 2]
+        g = group[a]
+        tri_active[f] = everything or self_group[g] or _meets(
+            min(min(lo[a, 0], lo[b, 0]), lo[c, 0]), min(min(lo[a, 1], lo[b, 1]), lo[c, 1]),
+            min(min(lo[a, 2], lo[b, 2]), lo[c, 2]), max(max(hi[a, 0], hi[b, 0]), hi[c, 0]),
+            max(max(hi[a, 1], hi[b, 1]), hi[c, 1]), max(max(hi[a, 2], hi[b, 2]), hi[c, 2]), g,
+            partner_start, partner, glo, ghi)
+    for e in prange(E):
+        a = edges[e, 0]
+        b = edges[e, 1]
+        g = group[a]
+        edge_active[e] = everything or self_group[g] or _meets(
+            min(lo[a, 0], lo[b, 0]), min(lo[a, 1], lo[b, 1]), min(lo[a, 2], lo[b, 2]),
+            max(hi[a, 0], hi[b, 0]), max(hi[a, 1], hi[b, 1]), max(hi[a, 2], hi[b, 2]), g,
+            partner_start, partner, glo, ghi)
+    any_tri = False
+    for f in range(F):
+        if tri_active[f]:
+            any_tri = True
+            break
+    extents = np.zeros((5, 3))
+    for k in range(3):
+        extents[3, k] = np.inf
+        extents[4, k] = -np.inf
+    for i in range(n):
+        if not any_tri and not radius[i] > 0:
+            active[i] = False
+        if active[i]:
+            for k in range(3):
+                extents[0, k] = max(extents[0, k], hi[i, k] - lo[i, k])
+    for f in range(F):
+        if tri_active[f]:
+            a = tris[f, 0]
+            b = tris[f, 1]
+            c = tris[f, 2]
+            for k in range(3):
+                extents[1, k] = max(extents[1, k], max(max(hi[a, k], hi[b, k]), hi[c, k])
+                                    - min(min(lo[a, k], lo[b, k]), lo[c, k]))
+    for e in range(E):
+        if edge_active[e]:
+            a = edges[e, 0]
+            b = edges[e, 1]
+            for k in range(3):
+                extents[2, k] = max(extents[2, k], max(hi[a, k], hi[b, k])
+                                    - min(lo[a, k], lo[b, k]))
+    for i in range(n):
+        if active[i]:
+            for k in range(3):
+                extents[3, k] = min(extents[3, k], lo[i, k] - extents[0, k])
+                extents[4, k] = max(extents[4, k], hi[i, k])
+    for e in range(E):
+        if edge_active[e]:
+            a = edges[e, 0]
+            b = edges[e, 1]
+            for k in range(3):
+                extents[3, k] = min(extents[3, k], min(lo[a, k], lo[b, k]) - extents[2, k])
+                extents[4, k] = max(extents[4, k], max(hi[a, k], hi[b, k]))
+    return active, tri_active, edge_active, extents

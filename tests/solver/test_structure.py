@@ -484,6 +484,28 @@ def test_kernel_tables_have_the_same_signatures():
         assert list(ours.parameters) == list(theirs.parameters), name
 
 
+def test_kernel_constants_equal_the_numpy_side():
+    """A compiled kernel file copies the NumPy side's constants it uses, with the source named in
+    a comment (``_TOL = 1e-6  # collision/bodies.TOL``), so the kernel cache's digest covers
+    them; every copy must equal its source, or the backends would part."""
+    import re
+    pattern = re.compile(r"^(\w+) = .*#\s*((?:collision|constraints)/\w+)\.(\w+)\s*$", re.M)
+    seen = 0
+    for name in sorted(os.listdir(os.path.join(SOLVER, "kernels"))):
+        if not name.startswith("compiled") or not name.endswith(".py"):
+            continue
+        with open(os.path.join(SOLVER, "kernels", name)) as f:
+            text = f.read()
+        values = {}
+        exec(compile("\n".join(m.group(0).split("#")[0] for m in pattern.finditer(text)),
+                     name, "exec"), {}, values)
+        for m in pattern.finditer(text):
+            source = importlib.import_module("solver." + m.group(2).replace("/", "."))
+            assert values[m.group(1)] == getattr(source, m.group(3)), (name, m.group(1))
+            seen += 1
+    assert seen >= 10
+
+
 def test_physics_classes_do_not_branch_on_the_backend():
     """Only the kernel table and the backend module may name a backend (and the build-time
     colouring, which runs its compiled kernel or its Python reference once per build)."""

@@ -1,0 +1,207 @@
+"""The narrow filter of the body contacts' candidate pairs (the kernel table's filter_pairs;
+kernels/compiled_pairs.py is its compiled mirror): which of the broad phase's pairs can meet
+this step, and on which side (collision/bodies.py's module docstring gives the constraints and
+the sides; BodyContacts._store in body_stage.py sorts the pairs before and stores them after).
+
+For each pair, at the step's start (x), with velocities v = (x - x*) / h:
+- two particles (i, j): kept when |x_i - x_j| <= r_i + r_j + 2 SLACK + reach, where reach =
+  REACH (|v_i - v_j| + max |v|) dt + |a| dt^2 / 2 (one may be stopped while the other falls);
+- a vertex v and a triangle (a, b, c), normal n = (b - a) x (c - a): kept when its distance
+  to the face's plane dn is within reach (on the solid side only, for a solid face: behind it
+  at most the band, BAND or half the body's depth behind the face), when its projection lies
+  in the face's prism grown by the relative motion along the face, and, for a vertex of a
+  solid surface, when its own outward normal opposes the face's (a cube's corner on the rim
+  of a coplanar side face of its neighbour is no contact with that face); the side is +1 for a
+  solid face or a vertex in front of a two-sided one, else -1;
+- two edges (p, q), (u, w): kept when the lines are not parallel, their closest points lie
+  within reach of both segments and of each other, and a solid edge faces the other; the side
+  is the solid edges' outward side, or the side the two two-sided edges are on now.
+
+Every dot product is written out by components, left to right (einsum adds in an order of its
+own), so the compiled mirror computes the same bits and both backends keep the same pairs.
+"""
+
+import numpy as np
+
+from .bodies import BAND, PARALLEL, SLACK
+
+# a pair is kept when it can meet within the step: its gap at the step's start at most the
+# contact distance + 2 SLACK + REACH (|relative velocity| + the faster's speed) dt + |a| dt^2
+REACH = 1.5
+
+
+def _dot(a, b):
+    """(k,) row-wise dot products of (k, 3) arrays, component by component."""
+    return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
+
+
+def _cross(a, b):
+    """(k, 3) row-wise cross products."""
+    return np.column_stack([a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1],
+                            a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2],
+                            a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]])
+
+
+def _speed_reach(vel, rel, ids, dt, g_dt2):
+    """(k,) [m] how far the particles of pairs may close in on each other this step: their
+    relative speed, and the fastest one's speed (another contact may stop the other), times
+    REACH dt, plus |a| dt^2 / 2 (one may be stopped while the other falls from rest)."""
+    fastest = np.zeros(len(rel))
+    for i in ids:
+        fastest = np.maximum(fastest, _dot(vel[i], vel[i]))
+    speed = np.sqrt(_dot(rel, rel)) + np.sqrt(fastest)
+    return REACH * speed * dt + g_dt2
+
+
+def _along(v, unit):
+    """(k,) the size of vectors v (k, 3) along the planes of unit normals (k, 3)."""
+    t = v - _dot(v, unit)[:, None] * unit
+    return np.sqrt(_dot(t, t))
+
+
+def _face_normals(x, tris):
+    """(F, 3) unit normals of triangles (F, 3) (0 for degenerate ones)."""
+    nrm = _cross(x[tris[:, 1]] - x[tris[:, 0]], x[tris[:, 2]] - x[tris[:, 0]])
+    return nrm / np.maximum(np.sqrt(_dot(nrm, nrm)), 1e-300)[:, None]
+
+
+def vertex_out(x, tris, solid):
+    """(n, 3) outward normal of each particle on a solid surface: the sum of its solid faces'
+    unit normals, face after face (0 elsewhere)."""
+    out = np.zeros((len(x), 3))
+    t = tris[solid]
+    if len(t):
+        nrm = _face_normals(x, t)
+        ids = t.ravel()
+        for k in range(3):
+            out[:, k] = np.bincount(ids, weights=np.repeat(nrm[:, k], 3), minlength=len(x))
+    return out
+
+
+def _edge_out(x, tris, solid, edge_face, e):
+    """(k, 3) outward normal of edges e (k,): the sum of its solid faces' unit normals."""
+    out = np.zeros((len(e), 3))
+    for j in range(2):
+        fc = edge_face[e, j]
+        ok = fc >= 0
+        ok[ok] = solid[fc[ok]]
+        t = tris[fc[ok]]
+        nrm = _cross(x[t[:, 1]] - x[t[:, 0]], x[t[:, 2]] - x[t[:, 0]])
+        ln = np.sqrt(_dot(nrm, nrm))
+        out[ok] += nrm / np.where(ln > 0, ln, 1.0)[:, None]
+    return out
+
+
+def _vertex_tri(x, vel, acc, dt, g_dt2, radius, tris, solid, tri_thick, tri_depth, tv, tt):
+    """Keep mask and side of the vertex-triangle pairs (tv, tt) (module docstring)."""
+    a, b, c = tris[tt, 0], tris[tt, 1], tris[tt, 2]
+    e0, e1 = x[b] - x[a], x[c] - x[a]
+    nrm = _cross(e0, e1)
+    d = x[tv] - x[a]
+    dn = _dot(d, nrm)
+    ln = np.sqrt(_dot(nrm, nrm))
+    dn = np.where(ln > 0, dn / np.where(ln > 0, ln, 1.0), 0.0)
+    dist = radius[tv] + tri_thick[tt]
+    face_solid = solid[tt]
+    rel = vel[tv] - (vel[a] + vel[b] + vel[c]) / 3.0
+    band = np.maximum(dist + BAND + np.sqrt(_dot(rel, rel)) * dt, 0.5 * tri_depth[tt])
+    # near enough to meet this step: within the pair's reach of the face's plane and of its
+    # prism (a triangle's barycentric of a point outside an edge by l is >= -l / h, h its
+    # smallest height)
+    reach = dist + 2 * SLACK + _speed_reach(vel, rel, (tv, a, b, c), dt, g_dt2)
+    keep = (dn <= reach) & (face_solid | (dn >= -reach))
+    # sideways only their relative motion along the face counts (a stop changes the approach,
+    # not that; a layer landing on another at 2 m/s closes 8 cm in a step at 24 fps, but does
+    # not move sideways), and of the fall of one while the other is stopped, its part along
+    # the face. The contact acts only inside the face's prism, so its distance does not count
+    # sideways (layers of cloth resting on each other would otherwise pair every vertex with
+    # the faces around it in its own layer)
+    unit = nrm / np.where(ln > 0, ln, 1.0)[:, None]
+    fall = np.maximum(_along(acc[tv], unit), _along((acc[a] + acc[b] + acc[c]) / 3.0, unit))
+    side_reach = 2 * SLACK + REACH * _along(rel, unit) * dt + 0.5 * fall * dt * dt
+    # the smallest barycentric coordinate of the vertex projected on the face, and the face's
+    # smallest height
+    d00, d01, d11 = _dot(e0, e0), _dot(e0, e1), _dot(e1, e1)
+    d20, d21 = _dot(d, e0), _dot(d, e1)
+    den = d00 * d11 - d01 * d01
+    ok = den > 0
+    den = np.where(ok, den, 1.0)
+    bb = (d11 * d20 - d01 * d21) / den
+    bc = (d00 * d21 - d01 * d20) / den
+    bary = np.where(ok, np.minimum(np.minimum(bb, bc), 1.0 - bb - bc), 0.0)
+    e2 = e1 - e0
+    longest = np.sqrt(np.maximum(np.maximum(d00, d11), _dot(e2, e2)))
+    height = np.maximum(ln / np.maximum(longest, 1e-300), 1e-300)
+    keep &= bary >= -(side_reach / height)
+    # a vertex behind a solid face by more than the band is beyond the body, not in it
+    keep &= ~face_solid | (dn >= -band)
+    # a vertex of a solid touches only solid faces that face it
+    nv = vertex_out(x, tris, solid)[tv]
+    facing = _dot(nv, nrm)
+    keep &= ~face_solid | (facing < 0) | ~np.any(nv != 0, axis=1)
+    side = np.where(face_solid | (dn >= 0), 1.0, -1.0)
+    return keep, side
+
+
+def _edge_edge(x, vel, dt, g_dt2, tris, solid, edges, edge_face, edge_thick, ea, eb):
+    """Keep mask, side and (k, 3) unit normal (q - p) x (w - u) of the edge pairs (ea, eb) at
+    the step's start (module docstring)."""
+    p, q, u, w = edges[ea, 0], edges[ea, 1], edges[eb, 0], edges[eb, 1]
+    d1, d2, r = x[q] - x[p], x[w] - x[u], x[p] - x[u]
+    n = _cross(d1, d2)
+    ln = np.sqrt(_dot(n, n))
+    a, e = _dot(d1, d1), _dot(d2, d2)
+    keep = ln * ln > PARALLEL * a * e
+    n = n / np.where(ln > 0, ln, 1.0)[:, None]
+    b = _dot(d1, d2)
+    den = np.where(keep, a * e - b * b, 1.0)
+    c, f = _dot(d1, r), _dot(d2, r)
+    sp_ = (b * f - c * e) / den
+    tp_ = (a * f - b * c) / den
+    sp, tp = np.clip(sp_, 0.0, 1.0), np.clip(tp_, 0.0, 1.0)
+    dn = _dot(r + sp[:, None] * d1 - tp[:, None] * d2, n)
+    out_a = _edge_out(x, tris, solid, edge_face, ea)
+    out_b = _edge_out(x, tris, solid, edge_face, eb)
+    solid_a, solid_b = np.any(out_a != 0, axis=1), np.any(out_b != 0, axis=1)
+    any_solid = solid_a | solid_b
+    toward = _dot(out_b - out_a, n)                      # direction from b to a, solids
+    side = np.where(any_solid, np.where(toward >= 0, 1.0, -1.0), np.where(dn >= 0, 1.0, -1.0))
+    dist = edge_thick[ea] + edge_thick[eb]
+    rel = (vel[p] + vel[q] - vel[u] - vel[w]) * 0.5
+    band = dist + BAND + np.sqrt(_dot(rel, rel)) * dt
+    keep &= ~any_solid | ((np.abs(toward) > 1e-6) & (side * dn >= -band))
+    # near enough to meet this step: the lines within reach, the closest points within reach
+    # of both segments; sideways (along the edges' common plane) only the relative motion in
+    # that plane
+    reach = dist + 2 * SLACK + _speed_reach(vel, rel, (p, q, u, w), dt, g_dt2)
+    side_reach = dist + 2 * SLACK + REACH * _along(rel, n) * dt + g_dt2
+    ma = side_reach / np.sqrt(np.maximum(a, 1e-300))
+    mb = side_reach / np.sqrt(np.maximum(e, 1e-300))
+    keep &= (np.abs(dn) <= reach) & (sp_ >= -ma) & (sp_ <= 1 + ma) & (tp_ >= -mb) & \
+        (tp_ <= 1 + mb)
+    # each solid edge faces the other: its outward normal against the push it gets
+    m = side[:, None] * n
+    keep &= ~solid_a | (_dot(out_a, m) < -1e-6)
+    keep &= ~solid_b | (_dot(out_b, m) > 1e-6)
+    return keep, side, n
+
+
+def filter_pairs(x, xp, h, dt, acc, g_dt2, radius, tris, solid, tri_thick, tri_depth, edges,
+                 edge_face, edge_thick, pi, pj, tv, tt, ea, eb):
+    """The narrow filter (module docstring). x, xp (n, 3) [m] positions now and a substep
+    ago (h [s] apart); dt [s] the step; acc (n, 3) [m/s^2]; g_dt2 [m] the largest |a| dt^2 / 2;
+    radius (n,) [m]; tris (F, 3) int64, solid (F,) bool, tri_thick, tri_depth (F,) [m];
+    edges (E, 2) int64, edge_face (E, 2) int64 (-1: none), edge_thick (E,) [m]; the pairs:
+    particles pi, pj (P,), vertices tv and triangles tt (T,), edges ea, eb (Q,), int64.
+    Returns near (P,) bool, t_keep (T,) bool, t_side (T,) +-1, e_keep (Q,) bool, e_side (Q,)
+    +-1 and e_normal (Q, 3) the edge pairs' unit normals."""
+    vel = (x - xp) / h
+    rel = vel[pi] - vel[pj]
+    gap = np.sqrt(_dot(x[pi] - x[pj], x[pi] - x[pj]))
+    near = gap <= radius[pi] + radius[pj] + 2 * SLACK + \
+        _speed_reach(vel, rel, (pi, pj), dt, g_dt2)
+    t_keep, t_side = _vertex_tri(x, vel, acc, dt, g_dt2, radius, tris, solid, tri_thick,
+                                 tri_depth, tv, tt)
+    e_keep, e_side, e_normal = _edge_edge(x, vel, dt, g_dt2, tris, solid, edges, edge_face,
+                                          edge_thick, ea, eb)
+    return near, t_keep, t_side, e_keep, e_side, np.ascontiguousarray(e_normal)
