@@ -20,6 +20,7 @@ between the kernels is a few array operations per step, none per item.
 import numpy as np
 
 from .bodies import EDGES, PAIR, SLACK, VERTEX_TRI, jitter_directions
+from .pairs import dot_rows, face_normals
 
 # a particle's box grows by GROW |v| dt beside its predicted sweep: what the prediction may miss
 GROW = 0.1
@@ -28,6 +29,15 @@ GROW = 0.1
 # the groups their own group meets, PAIR_CHUNK group pairs at a time
 PAIRS_MAX = 1 << 22
 PAIR_CHUNK = 1 << 14
+
+
+def _by_pair(a, b):
+    """Pairs (a, b) (k,) int64 sorted by a, then b: an argsort of one key a * m + b, which
+    NumPy sorts several times faster than lexsort's two passes (the same result: equal keys
+    are equal pairs)."""
+    m = int(b.max()) + 1 if len(b) else 1
+    o = np.argsort(a * m + b)
+    return a[o], b[o]
 
 
 def _solid_depth(x0, tris, solid, group, budget=20_000_000):
@@ -105,6 +115,32 @@ def active_items(lo, hi, tris, edges, radius, self_group, runs, ga, gb, glo, ghi
                               elo[edge_active] - extents[2]], axis=0)
     extents[4] = np.max(np.r_[extents[4:5], hi[active], ehi[edge_active]], axis=0)
     return active, tri_active, edge_active, extents
+
+
+def edge_sag(x, tris, edges, edge_face, active):
+    """(E,) [m] how far each active edge ((E,) bool) of edges (E, 2) int64 lies from the plane
+    of its faces' surface (edge_face (E, 2) int64, -1 for none, into tris (F, 3) int64; x (n, 3)
+    [m]): half its length times tan(half its dihedral angle); inf for a border edge and for
+    the edges that take no part this step (the broad phase reads only active edges'). The
+    kernel table's edge_sag (compiled in kernels/compiled_broad.py, the same operations).
+
+    Two surfaces that are flat across a pair of edges are held apart by their vertices'
+    contacts with each other's faces (the distance of two planar patches is least at a vertex
+    or at the patch's border): the pair's edge contact adds nothing but cost, and a pile of
+    cloth layers has tens of such pairs per vertex. A pair is kept when the two edges' sags
+    together exceed half its contact distance (module docstring of bodies.py), so the layers
+    stay at least half of it apart wherever it was left out."""
+    sag = np.full(len(edges), np.inf)
+    f0, f1 = edge_face[:, 0], edge_face[:, 1]
+    two = np.nonzero(active & (f1 >= 0))[0]
+    if not len(two):
+        return sag
+    n0, n1 = face_normals(x, tris[f0[two]]), face_normals(x, tris[f1[two]])
+    c = dot_rows(n0, n1)
+    d = x[edges[two, 1]] - x[edges[two, 0]]
+    half = 0.5 * np.sqrt(dot_rows(d, d))
+    sag[two] = half * np.sqrt(np.maximum(1.0 - c, 0.0) / np.maximum(1.0 + c, 1e-12))
+    return sag
 
 
 # ----------------------------------------------------------------------------- the stage
@@ -283,48 +319,18 @@ class BodyContacts:
         pi, pj, tv, tt, ea, eb = kernels.find_body_contacts(
             lo, hi, self.radius, self.group, self.inv_mass, self.x0, self.tris, self.tri_thick,
             self.edges, self.edge_thick, self.self_group, self.disabled, origin, cell, dims,
-            reach, active, tri_active, edge_active, self._edge_sag(x, edge_active),
+            reach, active, tri_active, edge_active,
+            kernels.edge_sag(x, self.tris, self.edges, self.edge_face, edge_active),
             self.pair_self)
         self._store(kernels, x, xp, h, dt, pi, pj, tv, tt, ea, eb, contacts)
-
-    def _edge_sag(self, x, active):
-        """(E,) [m] how far each active edge ((E,) bool) lies from the plane of its faces'
-        surface: half its length times tan(half its dihedral angle); inf for a border edge and
-        for the edges that take no part this step (the broad phase reads only active edges').
-
-        Two surfaces that are flat across a pair of edges are held apart by their vertices'
-        contacts with each other's faces (the distance of two planar patches is least at a
-        vertex or at the patch's border): the pair's edge contact adds nothing but cost, and a
-        pile of cloth layers has tens of such pairs per vertex. A pair is kept when the two
-        edges' sags together exceed half its contact distance (module docstring of bodies.py),
-        so the layers stay at least half of it apart wherever it was left out."""
-        E = self.edges
-        sag = np.full(len(E), np.inf)
-        f0, f1 = self.edge_face[:, 0], self.edge_face[:, 1]
-        two = np.nonzero(active & (f1 >= 0))[0]
-        if not len(two):
-            return sag
-        t0, t1 = self.tris[f0[two]], self.tris[f1[two]]
-        n0 = np.cross(x[t0[:, 1]] - x[t0[:, 0]], x[t0[:, 2]] - x[t0[:, 0]])
-        n1 = np.cross(x[t1[:, 1]] - x[t1[:, 0]], x[t1[:, 2]] - x[t1[:, 0]])
-        n0 /= np.maximum(np.sqrt(np.einsum("ij,ij->i", n0, n0)), 1e-300)[:, None]
-        n1 /= np.maximum(np.sqrt(np.einsum("ij,ij->i", n1, n1)), 1e-300)[:, None]
-        c = np.einsum("ij,ij->i", n0, n1)
-        d = x[E[two, 1]] - x[E[two, 0]]
-        half = 0.5 * np.sqrt(np.einsum("ij,ij->i", d, d))
-        sag[two] = half * np.sqrt(np.maximum(1.0 - c, 0.0) / np.maximum(1.0 + c, 1e-12))
-        return sag
 
     def _store(self, kernels, x, xp, h, dt, pi, pj, tv, tt, ea, eb, contacts):
         """Sort the pairs, keep those that can meet this step (the kernel table's filter_pairs,
         collision/pairs.py), give each its side, distance, friction and jitter, and store
         them."""
-        o = np.lexsort((pj, pi))
-        pi, pj = pi[o], pj[o]
-        o = np.lexsort((tt, tv))
-        tv, tt = tv[o], tt[o]
-        o = np.lexsort((eb, ea))
-        ea, eb = ea[o], eb[o]
+        pi, pj = _by_pair(pi, pj)
+        tv, tt = _by_pair(tv, tt)
+        ea, eb = _by_pair(ea, eb)
         near, t_keep, t_side, e_keep, e_side, e_nrm = kernels.filter_pairs(
             x, xp, h, dt, self.acc, self.g_dt2, self.radius, self.tris, self.solid,
             self.tri_thick, self.tri_depth, self.edges, self.edge_face, self.edge_thick, pi, pj,

@@ -66,7 +66,9 @@ class Contacts:
         self.body_jit = np.ascontiguousarray(jit, np.float64)     # (K, 3) float64 unit
         flat = self.body_idx.ravel()
         slots = np.nonzero(flat >= 0)[0]
-        order = np.argsort(flat[slots], kind="stable")
+        # by particle, each particle's slots in increasing order: one sort of unique keys is
+        # the stable sort's result, at a third of its cost
+        order = np.argsort(flat[slots] * max(len(flat), 1) + slots)
         p = flat[slots][order]
         first = np.r_[True, p[1:] != p[:-1]] if p.size else np.zeros(0, bool)
         self.body_particle = p[first]                                       # (u,) int64

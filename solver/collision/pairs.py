@@ -30,7 +30,7 @@ from .bodies import BAND, PARALLEL, SLACK
 REACH = 1.5
 
 
-def _dot(a, b):
+def dot_rows(a, b):
     """(k,) row-wise dot products of (k, 3) arrays, component by component."""
     return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
 
@@ -48,21 +48,21 @@ def _speed_reach(vel, rel, ids, dt, g_dt2):
     REACH dt, plus |a| dt^2 / 2 (one may be stopped while the other falls from rest)."""
     fastest = np.zeros(len(rel))
     for i in ids:
-        fastest = np.maximum(fastest, _dot(vel[i], vel[i]))
-    speed = np.sqrt(_dot(rel, rel)) + np.sqrt(fastest)
+        fastest = np.maximum(fastest, dot_rows(vel[i], vel[i]))
+    speed = np.sqrt(dot_rows(rel, rel)) + np.sqrt(fastest)
     return REACH * speed * dt + g_dt2
 
 
 def _along(v, unit):
     """(k,) the size of vectors v (k, 3) along the planes of unit normals (k, 3)."""
-    t = v - _dot(v, unit)[:, None] * unit
-    return np.sqrt(_dot(t, t))
+    t = v - dot_rows(v, unit)[:, None] * unit
+    return np.sqrt(dot_rows(t, t))
 
 
-def _face_normals(x, tris):
+def face_normals(x, tris):
     """(F, 3) unit normals of triangles (F, 3) (0 for degenerate ones)."""
     nrm = _cross(x[tris[:, 1]] - x[tris[:, 0]], x[tris[:, 2]] - x[tris[:, 0]])
-    return nrm / np.maximum(np.sqrt(_dot(nrm, nrm)), 1e-300)[:, None]
+    return nrm / np.maximum(np.sqrt(dot_rows(nrm, nrm)), 1e-300)[:, None]
 
 
 def vertex_out(x, tris, solid):
@@ -71,7 +71,7 @@ def vertex_out(x, tris, solid):
     out = np.zeros((len(x), 3))
     t = tris[solid]
     if len(t):
-        nrm = _face_normals(x, t)
+        nrm = face_normals(x, t)
         ids = t.ravel()
         for k in range(3):
             out[:, k] = np.bincount(ids, weights=np.repeat(nrm[:, k], 3), minlength=len(x))
@@ -87,7 +87,7 @@ def _edge_out(x, tris, solid, edge_face, e):
         ok[ok] = solid[fc[ok]]
         t = tris[fc[ok]]
         nrm = _cross(x[t[:, 1]] - x[t[:, 0]], x[t[:, 2]] - x[t[:, 0]])
-        ln = np.sqrt(_dot(nrm, nrm))
+        ln = np.sqrt(dot_rows(nrm, nrm))
         out[ok] += nrm / np.where(ln > 0, ln, 1.0)[:, None]
     return out
 
@@ -98,13 +98,13 @@ def _vertex_tri(x, vel, acc, dt, g_dt2, radius, tris, solid, tri_thick, tri_dept
     e0, e1 = x[b] - x[a], x[c] - x[a]
     nrm = _cross(e0, e1)
     d = x[tv] - x[a]
-    dn = _dot(d, nrm)
-    ln = np.sqrt(_dot(nrm, nrm))
+    dn = dot_rows(d, nrm)
+    ln = np.sqrt(dot_rows(nrm, nrm))
     dn = np.where(ln > 0, dn / np.where(ln > 0, ln, 1.0), 0.0)
     dist = radius[tv] + tri_thick[tt]
     face_solid = solid[tt]
     rel = vel[tv] - (vel[a] + vel[b] + vel[c]) / 3.0
-    band = np.maximum(dist + BAND + np.sqrt(_dot(rel, rel)) * dt, 0.5 * tri_depth[tt])
+    band = np.maximum(dist + BAND + np.sqrt(dot_rows(rel, rel)) * dt, 0.5 * tri_depth[tt])
     # near enough to meet this step: within the pair's reach of the face's plane and of its
     # prism (a triangle's barycentric of a point outside an edge by l is >= -l / h, h its
     # smallest height)
@@ -121,8 +121,8 @@ def _vertex_tri(x, vel, acc, dt, g_dt2, radius, tris, solid, tri_thick, tri_dept
     side_reach = 2 * SLACK + REACH * _along(rel, unit) * dt + 0.5 * fall * dt * dt
     # the smallest barycentric coordinate of the vertex projected on the face, and the face's
     # smallest height
-    d00, d01, d11 = _dot(e0, e0), _dot(e0, e1), _dot(e1, e1)
-    d20, d21 = _dot(d, e0), _dot(d, e1)
+    d00, d01, d11 = dot_rows(e0, e0), dot_rows(e0, e1), dot_rows(e1, e1)
+    d20, d21 = dot_rows(d, e0), dot_rows(d, e1)
     den = d00 * d11 - d01 * d01
     ok = den > 0
     den = np.where(ok, den, 1.0)
@@ -130,14 +130,14 @@ def _vertex_tri(x, vel, acc, dt, g_dt2, radius, tris, solid, tri_thick, tri_dept
     bc = (d00 * d21 - d01 * d20) / den
     bary = np.where(ok, np.minimum(np.minimum(bb, bc), 1.0 - bb - bc), 0.0)
     e2 = e1 - e0
-    longest = np.sqrt(np.maximum(np.maximum(d00, d11), _dot(e2, e2)))
+    longest = np.sqrt(np.maximum(np.maximum(d00, d11), dot_rows(e2, e2)))
     height = np.maximum(ln / np.maximum(longest, 1e-300), 1e-300)
     keep &= bary >= -(side_reach / height)
     # a vertex behind a solid face by more than the band is beyond the body, not in it
     keep &= ~face_solid | (dn >= -band)
     # a vertex of a solid touches only solid faces that face it
     nv = vertex_out(x, tris, solid)[tv]
-    facing = _dot(nv, nrm)
+    facing = dot_rows(nv, nrm)
     keep &= ~face_solid | (facing < 0) | ~np.any(nv != 0, axis=1)
     side = np.where(face_solid | (dn >= 0), 1.0, -1.0)
     return keep, side
@@ -149,26 +149,26 @@ def _edge_edge(x, vel, dt, g_dt2, tris, solid, edges, edge_face, edge_thick, ea,
     p, q, u, w = edges[ea, 0], edges[ea, 1], edges[eb, 0], edges[eb, 1]
     d1, d2, r = x[q] - x[p], x[w] - x[u], x[p] - x[u]
     n = _cross(d1, d2)
-    ln = np.sqrt(_dot(n, n))
-    a, e = _dot(d1, d1), _dot(d2, d2)
+    ln = np.sqrt(dot_rows(n, n))
+    a, e = dot_rows(d1, d1), dot_rows(d2, d2)
     keep = ln * ln > PARALLEL * a * e
     n = n / np.where(ln > 0, ln, 1.0)[:, None]
-    b = _dot(d1, d2)
+    b = dot_rows(d1, d2)
     den = np.where(keep, a * e - b * b, 1.0)
-    c, f = _dot(d1, r), _dot(d2, r)
+    c, f = dot_rows(d1, r), dot_rows(d2, r)
     sp_ = (b * f - c * e) / den
     tp_ = (a * f - b * c) / den
     sp, tp = np.clip(sp_, 0.0, 1.0), np.clip(tp_, 0.0, 1.0)
-    dn = _dot(r + sp[:, None] * d1 - tp[:, None] * d2, n)
+    dn = dot_rows(r + sp[:, None] * d1 - tp[:, None] * d2, n)
     out_a = _edge_out(x, tris, solid, edge_face, ea)
     out_b = _edge_out(x, tris, solid, edge_face, eb)
     solid_a, solid_b = np.any(out_a != 0, axis=1), np.any(out_b != 0, axis=1)
     any_solid = solid_a | solid_b
-    toward = _dot(out_b - out_a, n)                      # direction from b to a, solids
+    toward = dot_rows(out_b - out_a, n)                      # direction from b to a, solids
     side = np.where(any_solid, np.where(toward >= 0, 1.0, -1.0), np.where(dn >= 0, 1.0, -1.0))
     dist = edge_thick[ea] + edge_thick[eb]
     rel = (vel[p] + vel[q] - vel[u] - vel[w]) * 0.5
-    band = dist + BAND + np.sqrt(_dot(rel, rel)) * dt
+    band = dist + BAND + np.sqrt(dot_rows(rel, rel)) * dt
     keep &= ~any_solid | ((np.abs(toward) > 1e-6) & (side * dn >= -band))
     # near enough to meet this step: the lines within reach, the closest points within reach
     # of both segments; sideways (along the edges' common plane) only the relative motion in
@@ -181,8 +181,8 @@ def _edge_edge(x, vel, dt, g_dt2, tris, solid, edges, edge_face, edge_thick, ea,
         (tp_ <= 1 + mb)
     # each solid edge faces the other: its outward normal against the push it gets
     m = side[:, None] * n
-    keep &= ~solid_a | (_dot(out_a, m) < -1e-6)
-    keep &= ~solid_b | (_dot(out_b, m) > 1e-6)
+    keep &= ~solid_a | (dot_rows(out_a, m) < -1e-6)
+    keep &= ~solid_b | (dot_rows(out_b, m) > 1e-6)
     return keep, side, n
 
 
@@ -197,7 +197,7 @@ def filter_pairs(x, xp, h, dt, acc, g_dt2, radius, tris, solid, tri_thick, tri_d
     +-1 and e_normal (Q, 3) the edge pairs' unit normals."""
     vel = (x - xp) / h
     rel = vel[pi] - vel[pj]
-    gap = np.sqrt(_dot(x[pi] - x[pj], x[pi] - x[pj]))
+    gap = np.sqrt(dot_rows(x[pi] - x[pj], x[pi] - x[pj]))
     near = gap <= radius[pi] + radius[pj] + 2 * SLACK + \
         _speed_reach(vel, rel, (pi, pj), dt, g_dt2)
     t_keep, t_side = _vertex_tri(x, vel, acc, dt, g_dt2, radius, tris, solid, tri_thick,

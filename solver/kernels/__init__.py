@@ -19,14 +19,14 @@ from types import SimpleNamespace
 
 KERNELS = ("apply_drag", "predict", "surface_normals", "solve_sticks", "solve_soft_pins", "solve_volumes",
            "solve_shapes", "damp_shapes", "solve_joints", "project_collider", "project_points",
-           "restitution", "release_overlap", "active_items", "find_body_contacts", "filter_pairs", "solve_bodies", "place_meshes",
-           "mesh_distances", "refit_meshes", "mesh_normals", "primitive_candidates",
-           "run_substeps")
+           "restitution", "release_overlap", "active_items", "edge_sag", "find_body_contacts",
+           "filter_pairs", "solve_bodies", "place_meshes", "mesh_distances", "refit_meshes",
+           "mesh_normals", "primitive_candidates", "run_substeps")
 
 
 def _numpy_table():
     from ..collision.bodies import find_body_contacts, solve_bodies
-    from ..collision.body_stage import active_items
+    from ..collision.body_stage import active_items, edge_sag
     from ..collision.pairs import filter_pairs
     from ..collision.colliders import primitive_candidates
     from ..collision.mesh import mesh_normals, refit_meshes
@@ -48,7 +48,8 @@ def _numpy_table():
                            project_collider=project_collider,
                            project_points=project_points, restitution=restitution,
                            release_overlap=release_overlap,
-                           active_items=active_items, find_body_contacts=find_body_contacts,
+                           active_items=active_items, edge_sag=edge_sag,
+                           find_body_contacts=find_body_contacts,
                            filter_pairs=filter_pairs, solve_bodies=solve_bodies,
                            place_meshes=place_meshes, mesh_distances=mesh_distances,
                            refit_meshes=refit_meshes, mesh_normals=mesh_normals,

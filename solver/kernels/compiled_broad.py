@@ -1,5 +1,6 @@
 """Numba-compiled broad phase between bodies: collision/bodies.py's find_body_contacts (that
-module's docstring gives the tests and the grid). The same pairs as the NumPy kernel: the
+module's docstring gives the tests and the grid), and its inputs from collision/body_stage.py:
+the active-item filter (active_items) and the edges' sag (edge_sag). The same pairs as the NumPy kernel: the
 result is defined by exact box comparisons, which the grid only accelerates, and BodyContacts
 sorts it afterwards.
 
@@ -10,8 +11,12 @@ third packs the segments. No two iterations write the same element, so the threa
 changes no bit.
 """
 
+import math
+
 import numpy as np
 from numba import njit, prange
+
+from .compiled_pairs import _face_normal
 
 
 @njit(cache=True)
@@ -488,3 +493,35 @@ def active_items(lo, hi, tris, edges, radius, self_group, runs, ga, gb, glo, ghi
                 extents[3, k] = min(extents[3, k], min(lo[a, k], lo[b, k]) - extents[2, k])
                 extents[4, k] = max(extents[4, k], max(hi[a, k], hi[b, k]))
     return active, tri_active, edge_active, extents
+
+
+@njit(cache=True, inline="always")
+def _unit_face_normal(x, tris, f):
+    """Triangle f's unit normal (collision/pairs.face_normals' operations)."""
+    n0, n1, n2 = _face_normal(x, tris, f)
+    ln = max(math.sqrt(n0 * n0 + n1 * n1 + n2 * n2), 1e-300)
+    return n0 / ln, n1 / ln, n2 / ln
+
+
+@njit(cache=True, parallel=True)
+def edge_sag(x, tris, edges, edge_face, active):
+    """Mirror of collision/body_stage.edge_sag (its docstring gives the arguments), edge by
+    edge in parallel."""
+    E = edges.shape[0]
+    sag = np.empty(E)
+    for e in prange(E):
+        f1 = edge_face[e, 1]
+        if not (active[e] and f1 >= 0):
+            sag[e] = np.inf
+            continue
+        a0, a1, a2 = _unit_face_normal(x, tris, edge_face[e, 0])
+        b0, b1, b2 = _unit_face_normal(x, tris, f1)
+        c = a0 * b0 + a1 * b1 + a2 * b2
+        p = edges[e, 0]
+        q = edges[e, 1]
+        d0 = x[q, 0] - x[p, 0]
+        d1 = x[q, 1] - x[p, 1]
+        d2 = x[q, 2] - x[p, 2]
+        half = 0.5 * math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        sag[e] = half * math.sqrt(max(1.0 - c, 0.0) / max(1.0 + c, 1e-12))
+    return sag
