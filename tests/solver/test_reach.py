@@ -65,6 +65,29 @@ def test_a_contact_and_a_moving_pin_give_their_speed_to_the_island():
     assert reach[fast] == pytest.approx(np.full(8, 1e-3))
 
 
+def test_the_wind_adds_to_the_reach_of_what_feels_the_air_only():
+    """A crate (no area: the wind does not move it) keeps its own reach in a 5 m/s wind; a
+    cloth beside it takes the wind's speed, and so does the crate when a contact joins it to
+    the cloth."""
+    b = Builder()
+    crate = _crate(b, (0, 0, 1), 10.0)
+    gx, gy = np.meshgrid(np.linspace(0, 1, 5), np.linspace(0, 1, 5), indexing="ij")
+    grid = np.column_stack([gx.ravel() + 2.0, gy.ravel(), np.ones(25)])
+    q = (np.arange(4)[:, None] * 5 + np.arange(4)[None, :]).ravel()
+    cloth = b.add_cloth(grid, np.column_stack([q, q + 5, q + 6, q + 1]))
+    model = b.build()
+    x = model.particle_x0.copy()
+    h, dt, wind = 1 / 960, 1 / 24, 5.0
+    sleep = Sleep(model, True)
+    none = np.zeros((0, 4), np.int64)
+    reach = particle_reach(x, x.copy(), h, dt, 0.0, wind, sleep, [], none)
+    assert reach[crate] == pytest.approx(np.full(8, 1e-3))
+    assert reach[cloth] == pytest.approx(np.full(25, 2 * wind * dt + 1e-3))
+    contact = np.array([[crate[0], cloth[0], cloth[1], cloth[5]]], np.int64)
+    reach = particle_reach(x, x.copy(), h, dt, 0.0, wind, sleep, [], contact)
+    assert reach[crate] == pytest.approx(np.full(8, 2 * wind * dt + 1e-3))
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_struck_crate_is_stopped_by_the_wall_beside_it(backend):
     """A crate at 4 m/s strikes an equal crate resting 2 cm from a wall (a box collider 0.3 m
