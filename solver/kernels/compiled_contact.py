@@ -26,6 +26,8 @@ _TINY = 1e-12       # collision/sdf.TINY
 GUARD_MIN_MOTION = 1e-3    # [m]
 GUARD_TOLERANCE = 1e-6     # [m]
 GUARD_STEPS = 32
+# [m] kept off a pair's clearance: more than the guard's tolerance and the SDF's rounding
+CLEAR_MARGIN = 1e-5
 _MESH = 5           # collision/frames.MESH
 
 
@@ -390,9 +392,41 @@ def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius,
 
 
 @njit(cache=True, parallel=True, fastmath=False)
+def candidate_clearance(X0, particles, particle_start, pair_collider, shape, approximate, abc,
+                        thickness, radius, R, t, s, moving, mesh, out):
+    """out (q,) [m] for each candidate pair (particles, particle_start, pair_collider, as
+    project_colliders'), how far its particle at X0 (3, n) [m] (the step's start) is clear of
+    the collider's offset surface, less CLEAR_MARGIN; -inf where no bound holds (a mesh, a
+    first-order SDF, a collider that moves in the step). A primitive's exact SDF is a distance,
+    so 1-Lipschitz: a point within d of X0 has phi > thickness + radius while d < out, and
+    then its projection, tunnelling guard included, changes nothing (project_colliders skips
+    it). approximate, moving (S, C) bool and abc (S, C, 3), R (S, C, 3, 3), t, s (S, C, 3) the
+    colliders' placements per substep (Colliders.placements)."""
+    S = moving.shape[0]
+    for v in prange(particles.shape[0]):
+        i = particles[v]
+        for r in range(particle_start[v], particle_start[v + 1]):
+            k = pair_collider[r]
+            out[r] = -np.inf
+            if shape[k] == _MESH:
+                continue
+            exact = True
+            for q in range(S):
+                if moving[q, k] or approximate[q, k]:
+                    exact = False
+            if exact:
+                phi = _distance(shape[k], False, abc[0, k, 0], abc[0, k, 1], abc[0, k, 2],
+                                R[0, k], t[0, k], s[0, k], R[0, k], t[0, k], X0[0, i],
+                                X0[1, i], X0[2, i], X0[0, i], X0[1, i], X0[2, i], k, mesh,
+                                -1)[0]
+                out[r] = phi - thickness[k] - radius[i] - CLEAR_MARGIN
+
+
+@njit(cache=True, parallel=True, fastmath=False)
 def project_colliders(X, Xp, particles, particle_start, pair_collider, shape, approximate, abc,
                       thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, depth, used,
-                      touching, normal, motion, collider, allowance, lift, lifted, mesh):
+                      touching, normal, motion, collider, allowance, lift, lifted, mesh, X0,
+                      clear):
     """Every collider in one parallel pass (what the compiled loop runs): particle after
     particle, each against its candidate colliders in increasing order. A particle's contact
     touches only that particle, so this gives the same bits as project_collider run collider
@@ -401,10 +435,24 @@ def project_colliders(X, Xp, particles, particle_start, pair_collider, shape, ap
     their colliders: pair_collider[particle_start[v]:particle_start[v + 1]] for particles[v]
     (contacts.Contacts); per collider (C,): shape, approximate, abc (C, 3), thickness, the
     frames R (C, 3, 3), t, s (C, 3) and Rb, tb, sb at the substep's start, moving, mu_s, mu_k;
-    the rest as project_collider."""
+    the rest as project_collider. X0 (3, n) [m] the step's start and clear (q,) [m] each pair's
+    clearance there (candidate_clearance): a pair whose particle, now and a substep ago, is
+    nearer to X0 than that is skipped, since projecting it would change nothing (the same bits
+    as the NumPy loop, which projects every pair: a wind-blown cloth is a candidate of every
+    collider within the 0.4 m it may travel in a step, and most of those pairs are that far)."""
     for v in prange(particles.shape[0]):
         i = particles[v]
+        a0 = X[0, i] - X0[0, i]
+        a1 = X[1, i] - X0[1, i]
+        a2 = X[2, i] - X0[2, i]
+        b0 = Xp[0, i] - X0[0, i]
+        b1 = Xp[1, i] - X0[1, i]
+        b2 = Xp[2, i] - X0[2, i]
+        moved2 = max(a0 * a0 + a1 * a1 + a2 * a2, b0 * b0 + b1 * b1 + b2 * b2)
         for r in range(particle_start[v], particle_start[v + 1]):
+            c = clear[r]
+            if c > 0 and c * c > moved2:
+                continue
             k = pair_collider[r]
             _project_particle(X, Xp, i, shape[k], approximate[k], abc[k, 0], abc[k, 1],
                               abc[k, 2], thickness[k], radius, R[k], t[k], s[k], Rb[k], tb[k],

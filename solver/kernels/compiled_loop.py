@@ -6,8 +6,12 @@ arguments, so the two backends agree bit for bit. What loop.py does in NumPy aro
 (clearing the contact scratch, copying x' for restitution, releasing the overlap, the finiteness
 check) rides on two parallel passes over the particles, one opening each substep and one
 closing it (compiled_forces.drag_and_predict and close_substep): as serial loops they were a
-tenth of a 65k-particle cloth's one-thread time, work no extra thread could share. Importing
-this module requires Numba.
+tenth of a 65k-particle cloth's one-thread time, work no extra thread could share. One thing
+the NumPy loop does not do: a collider's candidate pair whose particle is still too near where
+the step started to reach the collider is skipped (compiled_contact.candidate_clearance, from
+the SDF's 1-Lipschitz bound), which changes no bit, since its projection would have changed
+nothing (tests/solver/test_backends.py: skipping with half that margin breaks the identity).
+Importing this module requires Numba.
 """
 
 import numpy as np
@@ -19,7 +23,8 @@ from .compiled_forces import close_substep, drag_and_predict
 from .compiled_bodies import solve_bodies
 from .compiled_joints import solve_joints
 from .compiled_mesh import place_meshes
-from .compiled_contact import project_colliders, project_points, restitution
+from .compiled_contact import (candidate_clearance, project_colliders, project_points,
+                               restitution)
 
 
 @njit(cache=True, fastmath=False)
@@ -60,6 +65,13 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     drag_slot = np.full(n, -1, np.int64)      # (n,) each particle's drag entry, -1 for none
     for q in range(d_ids.shape[0]):
         drag_slot[d_ids[q]] = q
+    # the colliders' candidate pairs that stay clear until their particle has moved far
+    # enough from where the step starts (compiled_contact.candidate_clearance)
+    X0 = X.copy()
+    clear = np.empty(by_particle_collider.shape[0])
+    if by_particle.shape[0]:
+        candidate_clearance(X0, by_particle, by_particle_start, by_particle_collider, c_shape,
+                            approximate, abc, c_thickness, radius, R, t, sc, moving, mesh, clear)
     for s in range(substeps):
         # drag, then integrate (one pass; loop.py makes two calls: the same bits per
         # particle), copying x' for restitution and clearing the contact scratch on the way
@@ -109,7 +121,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                                   c_shape, approximate[s], abc[s], c_thickness, radius, R[s],
                                   t[s], sc[s], Rb[s], tb[s], sb[s], moving[s], c_mu_s, c_mu_k,
                                   depth, used, touching, normal, motion, collider, allowance,
-                                  lift, lifted, mesh)
+                                  lift, lifted, mesh, X0, clear)
             if rank_points.shape[0] and n_colliders:
                 project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, c_shape,
                                c_thickness, c_mu_s, c_mu_k, approximate[s], abc[s], R[s], t[s],
