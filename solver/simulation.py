@@ -133,7 +133,7 @@ class Simulation(AnimatedSettings, JointControl):
         self.colliders = Colliders(model)
         self.contacts = Contacts(n, self.points.count, self.colliders.count)
         self.bodies = BodyContacts(model)
-        self.sleep = Sleep(model, sleep)         # sleep.py: islands at rest frozen till woken
+        self.sleep = Sleep(model, sleep, self.kernels.islands)   # at rest: frozen till woken
         self.state = State.at_rest(model.particle_x0, self.sleep.count)
         placed = self.colliders.initial_frames(model)
         self._placements = frames.Placements(len(placed))    # set_collider_matrix's memory

@@ -76,8 +76,10 @@ def constraint_edges(stick_pairs, shape_particles, shape_cluster, volume_tris, t
 class Sleep:
     """The islands of a Model and the per-step sleep bookkeeping on a State (I = islands)."""
 
-    def __init__(self, model, enabled):
+    def __init__(self, model, enabled, components=islands):
         self.enabled = bool(enabled)
+        # the connected components of a graph (islands, or the kernel table's compiled mirror)
+        self.components = components
         self.island = model.particle_island                       # (n,) int64
         self.count = int(self.island.max()) + 1 if self.island.size else 0
         # particles sorted by island, and where each island's run starts: per-island maxima by
@@ -144,7 +146,7 @@ class Sleep:
         valid = body_idx >= 0
         isl = self.island[np.where(valid, body_idx, body_idx[:, :1])]
         pairs = np.column_stack([np.repeat(isl[:, 0], 3), isl[:, 1:].ravel()])
-        return islands(self.count, pairs[pairs[:, 0] != pairs[:, 1]])
+        return self.components(self.count, np.ascontiguousarray(pairs[pairs[:, 0] != pairs[:, 1]]))
 
     def wake_by_drivers(self, state, control, pinned, soft, colliders, margin):
         """Before a step: wake the sleeping islands whose pins' targets move (pinned (p,),

@@ -21,7 +21,7 @@ KERNELS = ("apply_drag", "predict", "surface_normals", "solve_sticks", "solve_so
            "solve_shapes", "damp_shapes", "solve_joints", "project_collider", "project_points",
            "restitution", "release_overlap", "active_items", "edge_sag", "find_body_contacts",
            "filter_pairs", "solve_bodies", "place_meshes", "mesh_distances", "refit_meshes",
-           "mesh_normals", "primitive_candidates", "run_substeps")
+           "mesh_normals", "primitive_candidates", "islands", "run_substeps")
 
 
 def _numpy_table():
@@ -40,6 +40,7 @@ def _numpy_table():
     from ..forces import apply_drag, surface_normals
     from ..integrator import predict
     from ..loop import run_substeps
+    from ..sleep import islands
     return SimpleNamespace(backend="numpy", apply_drag=apply_drag, predict=predict,
                            surface_normals=surface_normals,
                            solve_sticks=solve_sticks, solve_soft_pins=solve_soft_pins,
@@ -53,7 +54,8 @@ def _numpy_table():
                            filter_pairs=filter_pairs, solve_bodies=solve_bodies,
                            place_meshes=place_meshes, mesh_distances=mesh_distances,
                            refit_meshes=refit_meshes, mesh_normals=mesh_normals,
-                           primitive_candidates=primitive_candidates, run_substeps=run_substeps)
+                           primitive_candidates=primitive_candidates, islands=islands,
+                           run_substeps=run_substeps)
 
 
 def table(backend):

@@ -1,4 +1,6 @@
-"""Numba-compiled build-time kernels: greedy graph colouring (coloring.py).
+"""Numba-compiled graph kernels: greedy graph colouring (coloring.py, at build time) and the
+connected components of a graph (sleep.islands: the islands that this step's body contacts
+join, twice per step in a scene with contacts).
 
 The colouring runs once per build, but every playback reset rebuilds the Model, and at 100k
 vertices the Python loop took most of a second. This kernel runs the Python fallback's
@@ -50,3 +52,38 @@ def greedy_colors_csr(members, start, n_particles, words):
                 break
         colors[k] = colour
     return colors
+
+
+@njit(cache=True, fastmath=False)
+def islands(n, edges):
+    """Mirror of sleep.islands: (n,) int64 island of each of n particles, numbered 0..I-1 in
+    order of their smallest particle, for edges (k, 2) int64. Union-find (each root the
+    smallest id of its set, paths halved), then one pass numbering the roots as they first
+    appear: the same numbering as the NumPy reference, whose labels are each component's
+    smallest particle."""
+    parent = np.arange(n)
+    for e in range(edges.shape[0]):
+        a = edges[e, 0]
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        b = edges[e, 1]
+        while parent[b] != b:
+            parent[b] = parent[parent[b]]
+            b = parent[b]
+        if a < b:
+            parent[b] = a
+        elif b < a:
+            parent[a] = b
+    label = np.full(n, -1, np.int64)
+    out = np.empty(n, np.int64)
+    count = 0
+    for i in range(n):
+        r = i
+        while parent[r] != r:
+            r = parent[r]
+        if label[r] < 0:
+            label[r] = count
+            count += 1
+        out[i] = label[r]
+    return out

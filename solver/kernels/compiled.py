@@ -18,6 +18,7 @@ from .compiled_forces import apply_drag, predict, surface_normals  # noqa: F401
 from .compiled_bodies import solve_bodies  # noqa: F401
 from .compiled_broad import active_items, edge_sag, find_body_contacts  # noqa: F401
 from .compiled_pairs import filter_pairs  # noqa: F401
+from .build import islands  # noqa: F401
 from .compiled_mesh import mesh_distances, mesh_normals, place_meshes, refit_meshes  # noqa: F401
 
 _EPS = 1e-12

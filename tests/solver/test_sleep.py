@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from solver import Builder, Simulation, backend
+from solver.kernels import table
 from solver.sleep import constraint_edges, islands
 
 DT = 1.0 / 24.0
@@ -217,6 +218,35 @@ def test_islands_are_connected_components():
                                 np.zeros(0, np.int64), np.zeros((0, 3), np.int64),
                                 np.zeros((0, 4), np.int64))) == 0
 
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_both_tables_number_the_same_islands(kind):
+    """The kernel table's islands (the NumPy reference or its compiled union-find) on the chain
+    above and on random graphs: connected components numbered by their smallest particle."""
+    components = table(kind).islands
+    rng = np.random.default_rng(4)
+    chain = np.column_stack([np.arange(999), np.arange(1, 1000)])[rng.permutation(999)]
+    assert np.array_equal(components(1001, chain), np.r_[np.zeros(1000, np.int64), 1])
+    assert np.array_equal(components(3, np.zeros((0, 2), np.int64)), np.arange(3))
+    for n, k in ((50, 30), (500, 400), (2000, 1900)):
+        edges = rng.integers(0, n, (k, 2))
+        lab = components(n, edges)
+        # an independent check: the labels are constant along every edge, number the
+        # components in order of first appearance, and no two components share a label
+        assert np.all(lab[edges[:, 0]] == lab[edges[:, 1]])
+        first = np.unique(lab, return_index=True)[1]
+        assert np.array_equal(lab[np.sort(first)], np.arange(lab.max() + 1))
+        assert np.array_equal(lab, islands(n, edges))
+        assert lab.max() + 1 == n - np.linalg.matrix_rank(_incidence(n, edges))
+
+
+def _incidence(n, edges):
+    """(k, n) the graph's incidence matrix: n - rank is its number of components."""
+    m = np.zeros((len(edges), n))
+    m[np.arange(len(edges)), edges[:, 0]] += 1.0
+    m[np.arange(len(edges)), edges[:, 1]] -= 1.0
+    return m
 
 
 def test_force_fields_wake_only_when_they_change():
