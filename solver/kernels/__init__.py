@@ -4,8 +4,9 @@
     kernels.solve_sticks(X, ...)           # the same call whichever backend runs
 
 The NumPy kernels are the readable reference and the fallback; each lives beside the physics it
-implements (forces.py, integrator.py, constraints/*.py, collision/project.py, collision/mesh.py,
-collision/mesh_query.py, and the substep loop itself in loop.py). The compiled kernels
+implements (forces.py, integrator.py, sleep.py, constraints/*.py, collision/project.py,
+collision/colliders.py, collision/bodies.py, collision/body_stage.py, collision/pairs.py,
+collision/mesh.py, collision/mesh_query.py, and the substep loop itself in loop.py). The compiled kernels
 (compiled.py and the compiled_*.py it imports; Numba) perform the same floating-point operations
 in the same order, so the backends agree bit for bit (tests/solver/test_backends.py). Positions always
 travel as (3, n) coordinate rows X [m]. Physics classes take a table and never ask which backend

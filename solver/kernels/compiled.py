@@ -12,8 +12,9 @@ from numba import njit, prange
 
 # the contact kernels and the loop live in their own modules; the kernel table reaches every
 # compiled kernel through this one
+from .compiled_candidates import primitive_candidates  # noqa: F401
 from .compiled_contact import (  # noqa: F401
-    primitive_candidates, project_collider, project_points, release_overlap, restitution)
+    project_collider, project_points, release_overlap, restitution)
 from .compiled_forces import apply_drag, predict, surface_normals  # noqa: F401
 from .compiled_bodies import solve_bodies  # noqa: F401
 from .compiled_broad import active_items, edge_sag, find_body_contacts  # noqa: F401

@@ -26,8 +26,6 @@ _TINY = 1e-12       # collision/sdf.TINY
 GUARD_MIN_MOTION = 1e-3    # [m]
 GUARD_TOLERANCE = 1e-6     # [m]
 GUARD_STEPS = 32
-# [m] kept off a pair's clearance: more than the guard's tolerance and the SDF's rounding
-CLEAR_MARGIN = 1e-5
 _MESH = 5           # collision/frames.MESH
 
 
@@ -347,32 +345,6 @@ def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, 
 
 
 @njit(cache=True, parallel=True, fastmath=False)
-def primitive_candidates(shape, approximate, abc, R, t, s, take, x, reach, extra, out):
-    """Scalar mirror of collision/colliders.primitive_candidates: particle after particle in
-    parallel, each against every collider in ``take``; the same SDF operations as the
-    projection, so the same candidates on both backends."""
-    for i in prange(x.shape[0]):
-        x0 = x[i, 0]
-        x1 = x[i, 1]
-        x2 = x[i, 2]
-        for k in range(shape.shape[0]):
-            if not take[k]:
-                continue
-            d0 = x0 - t[k, 0]
-            d1 = x1 - t[k, 1]
-            d2 = x2 - t[k, 2]
-            q0 = d0 * R[k, 0, 0] + d1 * R[k, 1, 0] + d2 * R[k, 2, 0]
-            q1 = d0 * R[k, 0, 1] + d1 * R[k, 1, 1] + d2 * R[k, 2, 1]
-            q2 = d0 * R[k, 0, 2] + d1 * R[k, 1, 2] + d2 * R[k, 2, 2]
-            if approximate[k]:
-                phi = _approx_sdf(shape[k], abc[k, 0], abc[k, 1], abc[k, 2], s[k, 0], s[k, 1],
-                                  q0, q1, q2)[0]
-            else:
-                phi = _local_sdf(shape[k], abc[k, 0], abc[k, 1], abc[k, 2], q0, q1, q2)[0]
-            out[k, i] = phi < reach[i] + extra[k]
-
-
-@njit(cache=True, parallel=True, fastmath=False)
 def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
                      sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider,
                      allowance, lift, lifted, mesh):
@@ -392,37 +364,6 @@ def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius,
 
 
 @njit(cache=True, parallel=True, fastmath=False)
-def candidate_clearance(X0, particles, particle_start, pair_collider, shape, approximate, abc,
-                        thickness, radius, R, t, s, moving, mesh, out):
-    """out (q,) [m] for each candidate pair (particles, particle_start, pair_collider, as
-    project_colliders'), how far its particle at X0 (3, n) [m] (the step's start) is clear of
-    the collider's offset surface, less CLEAR_MARGIN; -inf where no bound holds (a mesh, a
-    first-order SDF, a collider that moves in the step). A primitive's exact SDF is a distance,
-    so 1-Lipschitz: a point within d of X0 has phi > thickness + radius while d < out, and
-    then its projection, tunnelling guard included, changes nothing (project_colliders skips
-    it). approximate, moving (S, C) bool and abc (S, C, 3), R (S, C, 3, 3), t, s (S, C, 3) the
-    colliders' placements per substep (Colliders.placements)."""
-    S = moving.shape[0]
-    for v in prange(particles.shape[0]):
-        i = particles[v]
-        for r in range(particle_start[v], particle_start[v + 1]):
-            k = pair_collider[r]
-            out[r] = -np.inf
-            if shape[k] == _MESH:
-                continue
-            exact = True
-            for q in range(S):
-                if moving[q, k] or approximate[q, k]:
-                    exact = False
-            if exact:
-                phi = _distance(shape[k], False, abc[0, k, 0], abc[0, k, 1], abc[0, k, 2],
-                                R[0, k], t[0, k], s[0, k], R[0, k], t[0, k], X0[0, i],
-                                X0[1, i], X0[2, i], X0[0, i], X0[1, i], X0[2, i], k, mesh,
-                                -1)[0]
-                out[r] = phi - thickness[k] - radius[i] - CLEAR_MARGIN
-
-
-@njit(cache=True, parallel=True, fastmath=False)
 def project_colliders(X, Xp, particles, particle_start, pair_collider, shape, approximate, abc,
                       thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, depth, used,
                       touching, normal, motion, collider, allowance, lift, lifted, mesh, X0,
@@ -436,7 +377,7 @@ def project_colliders(X, Xp, particles, particle_start, pair_collider, shape, ap
     (contacts.Contacts); per collider (C,): shape, approximate, abc (C, 3), thickness, the
     frames R (C, 3, 3), t, s (C, 3) and Rb, tb, sb at the substep's start, moving, mu_s, mu_k;
     the rest as project_collider. X0 (3, n) [m] the step's start and clear (q,) [m] each pair's
-    clearance there (candidate_clearance): a pair whose particle, now and a substep ago, is
+    clearance there (compiled_candidates.candidate_clearance): a pair whose particle, now and a substep ago, is
     nearer to X0 than that is skipped, since projecting it would change nothing (the same bits
     as the NumPy loop, which projects every pair: a wind-blown cloth is a candidate of every
     collider within the 0.4 m it may travel in a step, and most of those pairs are that far)."""

@@ -8,7 +8,7 @@ check) rides on two parallel passes over the particles, one opening each substep
 closing it (compiled_forces.drag_and_predict and close_substep): as serial loops they were a
 tenth of a 65k-particle cloth's one-thread time, work no extra thread could share. One thing
 the NumPy loop does not do: a collider's candidate pair whose particle is still too near where
-the step started to reach the collider is skipped (compiled_contact.candidate_clearance, from
+the step started to reach the collider is skipped (compiled_candidates.candidate_clearance, from
 the SDF's 1-Lipschitz bound), which changes no bit, since its projection would have changed
 nothing (tests/solver/test_backends.py: skipping with half that margin breaks the identity).
 Importing this module requires Numba.
@@ -23,8 +23,8 @@ from .compiled_forces import close_substep, drag_and_predict
 from .compiled_bodies import solve_bodies
 from .compiled_joints import solve_joints
 from .compiled_mesh import place_meshes
-from .compiled_contact import (candidate_clearance, project_colliders, project_points,
-                               restitution)
+from .compiled_candidates import candidate_clearance
+from .compiled_contact import project_colliders, project_points, restitution
 
 
 @njit(cache=True, fastmath=False)
@@ -66,7 +66,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     for q in range(d_ids.shape[0]):
         drag_slot[d_ids[q]] = q
     # the colliders' candidate pairs that stay clear until their particle has moved far
-    # enough from where the step starts (compiled_contact.candidate_clearance)
+    # enough from where the step starts (compiled_candidates.candidate_clearance)
     X0 = X.copy()
     clear = np.empty(by_particle_collider.shape[0])
     if by_particle.shape[0]:
