@@ -45,18 +45,26 @@ def _along(v0, v1, v2, u0, u1, u2):
 
 
 @njit(cache=True, inline="always")
-def _face_normal(x, tris, f):
-    """Triangle f's normal (b - a) x (c - a), not normalised (pairs._cross's operations)."""
+def _face_edges(x, tris, f):
+    """Triangle f's edges b - a and c - a [m], component by component."""
     a = tris[f, 0]
     b = tris[f, 1]
     c = tris[f, 2]
-    e0 = x[b, 0] - x[a, 0]
-    e1 = x[b, 1] - x[a, 1]
-    e2 = x[b, 2] - x[a, 2]
-    g0 = x[c, 0] - x[a, 0]
-    g1 = x[c, 1] - x[a, 1]
-    g2 = x[c, 2] - x[a, 2]
+    return (x[b, 0] - x[a, 0], x[b, 1] - x[a, 1], x[b, 2] - x[a, 2],
+            x[c, 0] - x[a, 0], x[c, 1] - x[a, 1], x[c, 2] - x[a, 2])
+
+
+@njit(cache=True, inline="always")
+def _cross(e0, e1, e2, g0, g1, g2):
+    """e x g (pairs._cross's operations)."""
     return e1 * g2 - e2 * g1, e2 * g0 - e0 * g2, e0 * g1 - e1 * g0
+
+
+@njit(cache=True, inline="always")
+def _face_normal(x, tris, f):
+    """Triangle f's normal (b - a) x (c - a), not normalised."""
+    e0, e1, e2, g0, g1, g2 = _face_edges(x, tris, f)
+    return _cross(e0, e1, e2, g0, g1, g2)
 
 
 @njit(cache=True)
@@ -135,15 +143,8 @@ def filter_pairs(x, xp, h, dt, acc, g_dt2, radius, tris, solid, tri_thick, tri_d
         a = tris[f, 0]
         b = tris[f, 1]
         c = tris[f, 2]
-        e00 = x[b, 0] - x[a, 0]
-        e01 = x[b, 1] - x[a, 1]
-        e02 = x[b, 2] - x[a, 2]
-        e10 = x[c, 0] - x[a, 0]
-        e11 = x[c, 1] - x[a, 1]
-        e12 = x[c, 2] - x[a, 2]
-        n0 = e01 * e12 - e02 * e11
-        n1 = e02 * e10 - e00 * e12
-        n2 = e00 * e11 - e01 * e10
+        e00, e01, e02, e10, e11, e12 = _face_edges(x, tris, f)
+        n0, n1, n2 = _cross(e00, e01, e02, e10, e11, e12)
         dd0 = x[v, 0] - x[a, 0]
         dd1 = x[v, 1] - x[a, 1]
         dd2 = x[v, 2] - x[a, 2]
@@ -213,9 +214,7 @@ def filter_pairs(x, xp, h, dt, acc, g_dt2, radius, tris, solid, tri_thick, tri_d
         r0 = x[p, 0] - x[u, 0]
         r1 = x[p, 1] - x[u, 1]
         r2 = x[p, 2] - x[u, 2]
-        n0 = a1 * b2 - a2 * b1
-        n1 = a2 * b0 - a0 * b2
-        n2 = a0 * b1 - a1 * b0
+        n0, n1, n2 = _cross(a0, a1, a2, b0, b1, b2)
         ln = math.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
         aa = a0 * a0 + a1 * a1 + a2 * a2
         ee = b0 * b0 + b1 * b1 + b2 * b2
