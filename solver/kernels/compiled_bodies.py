@@ -41,6 +41,21 @@ def _friction_step(r0, r1, r2, m0, m1, m2, pen, mu, W, allowance):
             (m2 * pen - t2 * scale) / W, m0 * lift / W, m1 * lift / W, m2 * lift / W)
 
 
+@njit(cache=True, inline="always")
+def cross3(a0, a1, a2, b0, b1, b2):
+    """a x b, component by component (collision/pairs._cross's operations)."""
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+@njit(cache=True, inline="always")
+def face_gram(e00, e01, e02, e10, e11, e12, d0, d1, d2):
+    """The dot products a point's barycentrics on a triangle come from, for its edges e0, e1
+    from corner a and the point's offset d from a: (e0.e0, e0.e1, e1.e1, d.e0, d.e1)."""
+    return (e00 * e00 + e01 * e01 + e02 * e02, e00 * e10 + e01 * e11 + e02 * e12,
+            e10 * e10 + e11 * e11 + e12 * e12, d0 * e00 + d1 * e01 + d2 * e02,
+            d0 * e10 + d1 * e11 + d2 * e12)
+
+
 @njit(cache=True)
 def _solve_tri(X, Xp, k, v, a, b, c, s, D, mu, inv_mass, allowance, dx, dl, share):
     e00 = X[0, b] - X[0, a]
@@ -49,9 +64,7 @@ def _solve_tri(X, Xp, k, v, a, b, c, s, D, mu, inv_mass, allowance, dx, dl, shar
     e10 = X[0, c] - X[0, a]
     e11 = X[1, c] - X[1, a]
     e12 = X[2, c] - X[2, a]
-    nx = e01 * e12 - e02 * e11
-    ny = e02 * e10 - e00 * e12
-    nz = e00 * e11 - e01 * e10
+    nx, ny, nz = cross3(e00, e01, e02, e10, e11, e12)
     ln2 = nx * nx + ny * ny + nz * nz
     if not (ln2 > _DEGENERATE):
         return
@@ -62,11 +75,7 @@ def _solve_tri(X, Xp, k, v, a, b, c, s, D, mu, inv_mass, allowance, dx, dl, shar
     d0 = X[0, v] - X[0, a]
     d1 = X[1, v] - X[1, a]
     d2 = X[2, v] - X[2, a]
-    d00 = e00 * e00 + e01 * e01 + e02 * e02
-    d01 = e00 * e10 + e01 * e11 + e02 * e12
-    d11 = e10 * e10 + e11 * e11 + e12 * e12
-    d20 = d0 * e00 + d1 * e01 + d2 * e02
-    d21 = d0 * e10 + d1 * e11 + d2 * e12
+    d00, d01, d11, d20, d21 = face_gram(e00, e01, e02, e10, e11, e12, d0, d1, d2)
     den = d00 * d11 - d01 * d01
     bb = (d11 * d20 - d01 * d21) / den
     bc = (d00 * d21 - d01 * d20) / den

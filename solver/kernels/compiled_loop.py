@@ -67,8 +67,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         drag_slot[d_ids[q]] = q
     # the colliders' candidate pairs that stay clear until their particle has moved far
     # enough from where the step starts (compiled_candidates.candidate_clearance)
-    X0 = X.copy()
-    clear = np.empty(by_particle_collider.shape[0])
+    X0 = X.copy()                                          # (3, n) [m] the step's start
+    clear = np.empty(by_particle_collider.shape[0])        # (q,) [m] per candidate pair
     if by_particle.shape[0]:
         candidate_clearance(X0, by_particle, by_particle_start, by_particle_collider, c_shape,
                             approximate, abc, c_thickness, radius, R, t, sc, moving, mesh, clear)

@@ -11,6 +11,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .compiled_bodies import cross3, face_gram
+
 # the NumPy side's constants, copied so that this file's digest (backend.KERNEL_SOURCES) keys
 # the cached kernels that use them (tests/solver/test_structure.py checks each copy)
 BAND = 1e-3        # collision/bodies.BAND
@@ -55,16 +57,10 @@ def _face_edges(x, tris, f):
 
 
 @njit(cache=True, inline="always")
-def _cross(e0, e1, e2, g0, g1, g2):
-    """e x g (pairs._cross's operations)."""
-    return e1 * g2 - e2 * g1, e2 * g0 - e0 * g2, e0 * g1 - e1 * g0
-
-
-@njit(cache=True, inline="always")
 def _face_normal(x, tris, f):
     """Triangle f's normal (b - a) x (c - a), not normalised."""
     e0, e1, e2, g0, g1, g2 = _face_edges(x, tris, f)
-    return _cross(e0, e1, e2, g0, g1, g2)
+    return cross3(e0, e1, e2, g0, g1, g2)
 
 
 @njit(cache=True)
@@ -144,7 +140,7 @@ def filter_pairs(x, xp, h, dt, acc, g_dt2, radius, tris, solid, tri_thick, tri_d
         b = tris[f, 1]
         c = tris[f, 2]
         e00, e01, e02, e10, e11, e12 = _face_edges(x, tris, f)
-        n0, n1, n2 = _cross(e00, e01, e02, e10, e11, e12)
+        n0, n1, n2 = cross3(e00, e01, e02, e10, e11, e12)
         dd0 = x[v, 0] - x[a, 0]
         dd1 = x[v, 1] - x[a, 1]
         dd2 = x[v, 2] - x[a, 2]
@@ -175,11 +171,7 @@ def filter_pairs(x, xp, h, dt, acc, g_dt2, radius, tris, solid, tri_thick, tri_d
                           (acc[a, 2] + acc[b, 2] + acc[c, 2]) / 3.0, u0, u1, u2))
         side_reach = slack2 + REACH * _along(rel0, rel1, rel2, u0, u1, u2) * dt \
             + 0.5 * fall * dt * dt
-        d00 = e00 * e00 + e01 * e01 + e02 * e02
-        d01 = e00 * e10 + e01 * e11 + e02 * e12
-        d11 = e10 * e10 + e11 * e11 + e12 * e12
-        d20 = dd0 * e00 + dd1 * e01 + dd2 * e02
-        d21 = dd0 * e10 + dd1 * e11 + dd2 * e12
+        d00, d01, d11, d20, d21 = face_gram(e00, e01, e02, e10, e11, e12, dd0, dd1, dd2)
         den = d00 * d11 - d01 * d01
         bary = 0.0
         if den > 0:
@@ -214,7 +206,7 @@ def filter_pairs(x, xp, h, dt, acc, g_dt2, radius, tris, solid, tri_thick, tri_d
         r0 = x[p, 0] - x[u, 0]
         r1 = x[p, 1] - x[u, 1]
         r2 = x[p, 2] - x[u, 2]
-        n0, n1, n2 = _cross(a0, a1, a2, b0, b1, b2)
+        n0, n1, n2 = cross3(a0, a1, a2, b0, b1, b2)
         ln = math.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
         aa = a0 * a0 + a1 * a1 + a2 * a2
         ee = b0 * b0 + b1 * b1 + b2 * b2

@@ -96,3 +96,59 @@ def test_only_the_colliders_asked_for_are_written(backend):
     table(backend).primitive_candidates(*args[:7], x, np.zeros(2), args[7], out)
     assert out[:, 0].tolist() == [True, True, False, True]  # rows 1, 3 untouched (were True)
     assert out[:, 1].tolist() == [False, True, False, True]
+
+
+@pytest.mark.skipif(_backend.numba_kernels() is None, reason="compiled kernels only")
+def test_candidate_clearance_is_the_distance_to_a_static_primitive_only():
+    """The compiled loop's clearance per candidate pair (kernels/compiled_candidates.py): for a
+    static sphere, |x - c| - r - thickness - particle radius - CLEAR_MARGIN at the step's start,
+    checked against the analytic distance; -inf for a collider that moves during the step (its
+    SDF changes, so no bound holds) and for a mesh. A clearance too large would let the loop skip
+    a pair that touches; one that is always -inf would skip nothing."""
+    from types import SimpleNamespace
+
+    from solver import Builder, Simulation
+    from solver.kernels import compiled_candidates as cc
+
+    b = Builder()
+    heights = np.array([0.52, 0.8, 1.5, 2.5])
+    ids = b.add_particles(np.column_stack([np.zeros(4), np.zeros(4), heights]), radius=0.01)
+    b.add_collider("sphere", radius=0.5, thickness=0.02)
+    start = np.eye(4)
+    start[:3, 3] = (1.2, 0.0, 0.1)
+    b.add_collider("sphere", matrix=start, radius=0.3)
+    b.add_collider("mesh", matrix=np.eye(4), vertices=[[-1, -1, 0], [-3, -1, 0], [-2, 1, 0],
+                                                       [-2, 0, 1.5]],
+                   triangles=[[0, 1, 2], [0, 3, 1], [1, 3, 2], [2, 3, 0]])
+    sim = Simulation(b.build(), backend="numba", sleep=False)
+    # falling fast, every particle is a candidate of every collider within 2.5 m of it
+    sim.set_velocities(ids, np.tile([0.0, 0.0, -30.0], (4, 1)))
+    moved = start.copy()
+    moved[:3, 3] = (1.3, 0.0, 0.1)
+    sim.set_collider_matrix(1, moved)                     # the second sphere moves this step
+    seen = {}
+    real = sim.kernels
+
+    def run_substeps(*args):
+        seen["X0"] = args[0][0].copy()
+        seen["colliders"] = args[9]
+        return real.run_substeps(*args)
+    sim.kernels = SimpleNamespace(**{k: getattr(real, k) for k in vars(real)})
+    sim.kernels.run_substeps = run_substeps
+    sim.step(1 / 24)
+    c = seen["colliders"]
+    (shape, thickness, radius, by_particle, start, pair_collider, approximate, abc, R, t, s,
+     moving, mesh) = (c[0], c[1], c[5], c[8], c[9], c[10], c[11], c[12], c[13], c[14], c[15],
+                      c[19], c[20])
+    clear = np.full(len(pair_collider), np.nan)
+    cc.candidate_clearance(seen["X0"], by_particle, start, pair_collider, shape, approximate,
+                           abc, thickness, radius, R, t, s, moving, mesh, clear)
+    owner = np.repeat(by_particle, np.diff(start))
+    assert set(pair_collider.tolist()) == {0, 1, 2}
+    for r, (i, k) in enumerate(zip(owner, pair_collider)):
+        if k == 0:
+            want = np.linalg.norm(seen["X0"][:, i]) - 0.5 - 0.02 - 0.01 - cc.CLEAR_MARGIN
+            assert clear[r] == pytest.approx(want, abs=1e-12)
+        else:
+            assert clear[r] == -np.inf
+    assert np.sum(pair_collider == 0) == 4 and np.max(clear) > 1.0
