@@ -4,10 +4,15 @@
 A capsule body (Jakobsen, "Advanced Character Physics", section 6: capsules around the limbs; a
 rigid body is a shape-matching cluster, shapes.py) is a row of particles along the bone, each a
 sphere of the capsule's radius at most one radius apart, so the spheres' union approximates the
-capsule in contact, plus two rings of four frame particles (radius 0) inside it that give the
-cluster a rotation about its own axis (twist). The masses make the body's mass and inertia those
-of a solid capsule of uniform density: the rings carry the axial inertia I_ax = 8 m_f rho^2, the
-ring height z_r the rest of the transverse inertia I_perp.
+capsule in contact, plus four frame particles (radius 0) inside it that give the cluster a
+rotation about its own axis (twist): two at +z_r along the axis, at +-rho along x, and two at
+-z_r, at +-rho along y. Their second moment about the centre, 2 m_f rho^2 (x x^T + y y^T) +
+4 m_f z_r^2 u u^T, is the same in every direction across the bone, as two full rings of four
+would give with twice the particles. The masses make the body's mass and inertia those of a
+solid capsule of uniform density: the frame carries the axial inertia I_ax = 4 m_f rho^2, the
+height z_r the rest of the transverse inertia I_perp. Frame particles never touch anything
+first (a sphere of the axis around them always reaches further), so the collide stage makes no
+contact for them (Model.particle_shielded).
 """
 
 import numpy as np
@@ -18,6 +23,7 @@ from .constraints.joints import JOINT_KINDS, KIND_HINGE
 # frame particles sit at this fraction of the radius from the axis: inside the spheres of the
 # axis particles (sqrt(0.8^2 + 0.5^2) < 1 with axis particles at most one radius apart)
 RING_RADIUS = 0.8
+FRAME_PARTICLES = 4         # per capsule body, after its axis particles
 
 
 def capsule_inertia(length, radius, mass):
@@ -35,7 +41,7 @@ def capsule_inertia(length, radius, mass):
 
 def capsule_layout(head, tail, radius, mass, up):
     """Positions (n, 3) [m], masses (n,) [kg] and radii (n,) [m] of a capsule body's particles:
-    the axis particles first, then the frame rings."""
+    the axis particles first, then the FRAME_PARTICLES frame particles."""
     axis = tail - head
     length = float(np.linalg.norm(axis))
     u = axis / length
@@ -51,20 +57,18 @@ def capsule_layout(head, tail, radius, mass, up):
     z = (t - 0.5) * length                          # axial coordinate from the centre
     axial, transverse = capsule_inertia(length, radius, mass)
     rho = RING_RADIUS * radius
-    m_f = axial / (8.0 * rho * rho)                 # eight ring particles carry I_ax
-    m_axis = (mass - 8.0 * m_f) / n_axis
-    # transverse: sum m_axis z^2 + 8 m_f z_r^2 + I_ax / 2 = I_perp
+    m_f = axial / (4.0 * rho * rho)                 # the four frame particles carry I_ax
+    m_axis = (mass - 4.0 * m_f) / n_axis
+    # transverse: sum m_axis z^2 + 4 m_f z_r^2 + I_ax / 2 = I_perp
     rest = transverse - 0.5 * axial - m_axis * float(np.sum(z * z))
-    z_r = float(np.sqrt(max(rest, 0.0) / (8.0 * m_f)))
+    z_r = float(np.sqrt(max(rest, 0.0) / (4.0 * m_f)))
     z_r = min(z_r, 0.5 * length)
     centre = 0.5 * (head + tail)
-    pts = [head + np.outer(t, axis)]
-    for zr in (-z_r, z_r):
-        c = centre + zr * u
-        pts.append(np.array([c + rho * x, c + rho * y, c - rho * x, c - rho * y]))
-    pos = np.vstack(pts)
-    masses = np.concatenate([np.full(n_axis, m_axis), np.full(8, m_f)])
-    radii = np.concatenate([np.full(n_axis, radius), np.zeros(8)])
+    hi, lo = centre + z_r * u, centre - z_r * u
+    frame = np.array([hi + rho * x, hi - rho * x, lo + rho * y, lo - rho * y])
+    pos = np.vstack([head + np.outer(t, axis), frame])
+    masses = np.concatenate([np.full(n_axis, m_axis), np.full(FRAME_PARTICLES, m_f)])
+    radii = np.concatenate([np.full(n_axis, radius), np.zeros(FRAME_PARTICLES)])
     return pos, masses, radii
 
 
@@ -95,9 +99,9 @@ class JointBuilder:
     def add_capsule_body(self, head, tail, radius, mass=1.0, up=None):
         """A rigid body for a bone from ``head`` to ``tail`` (3,) [m] with contact radius
         ``radius`` [m] and ``mass`` [kg]: spheres of the radius along the segment, at most one
-        radius apart (a capsule for colliders), and eight frame particles (radius 0) inside it,
+        radius apart (a capsule for colliders), and four frame particles (radius 0) inside it,
         masses chosen so that the body's mass and inertia are a solid capsule's; ``up`` (3,)
-        orients the frame rings (any direction not along the bone). One rigid shape-matching
+        orients the frame (any direction not along the bone). One rigid shape-matching
         cluster. Returns ((n,) particle ids, body id: the cluster index)."""
         head = _vec(head, "head", "add_capsule_body")
         tail = _vec(tail, "tail", "add_capsule_body")
@@ -116,6 +120,9 @@ class JointBuilder:
             up = _vec(up, "up", "add_capsule_body")
         pos, masses, radii = capsule_layout(head, tail, radius, mass, up)
         ids = self.add_particles(pos, mass=masses, radius=radii)
+        self._shielded.append(ids[-FRAME_PARTICLES:])
+        # the axis's end spheres: other capsules meet this one's axis segment
+        self._capsules.append((int(ids[0]), int(ids[-FRAME_PARTICLES - 1]), radius))
         return ids, self.add_shape_match(ids, stiffness=1.0)
 
     def add_joint(self, body_a, body_b, anchor, kind="ball", axis=None, limits=None,

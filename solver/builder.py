@@ -130,6 +130,8 @@ class Builder(GroupsMixin, JointBuilder):
         self._contact_surfaces = []  # ((k, 3) int64 triangles, solid bool)
         self._disabled = []          # (ids_a, ids_b) particle ids whose groups never collide
         self._next_group = None      # the group the next add_particles call joins (internal)
+        self._shielded = []          # (k,) int64 particle ids inside their body's spheres
+        self._capsules = []          # (head particle, tail particle, radius [m]) per capsule
 
     # ------------------------------------------------------------------ particles
     def add_particles(self, x, mass=1.0, radius=0.0, area=0.0, friction=0.5):
@@ -458,6 +460,13 @@ class Builder(GroupsMixin, JointBuilder):
         return len(self._colliders) - 1
 
     # ------------------------------------------------------------------ build
+    def _shielded_mask(self, n):
+        """(n,) bool Model.particle_shielded from the ids add_capsule_body shielded."""
+        mask = np.zeros(n, bool)
+        for ids in self._shielded:
+            mask[ids] = True
+        return mask
+
     def build(self):
         """Validate, merge and colour everything into a Model."""
         n = self._n
@@ -525,7 +534,10 @@ class Builder(GroupsMixin, JointBuilder):
         return Model(
             particle_x0=x0, particle_mass=mass, particle_inv_mass=inv_mass,
             particle_radius=np.concatenate(self._radius), particle_area=np.concatenate(self._area),
-            particle_island=island,
+            particle_island=island, particle_shielded=self._shielded_mask(n),
+            capsule_particles=np.array([c[:2] for c in self._capsules],
+                                       np.int64).reshape(-1, 2),
+            capsule_radius=np.array([c[2] for c in self._capsules], np.float64),
             soft_pin_particles=soft_ids, soft_pin_compliance=soft_comp,
             stick_particles=pairs[order], stick_rest_length=rest[order],
             stick_compliance=comp[order], stick_kind=kind[order], stick_source=source[order],

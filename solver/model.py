@@ -89,11 +89,17 @@ class Model:
     # groups, D = disabled group pairs, Ft = contact triangles
     particle_group: np.ndarray = None       # (n,) int64 collision group of each particle
     particle_friction: np.ndarray = None    # (n,) float64 Coulomb coefficient of its contacts
+    particle_shielded: np.ndarray = None    # (n,) bool inside its own rigid body's contact
+    #                                         spheres (a capsule's frame particles): never the
+    #                                         first to touch, so no collider contact is made
     group_self_collision: np.ndarray = None  # (G,) bool the group's particles collide with it
     group_disabled: np.ndarray = None       # (D,) int64 sorted keys ga * G + gb (ga < gb) of
     #                                         group pairs that never collide
     contact_tris: np.ndarray = None         # (Ft, 3) int64 particle ids; solid ones wound out
     contact_tri_solid: np.ndarray = None    # (Ft,) bool face of a closed (solid) surface
+    capsule_particles: np.ndarray = None    # (S, 2) int64 the end particles of each capsule
+    #                                         body's axis (add_capsule_body), its own group
+    capsule_radius: np.ndarray = None       # (S,) float64 [m] its radius
     # --- joints between rigid bodies (constraints/joints.py, bodies.py); J = joints. A body is
     # a shape-matching cluster; its id is the index add_shape_match returned (build order)
     shape_body_cluster: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -156,6 +162,8 @@ class Model:
             self.particle_group = np.arange(n, dtype=np.int64)
         if self.particle_friction is None:
             self.particle_friction = np.full(n, 0.5)
+        if self.particle_shielded is None:
+            self.particle_shielded = np.zeros(n, bool)
         if self.group_self_collision is None:
             self.group_self_collision = np.zeros(int(self.particle_group.max()) + 1 if n else 0,
                                                  bool)
@@ -165,6 +173,10 @@ class Model:
             self.contact_tris = np.zeros((0, 3), np.int64)
         if self.contact_tri_solid is None:
             self.contact_tri_solid = np.zeros(len(self.contact_tris), bool)
+        if self.capsule_particles is None:
+            self.capsule_particles = np.zeros((0, 2), np.int64)
+        if self.capsule_radius is None:
+            self.capsule_radius = np.zeros(len(self.capsule_particles))
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, np.ndarray) and not value.flags.c_contiguous:

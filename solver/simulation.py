@@ -115,8 +115,8 @@ class Simulation(AnimatedSettings, JointControl):
         self._pin_slot[self._pinned] = np.arange(self._pinned.size)
         self._radius = model.particle_radius        # (n,) float64 [m]
         self._radius_max = float(self._radius.max()) if n else 0.0
-        self._has_surface = np.zeros(n, bool)       # (n,) bool part of a surface (cloth, volume)
-        self._has_surface[model.surface_tris.ravel()] = True
+        self._collidable = self._free & ~model.particle_shielded   # (n,) bool collider reach
+        self._has_surface = np.bincount(model.surface_tris.ravel(), minlength=n) > 0  # (n,) bool
         # (n + 1,), (3F,) int64 each particle's surface triangles, for the normals kernel
         self._tri_start, self._vertex_tris = vertex_triangles(model.surface_tris, n)
 
@@ -132,7 +132,7 @@ class Simulation(AnimatedSettings, JointControl):
         self.points = TetraPoints(model)
         self.colliders = Colliders(model)
         self.contacts = Contacts(n, self.points.count, self.colliders.count)
-        self.bodies = BodyContacts(model)
+        self.bodies = BodyContacts(model, self.kernels)
         self.sleep = Sleep(model, sleep, self.kernels.islands)   # at rest: frozen till woken
         self.state = State.at_rest(model.particle_x0, self.sleep.count)
         placed = self.colliders.initial_frames(model)
@@ -476,7 +476,7 @@ class Simulation(AnimatedSettings, JointControl):
                             self.contacts)
         sleep.wake_by_contacts(st, self.contacts)
         asleep = sleep.asleep_ids(st)
-        free = self._free if asleep is None else self._free & ~sleep.asleep(st)
+        free = self._collidable if asleep is None else self._collidable & ~sleep.asleep(st)
         # the colliders' margin per particle: its island's speed, not the scene's fastest
         pins = [(self._pinned, x[self._pinned], ctl.pin_target),
                 (self._soft, ctl.soft_pin_anchor, ctl.soft_pin_target)]
@@ -495,11 +495,12 @@ class Simulation(AnimatedSettings, JointControl):
         if field_keep is not None:                  # force fields' drag, exact per substep
             keep = keep * field_keep
         a_h2 = np.ascontiguousarray((acc * (h * h)).T)
-        inv_mass = self.model.particle_inv_mass
+        # contacts between bodies weigh a rigid body's particles as the body (shapes.py)
+        inv_mass, body_inv_mass = self.model.particle_inv_mass, self.shapes.contact_inv_mass
         if asleep is not None:               # restored after the substeps: no work for them,
             a_h2[:, asleep] = 0.0            # no drag, and immovable in contacts with bodies
-            inv_mass = inv_mass.copy()       # that are awake
-            inv_mass[asleep] = 0.0
+            inv_mass, body_inv_mass = inv_mass.copy(), body_inv_mass.copy()   # that are awake
+            inv_mass[asleep] = body_inv_mass[asleep] = 0.0
         lim = self.max_speed * h if self.max_speed is not None else np.zeros(0)
         pins = (self._pinned, st.x[self._pinned].copy(), ctl.pin_target)
         drag = self._drag_terms(h, inv_mass) or _NO_DRAG
@@ -509,7 +510,7 @@ class Simulation(AnimatedSettings, JointControl):
                 self.joints.kernel_args(ctl.joint_target),
                 self.colliders.kernel_args(ctl, S, self._radius, self.contacts),
                 self.points.kernel_args(), self.contacts.kernel_args(),
-                self.contacts.body_args(inv_mass, self.max_depenetration_speed * h),
+                self.contacts.body_args(body_inv_mass, self.max_depenetration_speed * h),
                 (S, self.iterations, self.contact_iterations),
                 (h, float(np.linalg.norm(self.gravity)), self.max_depenetration_speed * h))
 

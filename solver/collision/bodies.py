@@ -40,6 +40,17 @@ the layers apart (the distance of two planar patches is least at a vertex or at 
 border) and the pair would only cost; where it is left out the surfaces stay at least D / 2
 apart.
 
+Capsule against capsule (_solve_segments; two bones of ragdolls, builder add_capsule_body):
+C = |P - Q| - D >= 0 at the closest points P = p + s (q - p), Q = u + t (w - u) of the two
+capsules' axis segments pq and uw (their end particles), s and t clamped to [0, 1] (Ericson,
+"Real-Time Collision Detection", 2005, section 5.1.9), D the two radii summed, n = (P - Q) /
+|P - Q| (the pair's jitter direction where the axes meet); gradient weights (1 - s, s,
+-(1 - t), -t), as for two edges. That is the exact distance of two capsules: the spheres
+along the axes (which still meet colliders, particles and faces) would meet each other in
+bumps between their centres, and 49 sphere pairs cost what one segment pair does. Each
+capsule is a group of its own (BodyContacts.group_segment): its spheres make no particle pair
+with another capsule's.
+
 The correction of one contact (inverse masses w, gradient weights 1 for the vertex and
 -a, -b, -c for the triangle's corners, W = w_v + a^2 w_a + b^2 w_b + c^2 w_c; for two particles
 W = w_i + w_j and n = (x_i - x_j) / |x_i - x_j|):
@@ -89,7 +100,7 @@ TOL = 1e-6          # barycentric tolerance of "projects inside the triangle"
 SLACK = 1e-3        # [m] added to every box: motion the prediction does not foresee
 BAND = 1e-3         # [m] depth behind a solid face that still counts as in contact
 SEED = 2            # the jitter's seed (seed 002)
-PAIR, VERTEX_TRI, EDGES = 0, 1, 2       # contact kinds
+PAIR, VERTEX_TRI, EDGES, SEGMENTS = 0, 1, 2, 3       # contact kinds
 # [m] a contact acts from this penetration on: contacts at rounding-error depth (a vertex on a
 # coplanar face of a neighbour in a stack) would otherwise count in the averaging and dilute
 # the ones that carry the load
@@ -99,6 +110,9 @@ ACTIVE = 1e-9
 # pushed sideways and toppled it); their vertex-triangle contacts hold them
 PARALLEL = 1e-3
 DEGENERATE = 1e-30  # squared... a triangle whose normal is shorter than this has no plane
+# two capsule axes closer to parallel than sin^2 = 1e-9 meet at the middle of their overlap
+# (the closest points of parallel segments are not unique)
+SEGMENT_PARALLEL = 1e-9
 
 
 # ----------------------------------------------------------------------------- broad phase
@@ -170,7 +184,7 @@ def _overlap(lo_a, hi_a, lo_b, hi_b):
 
 def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edges, edge_thick,
                        self_group, disabled, origin, cell, dims, reach, active, tri_active,
-                       edge_active, edge_sag, pair_self):
+                       edge_active, edge_sag, pair_self, group_segment):
     """The broad phase in NumPy (the kernel table's find_body_contacts). lo, hi (n, 3) [m]
     particle boxes; radius (n,) [m]; group (n,) int64; inv_mass (n,); x0 (n, 3) [m] rest
     positions; tris (F, 3) int64 contact triangles, tri_thick (F,) [m]; edges (E, 2) int64
@@ -183,7 +197,9 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     together exceed half its contact distance, so only edges whose own sag exceeds half their
     thickness query; pair_self (G,) bool: the self-colliding groups whose particles also pair
     with each other (those without contact faces: a cloth's vertices meet its own faces and
-    edges instead, and pairing them with their neighbours only costs). Returns unsorted int64
+    edges instead, and pairing them with their neighbours only costs); group_segment (G,) bool:
+    the capsules' groups, whose spheres make no pair with each other's (their axes meet as
+    segments, body_stage.py). Returns unsorted int64
     arrays (pp_i, pp_j, vt_v, vt_t, ee_a, ee_b): particle pairs i < j, vertex-triangle pairs
     and edge pairs a < b."""
     G = len(self_group)
@@ -213,7 +229,7 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     i, slot = _query(lo[big] - reach, hi[big], ukey, start, end, origin, cell, dims)
     i = big[i]
     j = order[slot]
-    ok = (j > i) & (radius[j] > 0)
+    ok = (j > i) & (radius[j] > 0) & ~(group_segment[group[i]] & group_segment[group[j]])
     ok &= _overlap(lo[j], hi[j], lo[i], hi[i])
     ok &= (inv_mass[i] > 0) | (inv_mass[j] > 0)
     i, j = i[ok], j[ok]
@@ -281,10 +297,11 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
                  share, g_particle, g_start, g_slot, touched):
     """One Jacobi pass over all body contacts (module docstring), in place on X (3, n) [m].
     Xp (3, n) [m] positions a substep ago; c_idx (K, 4) int64 contact particles (v, a, b, c),
-    (p, q, u, w) for edges pq and uw, or (i, j, -1, -1); c_kind (K,) int64 PAIR, VERTEX_TRI or
-    EDGES; c_side (K,) +-1 (0 for particle pairs); c_dist (K,) [m]; c_mu (K,);
-    c_jit (K, 3) a pair's coincident normal, an edge pair's unit normal at the step's start
-    (the sense its normal keeps; 0 for vertex-triangle); inv_mass (n,); allowance [m] the
+    (p, q, u, w) for edges or capsule axes pq and uw, or (i, j, -1, -1); c_kind (K,) int64
+    PAIR, VERTEX_TRI, EDGES or SEGMENTS; c_side (K,) +-1 (0 for particle and capsule pairs);
+    c_dist (K,) [m]; c_mu (K,); c_jit (K, 3) a pair's coincident normal (particles or capsule
+    axes), an edge pair's unit normal at the step's start (the sense its normal keeps; 0 for
+    vertex-triangle); inv_mass (n,); allowance [m] the
     depenetration bound of this substep; dx, dl (K * 4, 3) [m] and share (K * 4,) scratch
     (each contact corner's correction of x and of x*, and its share of the contact: |its
     gradient weight|, 0 when the contact does not act); the gather: particles g_particle
@@ -299,6 +316,8 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
                  np.nonzero(c_kind == EDGES)[0])
     _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, share,
                  np.nonzero(c_kind == PAIR)[0])
+    _solve_segments(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, share,
+                    np.nonzero(c_kind == SEGMENTS)[0])
     # pass 2: per particle, its contacts' corrections over max(1, its share), in slot order
     q = np.repeat(np.arange(len(g_particle)), np.diff(g_start))
     u = len(g_particle)
@@ -400,14 +419,7 @@ def _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, c_jit, inv_mass, allowance,
     (1 - s, s, -(1 - t), -t)."""
     p, q, u, w = (c_idx[k, j] for j in range(4))
     side, D, mu = c_side[k], c_dist[k], c_mu[k]
-    d1 = [X[i, q] - X[i, p] for i in range(3)]
-    d2 = [X[i, w] - X[i, u] for i in range(3)]
-    r = [X[i, p] - X[i, u] for i in range(3)]
-    a = d1[0] * d1[0] + d1[1] * d1[1] + d1[2] * d1[2]
-    e = d2[0] * d2[0] + d2[1] * d2[1] + d2[2] * d2[2]
-    b = d1[0] * d2[0] + d1[1] * d2[1] + d1[2] * d2[2]
-    c = d1[0] * r[0] + d1[1] * r[1] + d1[2] * r[2]
-    f = d2[0] * r[0] + d2[1] * r[1] + d2[2] * r[2]
+    d1, d2, r, a, e, b, c, f = _segment_dots(X, p, q, u, w)
     nx = d1[1] * d2[2] - d1[2] * d2[1]
     ny = d1[2] * d2[0] - d1[0] * d2[2]
     nz = d1[0] * d2[1] - d1[1] * d2[0]
@@ -424,8 +436,16 @@ def _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, c_jit, inv_mass, allowance,
     m = [turn * (nx / ln), turn * (ny / ln), turn * (nz / ln)]
     dn = ((r[0] + sp * d1[0]) - tp * d2[0]) * m[0] + ((r[1] + sp * d1[1]) - tp * d2[1]) * m[1] \
         + ((r[2] + sp * d1[2]) - tp * d2[2]) * m[2]
-    pen = D - dn
-    c0, c1, c2, c3 = 1.0 - sp, sp, -(1.0 - tp), -tp
+    _four_corners(X, Xp, k, p, q, u, w, sp, tp, m, D - dn, mu, ok, inv_mass, allowance, dx, dl,
+                  share)
+
+
+def _four_corners(X, Xp, k, p, q, u, w, s, t, m, pen, mu, ok, inv_mass, allowance, dx, dl,
+                  share):
+    """The correction of contacts k between points s along pq and t along uw (gradient
+    weights 1 - s, s, -(1 - t), -t) with normal m (3 lists of (k,)) and penetration pen, where
+    ok (k,) and the contact acts: written to dx, dl and share (an edge pair, two capsules)."""
+    c0, c1, c2, c3 = 1.0 - s, s, -(1.0 - t), -t
     w0, w1, w2, w3 = (inv_mass[j] for j in (p, q, u, w))
     W = c0 * c0 * w0 + c1 * c1 * w1 + c2 * c2 * w2 + c3 * c3 * w3
     ok &= (pen > ACTIVE) & (W > 0)
@@ -475,3 +495,50 @@ def _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl,
         dl[4 * k + 1, a] = -wj * lift[a]
     share[4 * k] = 1.0
     share[4 * k + 1] = 1.0
+
+
+def _segment_dots(X, p, q, u, w):
+    """For segments pq and uw (k,) int64 over X (3, n) [m]: d1 = q - p, d2 = w - u, r = p - u
+    (lists of (k,) per axis) and a = d1.d1, e = d2.d2, b = d1.d2, c = d1.r, f = d2.r."""
+    d1 = [X[i, q] - X[i, p] for i in range(3)]
+    d2 = [X[i, w] - X[i, u] for i in range(3)]
+    r = [X[i, p] - X[i, u] for i in range(3)]
+    return (d1, d2, r, d1[0] * d1[0] + d1[1] * d1[1] + d1[2] * d1[2],
+            d2[0] * d2[0] + d2[1] * d2[1] + d2[2] * d2[2],
+            d1[0] * d2[0] + d1[1] * d2[1] + d1[2] * d2[2],
+            d1[0] * r[0] + d1[1] * r[1] + d1[2] * r[2], d2[0] * r[0] + d2[1] * r[1] + d2[2] * r[2])
+
+
+def segment_closest(X, p, q, u, w):
+    """Closest points of the segments pq and uw (k,) int64 over X (3, n) [m] (Ericson 2005,
+    5.1.9): (s, t) (k,) in [0, 1] and the lists d1 = q - p, d2 = w - u, r = p - u of (k,)
+    per axis. Parallel axes take the middle of their overlap (SEGMENT_PARALLEL)."""
+    d1, d2, r, a, e, b, c, f = _segment_dots(X, p, q, u, w)
+    a = np.where(a > 0.0, a, 1.0)          # a capsule's axis has a length (builder); no 0 / 0
+    e = np.where(e > 0.0, e, 1.0)
+    den = a * e - b * b
+    par = ~(den > SEGMENT_PARALLEL * (a * e))
+    su = -c / a                             # the other segment's ends along this one
+    sw = (b - c) / a
+    mid = 0.5 * (np.maximum(np.minimum(su, sw), 0.0) + np.minimum(np.maximum(su, sw), 1.0))
+    s = np.where(par, mid, (b * f - c * e) / np.where(par, 1.0, den))
+    s = np.minimum(np.maximum(s, 0.0), 1.0)
+    t = (b * s + f) / e
+    s = np.where(t < 0.0, np.minimum(np.maximum(su, 0.0), 1.0),
+                 np.where(t > 1.0, np.minimum(np.maximum(sw, 0.0), 1.0), s))
+    t = np.minimum(np.maximum(t, 0.0), 1.0)
+    return s, t, d1, d2, r
+
+
+def _solve_segments(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, share, k):
+    """Capsule axis pq against capsule axis uw (module docstring): C = |P - Q| - D."""
+    p, q, u, w = (c_idx[k, j] for j in range(4))
+    D, mu = c_dist[k], c_mu[k]
+    s, t, d1, d2, r = segment_closest(X, p, q, u, w)
+    d = [(r[i] + s * d1[i]) - t * d2[i] for i in range(3)]
+    ln = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+    far = ln > 1e-12
+    lns = np.where(far, ln, 1.0)
+    m = [np.where(far, d[i] / lns, c_jit[k, i]) for i in range(3)]
+    _four_corners(X, Xp, k, p, q, u, w, s, t, m, D - ln, mu, np.ones(len(k), bool), inv_mass,
+                  allowance, dx, dl, share)

@@ -5,10 +5,13 @@ Fedkiw and Anderson, "Robust treatment of collisions, contact and friction for c
 animation", SIGGRAPH 2002), once per step, beside the colliders' broad phase
 (colliders.Colliders.collide).
 
-Per step, in three kernels of the kernel table (each compiled, with its NumPy reference):
-- active_items: every particle's box swept over the step; only the particles, triangles and
-  edges whose box meets another group's box (or that self-collide) take part, and the stage
-  is skipped when none can touch;
+Per step, in four kernels of the kernel table (each compiled, with its NumPy reference):
+- sweep_pairs: the groups' boxes (each the union of its particles' boxes swept over the step)
+  that overlap, by sweep and prune; a capsule body is a group of its own, and two capsules
+  whose axes' boxes overlap are a segment pair (bodies.py: the capsules meet as segments,
+  their spheres make no pair with each other);
+- active_items: only the particles, triangles and edges whose box meets another group's box
+  (or that self-collide) take part, and the stage is skipped when none can touch;
 - find_body_contacts: the candidate pairs, from a grid of the active items (bodies.py);
 - filter_pairs: the pairs, sorted (so both backends store the same list), that can meet this
   step, and their sides (vertex-triangle and edge-edge; pairs.py).
@@ -19,7 +22,7 @@ between the kernels is a few array operations per step, none per item.
 
 import numpy as np
 
-from .bodies import EDGES, PAIR, SLACK, VERTEX_TRI, jitter_directions
+from .bodies import EDGES, PAIR, SEGMENTS, SLACK, VERTEX_TRI, jitter_directions
 from .pairs import dot_rows, face_normals
 
 # a particle's box grows by GROW |v| dt beside its predicted sweep: what the prediction may miss
@@ -38,6 +41,40 @@ def _by_pair(a, b):
     m = int(b.max()) + 1 if len(b) else 1
     o = np.argsort(a * m + b)
     return a[o], b[o]
+
+
+def sweep_pairs(lo, hi, limit):
+    """The kernel table's sweep_pairs (compiled in kernels/compiled_broad.py): (P,), (P,) int64
+    the pairs a < b of the boxes lo, hi (m, 3) [m] that overlap (exact comparisons), and True;
+    or two empty arrays and False when more than ``limit`` candidates would be tested. Sweep
+    and prune along the axis the boxes spread most on (Baraff 1992): sorted by their low ends,
+    box i meets the following boxes whose low end is at most its high end. The pairs come in
+    the order of that sweep."""
+    m = len(lo)
+    none = np.zeros(0, np.int64)
+    if m < 2:
+        return none, none, True
+    spread = np.max(lo + hi, axis=0) - np.min(lo + hi, axis=0)
+    ax = int(np.argmax(spread))
+    order = np.argsort(lo[:, ax], kind="mergesort")
+    end = np.searchsorted(lo[order, ax], hi[order, ax], side="right")
+    cnt = np.maximum(end - np.arange(1, m + 1), 0)
+    total = int(cnt.sum())
+    if total > limit:
+        return none, none, False
+    first = np.repeat(np.arange(m), cnt)
+    second = first + 1 + np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    a, b = order[first], order[second]
+    ok = np.all((lo[a] <= hi[b]) & (hi[a] >= lo[b]), axis=1)
+    return np.minimum(a[ok], b[ok]), np.maximum(a[ok], b[ok]), True
+
+
+def _in_sorted(keys, table):
+    """(k,) bool which of keys (k,) int64 are in the sorted (D,) int64 table."""
+    if not len(table):
+        return np.zeros(len(keys), bool)
+    pos = np.minimum(np.searchsorted(table, keys), len(table) - 1)
+    return table[pos] == keys
 
 
 def _solid_depth(x0, tris, solid, group, budget=20_000_000):
@@ -148,7 +185,8 @@ class BodyContacts:
     """The collide stage of body contacts and their arrays (Contacts holds this step's pairs).
     Built once from the Model; collide() runs once per step."""
 
-    def __init__(self, model):
+    def __init__(self, model, kernels):
+        self.kernels = kernels                                # the kernel table (the sweeps)
         self.radius = model.particle_radius                   # (n,) [m]
         self.group = model.particle_group                     # (n,) int64
         self.inv_mass = model.particle_inv_mass               # (n,) [1/kg]
@@ -215,6 +253,22 @@ class BodyContacts:
         faced = np.zeros(G, bool)
         faced[self.group[t[:, 0]]] = True
         self.pair_self = self.self_group & ~faced
+        # capsules (add_capsule_body) meet each other as axis segments (bodies.py): a group
+        # holding exactly one capsule and no other particle with a radius is a capsule's own
+        # (its spheres make no pair with another capsule's); any other capsule keeps its spheres
+        caps = model.capsule_particles
+        cap_group = self.group[caps[:, 0]]
+        n_round = np.bincount(self.group[r > 0], minlength=G)
+        n_caps = np.bincount(cap_group, minlength=G)
+        n_axis = np.bincount(cap_group, weights=caps[:, 1] - caps[:, 0] + 1, minlength=G)
+        self.group_segment = (n_caps == 1) & (n_axis == n_round)        # (G,) bool
+        own = self.group_segment[cap_group]
+        self.segments = np.ascontiguousarray(caps[own])                 # (S, 2) int64
+        self.seg_group = cap_group[own]                                 # (S,) int64
+        self.seg_radius = model.capsule_radius[own]                     # (S,) [m]
+        self.seg_mu = (f[self.segments[:, 0]] + f[self.segments[:, 1]]) / 2.0   # (S,)
+        self.segment_of_group = np.full(G, -1, np.int64)                # (G,) int64, -1
+        self.segment_of_group[self.seg_group] = np.arange(len(self.segments))
         self.by_group = np.argsort(self.group, kind="stable")   # particles sorted by group
         gs = self.group[self.by_group]
         self.group_start = np.nonzero(np.r_[True, gs[1:] != gs[:-1]])[0] if len(gs) else \
@@ -251,42 +305,57 @@ class BodyContacts:
                 np.maximum.reduceat(hi[self.by_group], self.group_start, axis=0))
 
     def _group_pairs(self, glo, ghi):
-        """(P,), (P,) int64 the pairs of different groups (ga < gb) whose boxes overlap and
-        whose contact is not disabled (a joint's two bodies), or None when there are more than
-        PAIRS_MAX candidates (then every item takes part). Sweep and prune along the axis the
-        groups spread most on (Baraff 1992): sorted by their boxes' low ends, group i meets the
-        following groups whose low end is at most its high end."""
-        G = len(glo)
-        if G < 2:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        ax = int(np.argmax(np.ptp(glo + ghi, axis=0)))
-        order = np.argsort(glo[:, ax], kind="stable")
-        end = np.searchsorted(glo[order, ax], ghi[order, ax], side="right")
-        cnt = np.maximum(end - np.arange(1, G + 1), 0)
-        total = int(cnt.sum())
-        if total > PAIRS_MAX:
+        """(P,), (P,) int64 the pairs of different groups (ga < gb) whose boxes glo, ghi (G, 3)
+        [m] overlap and whose contact is not disabled (a joint's two bodies), or None when
+        there are more than PAIRS_MAX candidates (then every item takes part)."""
+        a, b, ok = self.kernels.sweep_pairs(glo, ghi, PAIRS_MAX)
+        if not ok:
             return None
-        first = np.repeat(np.arange(G), cnt)
-        second = first + 1 + np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        a, b = order[first], order[second]
-        ok = np.all((glo[a] <= ghi[b]) & (ghi[a] >= glo[b]), axis=1)
-        a, b = np.minimum(a[ok], b[ok]), np.maximum(a[ok], b[ok])
         if len(self.disabled):
-            ok = ~np.isin(a * G + b, self.disabled)
+            ok = ~_in_sorted(a * len(glo) + b, self.disabled)
             a, b = a[ok], b[ok]
         return a, b
 
-    def _active(self, kernels, lo, hi):
-        """The kernel table's active_items for this step's boxes lo, hi (n, 3) [m]: which
-        particles, triangles and edges take part, and the grid's extents (active_items)."""
-        boxes = self._group_boxes(lo, hi)
-        pairs = None if boxes is None else self._group_pairs(*boxes)
+    def _segment_pairs(self, lo, hi, group_pairs):
+        """(k,), (k,) int64 the capsule pairs (a < b, sorted) whose axes' boxes (their end
+        particles' boxes, which hold the spheres between: a rigid body's velocity is affine
+        along the axis) overlap and whose groups may touch. group_pairs: _group_pairs' result
+        (a capsule's group box holds its axis's box, so only overlapping groups' capsules can
+        meet), or None to sweep the capsules' boxes themselves."""
+        none = np.zeros(0, np.int64)
+        if len(self.segments) < 2:
+            return none, none
+        s0, s1 = self.segments[:, 0], self.segments[:, 1]
+        slo, shi = np.minimum(lo[s0], lo[s1]), np.maximum(hi[s0], hi[s1])
+        if group_pairs is None:
+            a, b, _ = self.kernels.sweep_pairs(slo, shi, len(slo) ** 2)
+            ga, gb = self.seg_group[a], self.seg_group[b]
+            ok = ~_in_sorted(np.minimum(ga, gb) * self.n_groups + np.maximum(ga, gb),
+                             self.disabled)
+        else:
+            ga, gb = group_pairs
+            both = self.group_segment[ga] & self.group_segment[gb]
+            a, b = self.segment_of_group[ga[both]], self.segment_of_group[gb[both]]
+            ok = np.all((slo[a] <= shi[b]) & (shi[a] >= slo[b]), axis=1)
+        a, b = a[ok], b[ok]
+        return _by_pair(np.minimum(a, b), np.maximum(a, b))
+
+    def _active(self, kernels, lo, hi, boxes, pairs):
+        """The kernel table's active_items for this step's boxes lo, hi (n, 3) [m], given the
+        groups' boxes and overlapping pairs (_group_boxes, _group_pairs; None: every item
+        takes part): which particles, triangles and edges take part, and the grid's extents
+        (active_items)."""
         if pairs is None:                          # everything takes part
             glo = ghi = np.zeros((0, 3))
             ga = gb = np.zeros(0, np.int64)
         else:
             glo, ghi = boxes
-            ga, gb = np.r_[pairs[0], pairs[1]], np.r_[pairs[1], pairs[0]]   # item's, other
+            a, b = pairs
+            # two capsules meet as segments (_segment_pairs): their spheres take part only
+            # where they may touch something else
+            keep = ~(self.group_segment[a] & self.group_segment[b])
+            a, b = a[keep], b[keep]
+            ga, gb = np.r_[a, b], np.r_[b, a]   # item's, other
         return kernels.active_items(
             lo, hi, self.tris, self.edges, self.radius, self.self_group, self.runs, ga, gb,
             np.ascontiguousarray(glo), np.ascontiguousarray(ghi), pairs is None)
@@ -301,14 +370,19 @@ class BodyContacts:
             return
         lo, hi = self.boxes(x, xp, h, dt, acc, pinned, pin_target)
         lo, hi = np.ascontiguousarray(lo), np.ascontiguousarray(hi)
+        boxes = self._group_boxes(lo, hi)
+        pairs = None if boxes is None else self._group_pairs(*boxes)
+        segments = self._segment_pairs(lo, hi, pairs)
         # only what may touch another group (or its own, self-colliding) is hashed and queried:
         # a cloth that lies near a crate with one corner costs that corner, not the whole cloth
-        active, tri_active, edge_active, extents = self._active(kernels, lo, hi)
+        active, tri_active, edge_active, extents = self._active(kernels, lo, hi, boxes, pairs)
         # a vertex against a face, two particles with radii, or two edges (two ridges crossing
         # in an X touch with no vertex near the other body)
         if not ((active.any() and (tri_active.any() or (active & (self.radius > 0)).any()))
                 or edge_active.sum() > 1):
-            contacts.clear_body_contacts()
+            none = np.zeros(0, np.int64)
+            self._store(kernels, x, xp, h, dt, none, none, none, none, none, none, segments,
+                        contacts)
             return
         # per axis: a falling cloth's boxes are tall and narrow, so its cells are too
         reach, tri_ext, edge_ext, origin, top = extents
@@ -321,13 +395,16 @@ class BodyContacts:
             self.edges, self.edge_thick, self.self_group, self.disabled, origin, cell, dims,
             reach, active, tri_active, edge_active,
             kernels.edge_sag(x, self.tris, self.edges, self.edge_face, edge_active),
-            self.pair_self)
-        self._store(kernels, x, xp, h, dt, pi, pj, tv, tt, ea, eb, contacts)
+            self.pair_self, self.group_segment)
+        self._store(kernels, x, xp, h, dt, pi, pj, tv, tt, ea, eb, segments, contacts)
 
-    def _store(self, kernels, x, xp, h, dt, pi, pj, tv, tt, ea, eb, contacts):
+    def _store(self, kernels, x, xp, h, dt, pi, pj, tv, tt, ea, eb, segments, contacts):
         """Sort the pairs, keep those that can meet this step (the kernel table's filter_pairs,
         collision/pairs.py), give each its side, distance, friction and jitter, and store
-        them."""
+        them, the capsule pairs ``segments`` (sorted) last."""
+        if not (len(pi) or len(tv) or len(ea) or len(segments[0])):
+            contacts.clear_body_contacts()
+            return
         pi, pj = _by_pair(pi, pj)
         tv, tt = _by_pair(tv, tt)
         ea, eb = _by_pair(ea, eb)
@@ -339,23 +416,32 @@ class BodyContacts:
         pi, pj = pi[near], pj[near]
         tv, tt, side = tv[t_keep], tt[t_keep], t_side[t_keep]
         ea, eb, e_side, e_nrm = ea[e_keep], eb[e_keep], e_side[e_keep], e_nrm[e_keep]
-        P, T, E = len(pi), len(tv), len(ea)
-        idx = np.full((P + T + E, 4), -1, np.int64)
+        sa, sb = segments
+        P, T, E, S = len(pi), len(tv), len(ea), len(sa)
+        K = P + T + E + S
+        idx = np.full((K, 4), -1, np.int64)
         idx[:P, 0], idx[:P, 1] = pi, pj
         idx[P:P + T, 0] = tv
         idx[P:P + T, 1:] = self.tris[tt]
-        idx[P + T:, :2] = self.edges[ea]
-        idx[P + T:, 2:] = self.edges[eb]
-        kind = np.empty(P + T + E, np.int64)
-        kind[:P], kind[P:P + T], kind[P + T:] = PAIR, VERTEX_TRI, EDGES
-        jit = np.zeros((P + T + E, 3))
+        idx[P + T:P + T + E, :2] = self.edges[ea]
+        idx[P + T:P + T + E, 2:] = self.edges[eb]
+        idx[P + T + E:, :2] = self.segments[sa]
+        idx[P + T + E:, 2:] = self.segments[sb]
+        kind = np.empty(K, np.int64)
+        kind[:P], kind[P:P + T], kind[P + T:P + T + E], kind[P + T + E:] = \
+            PAIR, VERTEX_TRI, EDGES, SEGMENTS
+        jit = np.zeros((K, 3))
         if P:
             jit[:P] = jitter_directions(pi, pj)
-        jit[P + T:] = e_nrm          # an edge pair's normal at the step's start keeps its sense
+        jit[P + T:P + T + E] = e_nrm  # an edge pair's normal at the step's start keeps its sense
+        if S:
+            jit[P + T + E:] = jitter_directions(self.segments[sa, 0], self.segments[sb, 0])
         contacts.set_body_contacts(
-            idx, kind, np.r_[np.zeros(P), side, e_side],
+            idx, kind, np.r_[np.zeros(P), side, e_side, np.zeros(S)],
             np.r_[r[pi] + r[pj], r[tv] + self.tri_thick[tt],
-                  self.edge_thick[ea] + self.edge_thick[eb]],
+                  self.edge_thick[ea] + self.edge_thick[eb],
+                  self.seg_radius[sa] + self.seg_radius[sb]],
             np.r_[0.5 * (self.friction[pi] + self.friction[pj]),
                   0.5 * (self.friction[tv] + self.tri_mu[tt]),
-                  0.5 * (self.edge_mu[ea] + self.edge_mu[eb])], jit)
+                  0.5 * (self.edge_mu[ea] + self.edge_mu[eb]),
+                  0.5 * (self.seg_mu[sa] + self.seg_mu[sb])], jit)

@@ -223,6 +223,10 @@ class ShapeSolver:
         shared = np.bincount(self.particles, minlength=model.particle_count)[self.particles] > 1
         # (e,) bool entries that can never end on their cluster's goal: pinned or shared
         self._loose = pinned | shared
+        self.cluster_mass = _sums(cluster, k, self.mass)      # (K,) float64 [kg]
+        self._inv_mass = model.particle_inv_mass              # (n,) float64 [1/kg]
+        # (n,) float64 [1/kg] what contacts between bodies weigh each particle: set per step
+        self.contact_inv_mass = self._inv_mass
 
     def begin_step(self, h, compliance, damping):
         """This step's alpha~, rigidity and damping from the Control's per-cluster compliance
@@ -238,6 +242,18 @@ class ShapeSolver:
         if len(self.exact):
             off = (~self.rigid) | self._loose
             np.equal(_sums(self.cluster, len(self.exact), off.astype(float)), 0.0, out=self.exact)
+        # a particle of a rigid cluster that touches another body carries its whole body (it
+        # counts BOOST times heavier in the fit), so contacts between bodies weigh it as the
+        # cluster (1 / its mass; the heaviest of several): each side then moves by its body's
+        # mass, and a collision of two bodies made of different particles conserves momentum
+        # (weighed by particle, a capsule of 9 particles pushed one of 11 with its end's mass)
+        self.contact_inv_mass = self._inv_mass
+        if self.rigid.any():
+            e = np.nonzero(self.rigid)[0]
+            p = self.particles[e]
+            self.contact_inv_mass = self._inv_mass.copy()
+            np.minimum.at(self.contact_inv_mass, p, np.where(
+                self._inv_mass[p] > 0, 1.0 / self.cluster_mass[self.cluster[e]], 0.0))
 
     def kernel_args(self):
         """The shapes group of loop.run_substeps' arguments."""

@@ -22,12 +22,12 @@ KERNELS = ("apply_drag", "predict", "surface_normals", "solve_sticks", "solve_so
            "solve_shapes", "damp_shapes", "solve_joints", "project_collider", "project_points",
            "restitution", "release_overlap", "active_items", "edge_sag", "find_body_contacts",
            "filter_pairs", "solve_bodies", "place_meshes", "mesh_distances", "refit_meshes",
-           "mesh_normals", "primitive_candidates", "islands", "run_substeps")
+           "mesh_normals", "primitive_candidates", "islands", "sweep_pairs", "run_substeps")
 
 
 def _numpy_table():
     from ..collision.bodies import find_body_contacts, solve_bodies
-    from ..collision.body_stage import active_items, edge_sag
+    from ..collision.body_stage import active_items, edge_sag, sweep_pairs
     from ..collision.pairs import filter_pairs
     from ..collision.colliders import primitive_candidates
     from ..collision.mesh import mesh_normals, refit_meshes
@@ -56,7 +56,7 @@ def _numpy_table():
                            place_meshes=place_meshes, mesh_distances=mesh_distances,
                            refit_meshes=refit_meshes, mesh_normals=mesh_normals,
                            primitive_candidates=primitive_candidates, islands=islands,
-                           run_substeps=run_substeps)
+                           sweep_pairs=sweep_pairs, run_substeps=run_substeps)
 
 
 def table(backend):

@@ -17,7 +17,7 @@ from .compiled_contact import (  # noqa: F401
     project_collider, project_points, release_overlap, restitution)
 from .compiled_forces import apply_drag, predict, surface_normals  # noqa: F401
 from .compiled_bodies import solve_bodies  # noqa: F401
-from .compiled_broad import active_items, edge_sag, find_body_contacts  # noqa: F401
+from .compiled_broad import active_items, edge_sag, find_body_contacts, sweep_pairs  # noqa: F401
 from .compiled_pairs import filter_pairs  # noqa: F401
 from .build import islands  # noqa: F401
 from .compiled_mesh import mesh_distances, mesh_normals, place_meshes, refit_meshes  # noqa: F401

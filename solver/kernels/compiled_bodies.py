@@ -16,6 +16,7 @@ _TOL = 1e-6           # collision/bodies.TOL
 _DEGENERATE = 1e-30   # collision/bodies.DEGENERATE
 _PARALLEL = 1e-3      # collision/bodies.PARALLEL
 _ACTIVE = 1e-9        # collision/bodies.ACTIVE
+_SEGMENT_PARALLEL = 1e-9   # collision/bodies.SEGMENT_PARALLEL
 
 
 @njit(cache=True)
@@ -134,18 +135,27 @@ def _solve_tri(X, Xp, k, v, a, b, c, s, D, mu, inv_mass, allowance, dx, dl, shar
     share[4 * k + 3] = abs(bc)
 
 
+@njit(cache=True, inline="always")
+def _direction(d0, d1, d2, jit, k):
+    """|d| and d / |d|, or contact k's jitter direction where d is (nearly) zero."""
+    ln = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    if ln > 1e-12:
+        return ln, d0 / ln, d1 / ln, d2 / ln
+    return ln, jit[k, 0], jit[k, 1], jit[k, 2]
+
+
+@njit(cache=True, inline="always")
+def _segment_vectors(X, p, q, u, w):
+    """q - p, w - u and p - u by components."""
+    return (X[0, q] - X[0, p], X[1, q] - X[1, p], X[2, q] - X[2, p],
+            X[0, w] - X[0, u], X[1, w] - X[1, u], X[2, w] - X[2, u],
+            X[0, p] - X[0, u], X[1, p] - X[1, u], X[2, p] - X[2, u])
+
+
 @njit(cache=True)
 def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, jit, inv_mass, allowance, dx, dl, share):
     """collision/bodies._solve_edges for one contact."""
-    d10 = X[0, q] - X[0, p]
-    d11 = X[1, q] - X[1, p]
-    d12 = X[2, q] - X[2, p]
-    d20 = X[0, w] - X[0, u]
-    d21 = X[1, w] - X[1, u]
-    d22 = X[2, w] - X[2, u]
-    r0 = X[0, p] - X[0, u]
-    r1 = X[1, p] - X[1, u]
-    r2 = X[2, p] - X[2, u]
+    d10, d11, d12, d20, d21, d22, r0, r1, r2 = _segment_vectors(X, p, q, u, w)
     a = d10 * d10 + d11 * d11 + d12 * d12
     e = d20 * d20 + d21 * d21 + d22 * d22
     b = d10 * d20 + d11 * d21 + d12 * d22
@@ -170,7 +180,14 @@ def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, jit, inv_mass, allowance, dx
     m2 = side * (nz / ln)
     dn = ((r0 + sp * d10) - tp * d20) * m0 + ((r1 + sp * d11) - tp * d21) * m1 \
         + ((r2 + sp * d12) - tp * d22) * m2
-    pen = D - dn
+    _four_corners(X, Xp, k, p, q, u, w, sp, tp, m0, m1, m2, D - dn, mu, inv_mass, allowance,
+                  dx, dl, share)
+
+
+@njit(cache=True)
+def _four_corners(X, Xp, k, p, q, u, w, sp, tp, m0, m1, m2, pen, mu, inv_mass, allowance, dx,
+                  dl, share):
+    """collision/bodies._four_corners for one contact."""
     c0 = 1.0 - sp
     c1 = sp
     c2 = -(1.0 - tp)
@@ -207,16 +224,7 @@ def _solve_pair(X, Xp, k, i, j, D, mu, jit, inv_mass, allowance, dx, dl, share):
     d0 = X[0, i] - X[0, j]
     d1 = X[1, i] - X[1, j]
     d2 = X[2, i] - X[2, j]
-    l2 = d0 * d0 + d1 * d1 + d2 * d2
-    ln = np.sqrt(l2)
-    if ln > 1e-12:
-        m0 = d0 / ln
-        m1 = d1 / ln
-        m2 = d2 / ln
-    else:
-        m0 = jit[k, 0]
-        m1 = jit[k, 1]
-        m2 = jit[k, 2]
+    ln, m0, m1, m2 = _direction(d0, d1, d2, jit, k)
     pen = D - ln
     wi = inv_mass[i]
     wj = inv_mass[j]
@@ -243,6 +251,51 @@ def _solve_pair(X, Xp, k, i, j, D, mu, jit, inv_mass, allowance, dx, dl, share):
     share[4 * k + 1] = 1.0
 
 
+@njit(cache=True, inline="always")
+def _unit(x):
+    return min(max(x, 0.0), 1.0)
+
+
+@njit(cache=True)
+def segment_closest(a, e, b, c, f):
+    """collision/bodies.segment_closest from the dot products a = d1.d1, e = d2.d2, b = d1.d2,
+    c = d1.r, f = d2.r: (s, t)."""
+    if not a > 0.0:
+        a = 1.0
+    if not e > 0.0:
+        e = 1.0
+    den = a * e - b * b
+    su = -c / a
+    sw = (b - c) / a
+    if den > _SEGMENT_PARALLEL * (a * e):
+        s = (b * f - c * e) / den
+    else:
+        s = 0.5 * (max(min(su, sw), 0.0) + min(max(su, sw), 1.0))
+    s = _unit(s)
+    t = (b * s + f) / e
+    if t < 0.0:
+        s = _unit(su)
+    elif t > 1.0:
+        s = _unit(sw)
+    return s, _unit(t)
+
+
+@njit(cache=True)
+def _solve_segments(X, Xp, k, p, q, u, w, D, mu, jit, inv_mass, allowance, dx, dl, share):
+    """collision/bodies._solve_segments for one contact."""
+    d10, d11, d12, d20, d21, d22, r0, r1, r2 = _segment_vectors(X, p, q, u, w)
+    sp, tp = segment_closest(d10 * d10 + d11 * d11 + d12 * d12,
+                             d20 * d20 + d21 * d21 + d22 * d22,
+                             d10 * d20 + d11 * d21 + d12 * d22,
+                             d10 * r0 + d11 * r1 + d12 * r2, d20 * r0 + d21 * r1 + d22 * r2)
+    e0 = (r0 + sp * d10) - tp * d20
+    e1 = (r1 + sp * d11) - tp * d21
+    e2 = (r2 + sp * d12) - tp * d22
+    ln, m0, m1, m2 = _direction(e0, e1, e2, jit, k)
+    _four_corners(X, Xp, k, p, q, u, w, sp, tp, m0, m1, m2, D - ln, mu, inv_mass, allowance,
+                  dx, dl, share)
+
+
 @njit(cache=True, parallel=True)
 def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl,
                  share, g_particle, g_start, g_slot, touched):
@@ -256,6 +309,9 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
             _solve_edges(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_idx[k, 2], c_idx[k, 3],
                          c_side[k], c_dist[k], c_mu[k], c_jit, inv_mass, allowance, dx, dl,
                          share)
+        elif c_kind[k] == 3:
+            _solve_segments(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_idx[k, 2], c_idx[k, 3],
+                            c_dist[k], c_mu[k], c_jit, inv_mass, allowance, dx, dl, share)
         elif c_kind[k] == 1:
             _solve_tri(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_idx[k, 2], c_idx[k, 3], c_side[k],
                        c_dist[k], c_mu[k], inv_mass, allowance, dx, dl, share)

@@ -117,8 +117,10 @@ def _vt_ok(v, f, lo, hi, tlo, thi, radius, group, inv_mass, x0, tris, tri_thick,
 
 
 @njit(cache=True)
-def _pp_ok(i, j, lo, hi, radius, group, inv_mass, x0, self_group, disabled):
+def _pp_ok(i, j, lo, hi, radius, group, inv_mass, x0, self_group, disabled, group_segment):
     if not (j > i) or not (radius[j] > 0):
+        return False
+    if group_segment[group[i]] and group_segment[group[j]]:
         return False
     for k in range(3):
         if not (lo[j, k] <= hi[i, k]) or not (hi[j, k] >= lo[i, k]):
@@ -138,7 +140,7 @@ def _pp_ok(i, j, lo, hi, radius, group, inv_mass, x0, self_group, disabled):
 @njit(cache=True)
 def _scan(q, qlo, qhi, is_tri, out, at, order, ukey, table, ustart, uend, origin, cell, dims,
           lo, hi, tlo, thi, radius, group, inv_mass, x0, tris, tri_thick, self_group, disabled,
-          pair_self):
+          pair_self, group_segment):
     """Visit the particles in the cells of query q's box and write those that pass the exact
     test into out[at:] (room for _bound's count). Returns how many passed."""
     i0, i1, j0, j1, k0, k1 = _cells_of(qlo, qhi, origin, cell, dims)
@@ -157,7 +159,7 @@ def _scan(q, qlo, qhi, is_tri, out, at, order, ukey, table, ustart, uend, origin
                                     tri_thick, self_group, disabled)
                     else:
                         ok = _pp_ok(q, p, lo, hi, radius, group, inv_mass, x0, pair_self,
-                                    disabled)
+                                    disabled, group_segment)
                     if ok:
                         out[at + m] = p
                         m += 1
@@ -270,7 +272,7 @@ def _prefix(c):
 @njit(cache=True, parallel=True)
 def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edges, edge_thick,
                        self_group, disabled, origin, cell, dims, reach, active, tri_active,
-                       edge_active, edge_sag, pair_self):
+                       edge_active, edge_sag, pair_self, group_segment):
     """Scalar mirror of collision/bodies.find_body_contacts (same arguments, same pairs): the
     module docstring gives the passes."""
     n = lo.shape[0]
@@ -301,7 +303,8 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
         if tri_active[f]:
             cnt[f + 1] = _scan(f, qlo[f], thi[f], True, buf, room[f], order, ukey, table,
                                ustart, uend, origin, cell, dims, lo, hi, tlo, thi, radius, group,
-                               inv_mass, x0, tris, tri_thick, self_group, disabled, pair_self)
+                               inv_mass, x0, tris, tri_thick, self_group, disabled, pair_self,
+                               group_segment)
     _prefix(cnt)
     vt_v = np.empty(cnt[F], np.int64)
     vt_t = np.empty(cnt[F], np.int64)
@@ -332,7 +335,8 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
     for q in prange(nb):
         cnt[q + 1] = _scan(big[q], plo[q], hi[big[q]], False, buf, room[q], order, ukey,
                            table, ustart, uend, origin, cell, dims, lo, hi, tlo, thi, radius, group,
-                           inv_mass, x0, tris, tri_thick, self_group, disabled, pair_self)
+                           inv_mass, x0, tris, tri_thick, self_group, disabled, pair_self,
+                           group_segment)
     _prefix(cnt)
     pp_i = np.empty(cnt[nb], np.int64)
     pp_j = np.empty(cnt[nb], np.int64)
@@ -525,3 +529,63 @@ def edge_sag(x, tris, edges, edge_face, active):
         half = 0.5 * math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
         sag[e] = half * math.sqrt(max(1.0 - c, 0.0) / max(1.0 + c, 1e-12))
     return sag
+
+
+@njit(cache=True, parallel=True)
+def sweep_pairs(lo, hi, limit):
+    """Mirror of collision/body_stage.sweep_pairs (the same pairs in the same order): the
+    candidates counted per box, tested and counted again in parallel, then written in the
+    sweep's order."""
+    m = lo.shape[0]
+    none = np.zeros(0, np.int64)
+    if m < 2:
+        return none, none, True
+    ax = 0
+    best = -np.inf
+    for k in range(3):
+        top = -np.inf
+        low = np.inf
+        for i in range(m):
+            top = max(top, lo[i, k] + hi[i, k])
+            low = min(low, lo[i, k] + hi[i, k])
+        if top - low > best:        # np.argmax: the first of equal spreads
+            best = top - low
+            ax = k
+    order = np.argsort(lo[:, ax], kind="mergesort")
+    keys = np.empty(m)
+    for s in range(m):
+        keys[s] = lo[order[s], ax]
+    total = 0
+    end = np.empty(m, np.int64)
+    for s in range(m):
+        end[s] = np.searchsorted(keys, hi[order[s], ax], side="right")
+        total += max(end[s] - (s + 1), 0)
+    if total > limit:
+        return none, none, False
+    cnt = np.zeros(m + 1, np.int64)
+    for s in prange(m):
+        a = order[s]
+        c = 0
+        for t in range(s + 1, end[s]):
+            if _boxes_meet(lo, hi, a, order[t]):
+                c += 1
+        cnt[s + 1] = c
+    _prefix(cnt)
+    pa = np.empty(cnt[m], np.int64)
+    pb = np.empty(cnt[m], np.int64)
+    for s in prange(m):
+        a = order[s]
+        w = cnt[s]
+        for t in range(s + 1, end[s]):
+            b = order[t]
+            if _boxes_meet(lo, hi, a, b):
+                pa[w] = min(a, b)
+                pb[w] = max(a, b)
+                w += 1
+    return pa, pb, True
+
+
+@njit(cache=True, inline="always")
+def _boxes_meet(lo, hi, a, b):
+    return (lo[a, 0] <= hi[b, 0] and lo[a, 1] <= hi[b, 1] and lo[a, 2] <= hi[b, 2]
+            and hi[a, 0] >= lo[b, 0] and hi[a, 1] >= lo[b, 1] and hi[a, 2] >= lo[b, 2])

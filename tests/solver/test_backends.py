@@ -363,7 +363,8 @@ def fast_particles_plates_and_sleep():
 
 def contact_between_bodies():
     """Body contact (collision/bodies.py): a perturbed stack of rigid boxes, a self-colliding
-    cloth dropped over them, balls (particles with a radius) and a coincident pair."""
+    cloth dropped over them, balls (particles with a radius) and a coincident pair, capsules
+    meeting as segments (parallel, crossed, end first) and the balls and the cloth."""
     b = Builder()
     cube = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
     quads = np.array([[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4],
@@ -377,6 +378,9 @@ def contact_between_bodies():
     x, f = _grid(10, 0.8, 1.2)
     b.add_cloth(x, f, radius=0.01, self_collision=True)
     b.add_particles([[0.3, 0.3, 0.3], [0.3, 0.3, 0.3], [0.32, 0.28, 0.6]], radius=0.05)
+    for head, tail in [((0.1, 0.3, 0.8), (0.5, 0.3, 0.8)), ((0.2, 0.3, 0.95), (0.45, 0.3, 0.95)),
+                       ((0.3, 0.1, 1.05), (0.3, 0.5, 1.1)), ((0.35, 0.35, 1.2), (0.35, 0.35, 1.5))]:
+        b.add_capsule_body(head, tail, 0.04, mass=0.5)
     b.add_collider("plane", friction=0.5)
     return b, dict(substeps=10), None
 

@@ -15,6 +15,8 @@ import pytest
 
 from solver import Builder, Simulation, backend as _backend
 from solver.collision import body_stage
+from solver.collision.bodies import SEGMENTS
+from solver.kernels import table
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
 import ragdolls  # noqa: E402
@@ -37,7 +39,7 @@ def test_group_pairs_match_all_pairs():
     b = Builder()
     for k in range(40):
         b.add_capsule_body(rng.uniform(-1, 1, 3), rng.uniform(-1, 1, 3) + 0.05, 0.05)
-    stage = body_stage.BodyContacts(b.build())
+    stage = body_stage.BodyContacts(b.build(), table("numpy"))
     lo = rng.uniform(0, 4, (40, 3))
     hi = lo + rng.uniform(0, 1.5, (40, 3))
     a, c = stage._group_pairs(lo, hi)
@@ -47,13 +49,33 @@ def test_group_pairs_match_all_pairs():
     assert got == want and len(want) > 20
 
 
+@pytest.mark.parametrize("m", [0, 1, 2, 40, 600])
+def test_sweep_pairs_are_the_overlapping_boxes_on_both_backends(m):
+    """Both tables' sweep_pairs give every overlapping pair (against all pairs), in the same
+    order, and give up alike past the limit."""
+    rng = np.random.default_rng(m)
+    lo = rng.uniform(0, 3, (m, 3)).round(1)          # rounded: equal ends meet
+    hi = lo + rng.uniform(0, 1.2, (m, 3)).round(1)
+    want = {(i, j) for i in range(m) for j in range(i + 1, m)
+            if np.all(lo[i] <= hi[j]) and np.all(hi[i] >= lo[j])}
+    got = []
+    for name in BACKENDS:
+        a, b, ok = table(name).sweep_pairs(lo, hi, 10 ** 9)
+        assert ok and set(zip(a.tolist(), b.tolist())) == want and np.all(a < b)
+        got.append((a, b))
+        a, b, ok = table(name).sweep_pairs(lo, hi, len(want) - 1)   # fewer than it needs
+        assert len(a) == len(b) == 0 and ok == (m < 2)
+    assert all(np.array_equal(g[0], got[0][0]) and np.array_equal(g[1], got[0][1]) for g in got)
+    assert m < 40 or len(want) > m
+
+
 def test_a_joint_disables_its_pair_of_groups():
     b = Builder()
     _, p = b.add_capsule_body((0, 0, 1), (0, 0, 1.3), 0.05)
     _, q = b.add_capsule_body((0, 0, 1.3), (0, 0, 1.6), 0.05)
     _, r = b.add_capsule_body((0.02, 0, 1.2), (0.02, 0.3, 1.2), 0.05)
     b.add_joint(p, q, (0, 0, 1.3))
-    stage = body_stage.BodyContacts(b.build())
+    stage = body_stage.BodyContacts(b.build(), table("numpy"))
     lo = np.zeros((3, 3))
     hi = np.ones((3, 3))
     a, c = stage._group_pairs(lo, hi)
@@ -85,14 +107,16 @@ def test_ragdoll_contacts_equal_those_with_every_item_taking_part(backend, monke
     fast, n_fast, x_fast, n = run(True)
     full, n_full, x_full, _ = run(False)
     assert sum(len(c[0]) for c in fast) > 100          # the ragdolls touch each other
+    assert all((c[1] == SEGMENTS).any() for c in fast[4:])     # bone against bone, as axes
     for a, b in zip(fast, full):
         for u, v in zip(a, b):
             assert np.array_equal(u, v)
     assert np.array_equal(x_fast, x_full)
-    # a ragdoll's frame particles (radius 0, 8 of 15 per bone) are left out, and then the
-    # particles whose boxes meet only their jointed neighbours' groups
-    assert max(n_full) < 0.5 * n
-    assert all(f < u for f, u in zip(n_fast, n_full))
+    # a ragdoll's frame particles (radius 0, 4 of 11 per bone) are left out; with every item
+    # taking part the spheres are hashed, but no two capsules' spheres pair; filtered, a
+    # capsule's spheres take part only near a body that is not a capsule (here none)
+    assert max(n_full) <= np.count_nonzero(ragdolls.build(5).build().particle_radius > 0) < n
+    assert max(n_fast) == 0
 
 
 def _grid(n, z, size=1.0):

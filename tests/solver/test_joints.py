@@ -45,7 +45,15 @@ def test_capsule_body_mass_and_inertia_are_a_solid_capsules():
     assert np.all(np.diff(spheres[:, 2]) <= r + 1e-12)          # spheres at most r apart
     assert spheres[0, 2] == 0.0 and spheres[-1, 2] == pytest.approx(L)
     frame = x[rad == 0]
-    assert len(frame) == 8 and np.all(np.hypot(frame[:, 0], frame[:, 1]) < r)
+    assert len(frame) == 4 and np.all(np.hypot(frame[:, 0], frame[:, 1]) < r)
+    # the frame is inside the union of the axis spheres, and off the axis both ways across it
+    d = np.linalg.norm(frame[:, None, :] - spheres[None, :, :], axis=2)
+    assert np.all(d.min(axis=1) < r)
+    assert np.linalg.matrix_rank(frame - frame.mean(axis=0)) == 3
+    # the inertia tensor is the capsule's: no products of inertia
+    second = np.einsum("i,ij,ik->jk", mass, c, c)
+    assert np.allclose(second - np.diag(np.diag(second)), 0.0, atol=1e-15)
+    assert m.particle_shielded[ids].tolist() == [False] * len(spheres) + [True] * 4
 
 
 def test_hinged_rod_period_is_the_compound_pendulums():
