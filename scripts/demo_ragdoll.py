@@ -1,5 +1,5 @@
-"""The demo's ragdolls (issue 12): a twelve-bone ragdoll tumbling down a flight of stairs behind
-the table, and a rig walking toward the camera on a keyframed walk cycle that is released
+"""The demo's ragdolls (issue 12): a twelve-bone ragdoll shoved off the top step (keyed for its
+first frames, then released) tumbling down a flight of stairs behind the table, and a rig walking toward the camera on a keyframed walk cycle that is released
 (Animated keyed off) mid-stride and falls, keeping its walking speed. Shared by demo.py and
 tests/blender/test_demo.py; the rig is scripts/ragdoll_rig.py's.
 """
@@ -16,6 +16,7 @@ STEPS, RISE, RUN = 6, 0.18, 0.35
 WALKER_XY = (1.05, 3.0)       # where the walker starts; it walks along -Y (its facing)
 WALK_SPEED = 1.2              # [m/s]
 RELEASE = 30                  # the frame its Animated switch turns off
+PUSH, PUSH_FRAMES = 0.19, 3   # the tumbler's shove down the flight [m] over its first frames
 FPS = 24.0
 
 
@@ -29,11 +30,26 @@ def add(scene, cfg):
     top = STEPS * RISE
     tumbler, body = ragdoll_rig.ragdoll("Tumbler", rotation=(0.1, 1.1, 0.2),
                                         location=(STAIRS_X + 0.15, STAIRS_Y, top + 0.05))
+    push(tumbler, PUSH, PUSH_FRAMES)
     objs["tumbler"], objs["tumbler_body"] = tumbler, body
     walker, body = ragdoll_rig.ragdoll("Walker", location=(*WALKER_XY, 0.0))
     walk_cycle(walker, cfg.frames, RELEASE)
     objs["walker"], objs["walker_body"] = walker, body
     return objs
+
+
+def push(rig, distance, frames):
+    """Keyframe the rig moving ``distance`` [m] down the flight (+X) over its first ``frames``
+    frames (Blender's default eased keys), Animated on, then released: it leaves the top step
+    with the speed its animation had (seed 002's inherited velocity, about 2 m/s here), as an
+    artist shoves a ragdoll, instead of dropping it to lie where it lands."""
+    rig.keyframe_insert("location", frame=1)
+    rig.location.x += distance
+    rig.keyframe_insert("location", frame=1 + frames)
+    rig.verlet.animated = True
+    rig.keyframe_insert("verlet.animated", frame=1)
+    rig.verlet.animated = False
+    rig.keyframe_insert("verlet.animated", frame=1 + frames)
 
 
 def walk_cycle(rig, frames, release):
