@@ -8,7 +8,7 @@ constraints/joints.py.
 
 import numpy as np
 
-from .constraints.joints import KIND_HINGE, body_frames_of
+from .constraints.joints import KIND_HINGE
 
 
 def quaternion_matrices(q):
@@ -131,6 +131,7 @@ class JointControl:
         k = len(m.shape_cluster_start) - 1
         if not k:
             return np.zeros((0, 3)), np.zeros((0, 3, 3))
-        return body_frames_of(self.state.X, m.shape_particles, m.shape_rest_offset,
-                              m.particle_mass[m.shape_particles], np.arange(len(m.shape_particles)),
-                              m.shape_cluster_start, np.arange(k))
+        return self.kernels.body_frames(self.state.X, m.shape_particles, m.shape_rest_offset,
+                                        m.particle_mass[m.shape_particles],
+                                        np.arange(len(m.shape_particles)),
+                                        m.shape_cluster_start, np.arange(k))

@@ -22,7 +22,8 @@ KERNELS = ("apply_drag", "predict", "surface_normals", "solve_sticks", "solve_so
            "solve_shapes", "damp_shapes", "solve_joints", "project_collider", "project_points",
            "restitution", "release_overlap", "active_items", "edge_sag", "find_body_contacts",
            "filter_pairs", "solve_bodies", "place_meshes", "mesh_distances", "refit_meshes",
-           "mesh_normals", "primitive_candidates", "islands", "sweep_pairs", "run_substeps")
+           "mesh_normals", "primitive_candidates", "islands", "sweep_pairs", "body_frames",
+           "run_substeps")
 
 
 def _numpy_table():
@@ -33,7 +34,7 @@ def _numpy_table():
     from ..collision.mesh import mesh_normals, refit_meshes
     from ..collision.mesh_query import mesh_distances, place_meshes
     from ..collision.project import project_collider, project_points, release_overlap, restitution
-    from ..constraints.joints import solve_joints
+    from ..constraints.joints import body_frames_of, solve_joints
     from ..constraints.pins import solve_soft_pins
     from ..constraints.shapes import damp_shapes, solve_shapes
     from ..constraints.sticks import solve_sticks
@@ -56,7 +57,8 @@ def _numpy_table():
                            place_meshes=place_meshes, mesh_distances=mesh_distances,
                            refit_meshes=refit_meshes, mesh_normals=mesh_normals,
                            primitive_candidates=primitive_candidates, islands=islands,
-                           sweep_pairs=sweep_pairs, run_substeps=run_substeps)
+                           sweep_pairs=sweep_pairs, body_frames=body_frames_of,
+                           run_substeps=run_substeps)
 
 
 def table(backend):

@@ -301,6 +301,20 @@ def _frame(X, particles, rest_offset, mass, entries, entry_start, q, b, c0, R0, 
 
 
 @njit(cache=True, parallel=True, fastmath=False)
+def body_frames(X, particles, rest_offset, mass, entries, entry_start, bodies):
+    """Mirror of constraints/joints.body_frames_of: (B, 3) centres [m] and (B, 3, 3) polar
+    rotations of the clusters ``bodies``, body by body in parallel."""
+    B = bodies.shape[0]
+    c = np.empty((B, 3))
+    R = np.empty((B, 3, 3))
+    c0 = np.empty((B, 3))
+    R0 = np.empty((B, 3, 3))
+    for q in prange(B):
+        _frame(X, particles, rest_offset, mass, entries, entry_start, q, q, c0, R0, c, R)
+    return c, R
+
+
+@njit(cache=True, parallel=True, fastmath=False)
 def solve_joints(X, particles, rest_offset, mass, shape_origin, shape_rot, shape_exact, bodies,
                  entries, entry_start, inv_mass, inv_inertia, body_free, c0, R0, c, R, moved,
                  body, anchor, axis, perp, kind, swing, rng, alpha, drive_on, drive_alpha, target,

@@ -107,3 +107,32 @@ def test_a_jointed_chain_moves_the_same_without_the_shortcut(backend, monkeypatc
     slow = run()
     assert not np.array_equal(fast, slow)      # the shortcut was taken: rounding differs
     assert np.abs(fast - slow).max() < 1e-9
+
+
+def test_body_frames_are_the_same_bits_on_both_backends():
+    """Simulation.body_frames (the kernel table's body_frames: the add-on reads every bone and
+    rigid body through it once a frame) gives the same centres and rotations on both backends,
+    and they are the particles' frames: a turned, shifted rigid body's rotation and centre."""
+    if len(BACKENDS) < 2:
+        pytest.skip("compiled kernels only")
+    from solver.kernels import table
+    rng = np.random.default_rng(4)
+    b = Builder()
+    for i in range(30):
+        b.add_capsule_body(rng.normal(size=3), rng.normal(size=3) + 0.5, 0.05, mass=1.0 + i)
+    model = b.build()
+    k = len(model.shape_cluster_start) - 1
+    X = np.ascontiguousarray(model.particle_x0.T + rng.normal(0.0, 1e-3, model.particle_x0.T.shape))
+    args = (X, model.shape_particles, model.shape_rest_offset,
+            model.particle_mass[model.shape_particles], np.arange(len(model.shape_particles)),
+            model.shape_cluster_start, np.arange(k))
+    c0, r0 = table("numpy").body_frames(*args)
+    c1, r1 = table("numba").body_frames(*args)
+    assert np.array_equal(c0, c1) and np.array_equal(r0, r1)
+    # a rigid motion of the build pose comes back exactly (to rounding)
+    turn = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    X = np.ascontiguousarray((model.particle_x0 @ turn.T + (1.0, 2.0, 3.0)).T)
+    c, r = table("numba").body_frames(X, *args[1:])
+    assert np.allclose(r, turn, atol=1e-12)
+    assert np.allclose(c, body_frames_of(np.ascontiguousarray(model.particle_x0.T), *args[1:])[0]
+                       @ turn.T + (1.0, 2.0, 3.0), atol=1e-12)
