@@ -206,6 +206,17 @@ class JointBuilder:
             lim[1:] = lo, hi
         return lim
 
+    def _capsule_fields(self, n):
+        """The Model's capsule arrays for n particles: particle_shielded (the frame particles
+        add_capsule_body made), capsule_particles (S, 2) and capsule_radius (S,)."""
+        shielded = np.zeros(n, bool)
+        if self._shielded:
+            shielded[np.concatenate(self._shielded)] = True
+        return dict(particle_shielded=shielded,
+                    capsule_particles=np.array([c[:2] for c in self._capsules],
+                                               np.int64).reshape(-1, 2),
+                    capsule_radius=np.array([c[2] for c in self._capsules], np.float64))
+
     def _joint_fields(self, body_cluster, centre):
         """The Model's joint fields: body_cluster (K,) the model cluster of each body id,
         centre (K, 3) [m] each model cluster's rest centre of mass."""

@@ -460,13 +460,6 @@ class Builder(GroupsMixin, JointBuilder):
         return len(self._colliders) - 1
 
     # ------------------------------------------------------------------ build
-    def _shielded_mask(self, n):
-        """(n,) bool Model.particle_shielded from the ids add_capsule_body shielded."""
-        mask = np.zeros(n, bool)
-        for ids in self._shielded:
-            mask[ids] = True
-        return mask
-
     def build(self):
         """Validate, merge and colour everything into a Model."""
         n = self._n
@@ -534,10 +527,7 @@ class Builder(GroupsMixin, JointBuilder):
         return Model(
             particle_x0=x0, particle_mass=mass, particle_inv_mass=inv_mass,
             particle_radius=np.concatenate(self._radius), particle_area=np.concatenate(self._area),
-            particle_island=island, particle_shielded=self._shielded_mask(n),
-            capsule_particles=np.array([c[:2] for c in self._capsules],
-                                       np.int64).reshape(-1, 2),
-            capsule_radius=np.array([c[2] for c in self._capsules], np.float64),
+            particle_island=island, **self._capsule_fields(n),
             soft_pin_particles=soft_ids, soft_pin_compliance=soft_comp,
             stick_particles=pairs[order], stick_rest_length=rest[order],
             stick_compliance=comp[order], stick_kind=kind[order], stick_source=source[order],
