@@ -472,8 +472,7 @@ class Simulation(AnimatedSettings, JointControl):
         sleep.wake_by_drivers(st, ctl, self._pinned, self._soft, self.colliders,
                               reach + self._radius_max)
         # contact between bodies (collision/bodies.py); a moving body wakes what it touches
-        self.bodies.collide(self.kernels, x, xp, st.h, dt, acc, self._pinned, ctl.pin_target,
-                            self.contacts)
+        self.bodies.collide(x, xp, st.h, dt, acc, self._pinned, ctl.pin_target, self.contacts)
         sleep.wake_by_contacts(st, self.contacts)
         asleep = sleep.asleep_ids(st)
         free = self._collidable if asleep is None else self._collidable & ~sleep.asleep(st)

@@ -186,7 +186,7 @@ class BodyContacts:
     Built once from the Model; collide() runs once per step."""
 
     def __init__(self, model, kernels):
-        self.kernels = kernels                                # the kernel table (the sweeps)
+        self.kernels = kernels                                # the kernel table
         self.radius = model.particle_radius                   # (n,) [m]
         self.group = model.particle_group                     # (n,) int64
         self.inv_mass = model.particle_inv_mass               # (n,) [1/kg]
@@ -340,7 +340,7 @@ class BodyContacts:
         a, b = a[ok], b[ok]
         return _by_pair(np.minimum(a, b), np.maximum(a, b))
 
-    def _active(self, kernels, lo, hi, boxes, pairs):
+    def _active(self, lo, hi, boxes, pairs):
         """The kernel table's active_items for this step's boxes lo, hi (n, 3) [m], given the
         groups' boxes and overlapping pairs (_group_boxes, _group_pairs; None: every item
         takes part): which particles, triangles and edges take part, and the grid's extents
@@ -356,11 +356,11 @@ class BodyContacts:
             keep = ~(self.group_segment[a] & self.group_segment[b])
             a, b = a[keep], b[keep]
             ga, gb = np.r_[a, b], np.r_[b, a]   # item's, other
-        return kernels.active_items(
+        return self.kernels.active_items(
             lo, hi, self.tris, self.edges, self.radius, self.self_group, self.runs, ga, gb,
             np.ascontiguousarray(glo), np.ascontiguousarray(ghi), pairs is None)
 
-    def collide(self, kernels, x, xp, h, dt, acc, pinned, pin_target, contacts):
+    def collide(self, x, xp, h, dt, acc, pinned, pin_target, contacts):
         """Find this step's body contacts into ``contacts`` (set_body_contacts)."""
         self.acc = acc                                        # (n, 3) [m/s^2]
         self.g_dt2 = 0.5 * float(np.sqrt(np.max(np.einsum("ij,ij->i", acc, acc)))) * dt * dt \
@@ -375,14 +375,13 @@ class BodyContacts:
         segments = self._segment_pairs(lo, hi, pairs)
         # only what may touch another group (or its own, self-colliding) is hashed and queried:
         # a cloth that lies near a crate with one corner costs that corner, not the whole cloth
-        active, tri_active, edge_active, extents = self._active(kernels, lo, hi, boxes, pairs)
+        active, tri_active, edge_active, extents = self._active(lo, hi, boxes, pairs)
         # a vertex against a face, two particles with radii, or two edges (two ridges crossing
         # in an X touch with no vertex near the other body)
         if not ((active.any() and (tri_active.any() or (active & (self.radius > 0)).any()))
                 or edge_active.sum() > 1):
             none = np.zeros(0, np.int64)
-            self._store(kernels, x, xp, h, dt, none, none, none, none, none, none, segments,
-                        contacts)
+            self._store(x, xp, h, dt, none, none, none, none, none, none, segments, contacts)
             return
         # per axis: a falling cloth's boxes are tall and narrow, so its cells are too
         reach, tri_ext, edge_ext, origin, top = extents
@@ -390,15 +389,16 @@ class BodyContacts:
         cell = np.maximum(0.5 * np.maximum(np.maximum(tri_ext, reach), edge_ext),
                           np.maximum((top - origin) / 2 ** 20, 1e-9))
         dims = (np.floor((top - origin) / cell).astype(np.int64) + 1)
+        kernels = self.kernels
         pi, pj, tv, tt, ea, eb = kernels.find_body_contacts(
             lo, hi, self.radius, self.group, self.inv_mass, self.x0, self.tris, self.tri_thick,
             self.edges, self.edge_thick, self.self_group, self.disabled, origin, cell, dims,
             reach, active, tri_active, edge_active,
             kernels.edge_sag(x, self.tris, self.edges, self.edge_face, edge_active),
             self.pair_self, self.group_segment)
-        self._store(kernels, x, xp, h, dt, pi, pj, tv, tt, ea, eb, segments, contacts)
+        self._store(x, xp, h, dt, pi, pj, tv, tt, ea, eb, segments, contacts)
 
-    def _store(self, kernels, x, xp, h, dt, pi, pj, tv, tt, ea, eb, segments, contacts):
+    def _store(self, x, xp, h, dt, pi, pj, tv, tt, ea, eb, segments, contacts):
         """Sort the pairs, keep those that can meet this step (the kernel table's filter_pairs,
         collision/pairs.py), give each its side, distance, friction and jitter, and store
         them, the capsule pairs ``segments`` (sorted) last."""
@@ -408,7 +408,7 @@ class BodyContacts:
         pi, pj = _by_pair(pi, pj)
         tv, tt = _by_pair(tv, tt)
         ea, eb = _by_pair(ea, eb)
-        near, t_keep, t_side, e_keep, e_side, e_nrm = kernels.filter_pairs(
+        near, t_keep, t_side, e_keep, e_side, e_nrm = self.kernels.filter_pairs(
             x, xp, h, dt, self.acc, self.g_dt2, self.radius, self.tris, self.solid,
             self.tri_thick, self.tri_depth, self.edges, self.edge_face, self.edge_thick, pi, pj,
             tv, tt, ea, eb)

@@ -225,8 +225,9 @@ class ShapeSolver:
         self._loose = pinned | shared
         self.cluster_mass = _sums(cluster, k, self.mass)      # (K,) float64 [kg]
         self._inv_mass = model.particle_inv_mass              # (n,) float64 [1/kg]
-        # (n,) float64 [1/kg] what contacts between bodies weigh each particle: set per step
+        # (n,) float64 [1/kg] what contacts between bodies weigh each particle (begin_step)
         self.contact_inv_mass = self._inv_mass
+        self._rigid_seen = None                               # (e,) bool rigid when it was set
 
     def begin_step(self, h, compliance, damping):
         """This step's alpha~, rigidity and damping from the Control's per-cluster compliance
@@ -247,13 +248,16 @@ class ShapeSolver:
         # cluster (1 / its mass; the heaviest of several): each side then moves by its body's
         # mass, and a collision of two bodies made of different particles conserves momentum
         # (weighed by particle, a capsule of 9 particles pushed one of 11 with its end's mass)
-        self.contact_inv_mass = self._inv_mass
-        if self.rigid.any():
-            e = np.nonzero(self.rigid)[0]
-            p = self.particles[e]
-            self.contact_inv_mass = self._inv_mass.copy()
-            np.minimum.at(self.contact_inv_mass, p, np.where(
-                self._inv_mass[p] > 0, 1.0 / self.cluster_mass[self.cluster[e]], 0.0))
+        # (it changes only with the rigidity, so it is worked out again only then)
+        if self._rigid_seen is None or not np.array_equal(self.rigid, self._rigid_seen):
+            self._rigid_seen = self.rigid.copy()
+            self.contact_inv_mass = self._inv_mass
+            if self.rigid.any():
+                e = np.nonzero(self.rigid)[0]
+                p = self.particles[e]
+                self.contact_inv_mass = self._inv_mass.copy()
+                np.minimum.at(self.contact_inv_mass, p, np.where(
+                    self._inv_mass[p] > 0, 1.0 / self.cluster_mass[self.cluster[e]], 0.0))
 
     def kernel_args(self):
         """The shapes group of loop.run_substeps' arguments."""

@@ -17,6 +17,9 @@ _DEGENERATE = 1e-30   # collision/bodies.DEGENERATE
 _PARALLEL = 1e-3      # collision/bodies.PARALLEL
 _ACTIVE = 1e-9        # collision/bodies.ACTIVE
 _SEGMENT_PARALLEL = 1e-9   # collision/bodies.SEGMENT_PARALLEL
+_VERTEX_TRI = 1       # collision/bodies.VERTEX_TRI
+_EDGES = 2            # collision/bodies.EDGES
+_SEGMENTS = 3         # collision/bodies.SEGMENTS
 
 
 @njit(cache=True)
@@ -152,18 +155,21 @@ def _segment_vectors(X, p, q, u, w):
             X[0, p] - X[0, u], X[1, p] - X[1, u], X[2, p] - X[2, u])
 
 
+@njit(cache=True, inline="always")
+def _segment_dots(d10, d11, d12, d20, d21, d22, r0, r1, r2):
+    """collision/bodies._segment_dots' products of d1 = q - p, d2 = w - u, r = p - u:
+    (d1.d1, d2.d2, d1.d2, d1.r, d2.r)."""
+    return (d10 * d10 + d11 * d11 + d12 * d12, d20 * d20 + d21 * d21 + d22 * d22,
+            d10 * d20 + d11 * d21 + d12 * d22, d10 * r0 + d11 * r1 + d12 * r2,
+            d20 * r0 + d21 * r1 + d22 * r2)
+
+
 @njit(cache=True)
 def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, jit, inv_mass, allowance, dx, dl, share):
     """collision/bodies._solve_edges for one contact."""
     d10, d11, d12, d20, d21, d22, r0, r1, r2 = _segment_vectors(X, p, q, u, w)
-    a = d10 * d10 + d11 * d11 + d12 * d12
-    e = d20 * d20 + d21 * d21 + d22 * d22
-    b = d10 * d20 + d11 * d21 + d12 * d22
-    c = d10 * r0 + d11 * r1 + d12 * r2
-    f = d20 * r0 + d21 * r1 + d22 * r2
-    nx = d11 * d22 - d12 * d21
-    ny = d12 * d20 - d10 * d22
-    nz = d10 * d21 - d11 * d20
+    a, e, b, c, f = _segment_dots(d10, d11, d12, d20, d21, d22, r0, r1, r2)
+    nx, ny, nz = cross3(d10, d11, d12, d20, d21, d22)
     ln2 = nx * nx + ny * ny + nz * nz
     if not (ln2 > _PARALLEL * (a * e)):
         return
@@ -284,10 +290,7 @@ def segment_closest(a, e, b, c, f):
 def _solve_segments(X, Xp, k, p, q, u, w, D, mu, jit, inv_mass, allowance, dx, dl, share):
     """collision/bodies._solve_segments for one contact."""
     d10, d11, d12, d20, d21, d22, r0, r1, r2 = _segment_vectors(X, p, q, u, w)
-    sp, tp = segment_closest(d10 * d10 + d11 * d11 + d12 * d12,
-                             d20 * d20 + d21 * d21 + d22 * d22,
-                             d10 * d20 + d11 * d21 + d12 * d22,
-                             d10 * r0 + d11 * r1 + d12 * r2, d20 * r0 + d21 * r1 + d22 * r2)
+    sp, tp = segment_closest(*_segment_dots(d10, d11, d12, d20, d21, d22, r0, r1, r2))
     e0 = (r0 + sp * d10) - tp * d20
     e1 = (r1 + sp * d11) - tp * d21
     e2 = (r2 + sp * d12) - tp * d22
@@ -305,14 +308,14 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
     for k in prange(K):
         for j in range(4):
             share[4 * k + j] = 0.0
-        if c_kind[k] == 2:
+        if c_kind[k] == _EDGES:
             _solve_edges(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_idx[k, 2], c_idx[k, 3],
                          c_side[k], c_dist[k], c_mu[k], c_jit, inv_mass, allowance, dx, dl,
                          share)
-        elif c_kind[k] == 3:
+        elif c_kind[k] == _SEGMENTS:
             _solve_segments(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_idx[k, 2], c_idx[k, 3],
                             c_dist[k], c_mu[k], c_jit, inv_mass, allowance, dx, dl, share)
-        elif c_kind[k] == 1:
+        elif c_kind[k] == _VERTEX_TRI:
             _solve_tri(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_idx[k, 2], c_idx[k, 3], c_side[k],
                        c_dist[k], c_mu[k], inv_mass, allowance, dx, dl, share)
         else:

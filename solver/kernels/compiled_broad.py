@@ -122,9 +122,8 @@ def _pp_ok(i, j, lo, hi, radius, group, inv_mass, x0, self_group, disabled, grou
         return False
     if group_segment[group[i]] and group_segment[group[j]]:
         return False
-    for k in range(3):
-        if not (lo[j, k] <= hi[i, k]) or not (hi[j, k] >= lo[i, k]):
-            return False
+    if not _boxes_meet(lo, hi, j, i):
+        return False
     if not (inv_mass[i] > 0 or inv_mass[j] > 0):
         return False
     gi = group[i]
