@@ -32,6 +32,9 @@ _FLOATS = ("flow", "quadratic_drag", "noise", "size", "wind_factor", "falloff_po
            "distance_min", "distance_max", "radial_falloff", "radial_min", "radial_max")
 _BOOLS = ("use_min_distance", "use_max_distance", "use_radial_min", "use_radial_max",
           "use_global_coords", "use_gravity_falloff")
+# the effector weights' property names: per field type (SUPPORTED's order), and all of them
+_TYPE_WEIGHTS = tuple(t.lower() for t in SUPPORTED)
+_WEIGHTS = ("gravity", "all") + _TYPE_WEIGHTS
 
 
 def _weights_of(owner, label):
@@ -40,13 +43,12 @@ def _weights_of(owner, label):
     w = getattr(owner.verlet, "effector_weights", None)
     if w is None:
         return 1.0, {t: 1.0 for t in SUPPORTED}, 1.0, None
-    values = {k: float(getattr(w, k)) for k in ("gravity", "all") + tuple(t.lower()
-                                                                           for t in SUPPORTED)}
+    values = {k: float(getattr(w, k)) for k in _WEIGHTS}
     bad = [k for k, v in values.items() if not math.isfinite(v)]
     if bad:
         raise BridgeError(f"{label}: field weight {', '.join(bad)} is not a finite number")
-    return values["all"], {t: values[t.lower()] for t in SUPPORTED}, values["gravity"], \
-        w.collection
+    return values["all"], dict(zip(SUPPORTED, (values[k] for k in _TYPE_WEIGHTS))), \
+        values["gravity"], w.collection
 
 
 class FieldReader:

@@ -303,8 +303,8 @@ class VerletSceneSettings(bpy.types.PropertyGroup):
     contact_iterations: IntProperty(
         name="Contact Iterations", default=DEFAULT_CONTACT_ITERATIONS, min=1,
         max=MAX_ITERATIONS, soft_max=8, options=FIXED,
-        description="Passes over the contacts between bodies in each iteration: 2 or more let "
-        "piles and tall stacks of bodies come to rest instead of creeping, for more time")
+        description="Passes over the contacts between bodies in each iteration: more make "
+        "bodies pressed together overlap less, for more time")
     use_sleep: BoolProperty(name="Sleeping", default=DEFAULT_SLEEP, options=FIXED,
                             description="Bodies at rest (slower than 1 cm/s for 0.5 s while "
                             "resting on something) stop being simulated until a collider, pin, "

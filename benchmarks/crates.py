@@ -84,8 +84,8 @@ def deepest_overlap(corners, centres, rotations):
     return float(max(depth.max(), 0.0))
 
 
-def run_ours(count, frames=FRAMES, contact_iterations=1):
-    centres, rotations = crate_frames(count)
+def run_ours(count, frames=FRAMES, contact_iterations=1, seed=7):
+    centres, rotations = crate_frames(count, seed)
     corners = crate_corners(centres, rotations)
     b = Builder()
     for c in corners:
@@ -112,7 +112,7 @@ def run_ours(count, frames=FRAMES, contact_iterations=1):
                 lowest=float(x[:, :, 2].min()))
 
 
-def run_bullet(count, frames=FRAMES):
+def run_bullet(count, frames=FRAMES, seed=7):
     import bpy
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
@@ -125,7 +125,7 @@ def run_bullet(count, frames=FRAMES):
     ground = bpy.context.active_object
     bpy.ops.rigidbody.object_add(type="PASSIVE")
     ground.rigid_body.friction = FRICTION
-    centres, rotations = crate_frames(count)
+    centres, rotations = crate_frames(count, seed)
     crates = []
     from mathutils import Matrix
     for c, r in zip(centres, rotations):
@@ -168,15 +168,18 @@ def main(argv=None):
     p.add_argument("--count", type=int, default=100)
     p.add_argument("--frames", type=int, default=FRAMES)
     p.add_argument("--no-blender", action="store_true")
+    p.add_argument("--seed", type=int, default=7, help="the drop: each crate's yaw, tilt and "
+                   "offset (a pile is chaotic: how many rest differs from drop to drop)")
     a = p.parse_args(argv)
-    print(f"crate pile: {a.count} crates of {SIDE} m, {a.frames} frames at {FPS} fps")
-    ours = run_ours(a.count, a.frames)
+    print(f"crate pile: {a.count} crates of {SIDE} m, {a.frames} frames at {FPS} fps, "
+          f"seed {a.seed}")
+    ours = run_ours(a.count, a.frames, seed=a.seed)
     _line("ours (Verlet)", ours, a.count)
-    # Contact Iterations 2: the setting for a pile (solver/simulation.py DEFAULT_CONTACT_...)
-    ours2 = run_ours(a.count, a.frames, contact_iterations=2)
+    # Contact Iterations 2 (solver/simulation.py DEFAULT_CONTACT_ITERATIONS is 1)
+    ours2 = run_ours(a.count, a.frames, contact_iterations=2, seed=a.seed)
     _line("ours, 2 contact passes", ours2, a.count)
     if not a.no_blender:
-        bullet = run_bullet(a.count, a.frames)
+        bullet = run_bullet(a.count, a.frames, a.seed)
         _line("Blender Rigid Body", bullet, a.count)
         for name, r in (("defaults", ours), ("2 contact passes", ours2)):
             ratio = np.median(r["times"]) / np.median(bullet["times"])

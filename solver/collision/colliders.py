@@ -43,6 +43,12 @@ from . import frames, sdf
 from .mesh import MeshSet
 
 
+def _close(a, b):
+    """np.allclose(a, b, atol=1e-12) for finite arrays, at a quarter of its cost (it runs per
+    collider per step)."""
+    return bool(np.all(np.abs(a - b) <= 1e-12 + 1e-5 * np.abs(b)))
+
+
 class Colliders:
     """The colliders' shapes and material (from the Model), where they are during each substep
     (from the Control's placements), and the contact passes (C = colliders)."""
@@ -87,8 +93,8 @@ class Colliders:
                 found[k] = self._mesh_candidates(k, control, x, ids_free, x_free, reach_free,
                                                  kernels)
                 continue
-            turning = f1 is not f0 and not (np.allclose(f0.rotation, f1.rotation, atol=1e-12)
-                                            and np.allclose(f0.scale, f1.scale, atol=1e-12))
+            turning = f1 is not f0 and not (_close(f0.rotation, f1.rotation)
+                                            and _close(f0.scale, f1.scale))
             if turning:
                 found[k] = ids_free
                 continue

@@ -129,6 +129,9 @@ class JointSolver:
         self.entries = np.concatenate([np.arange(start[b], start[b + 1]) for b in self.bodies]) \
             if len(self.bodies) else np.zeros(0, np.int64)
         self.entry_start = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        # no particle in two jointed bodies, so the compiled kernel moves them in parallel
+        pid = particles[self.entries]
+        self.disjoint = len(np.unique(pid)) == len(pid)
         # scratch: each body's frame at the iteration's start (c0, R0) and now (c, R)
         self.c0 = np.zeros((k + 1, 3))
         self.R0 = np.zeros((k + 1, 3, 3))
@@ -198,7 +201,7 @@ class JointSolver:
                 self.anchor, self.axis, self.perp, self.kind, self.swing, self.range, self.alpha,
                 self.drive_on, self.drive_alpha, target, self.lam, self.order, self.color_offsets,
                 self.island, self.island_done, self.island_order, self.island_start, self.passes,
-                TOLERANCE)
+                TOLERANCE, self.disjoint)
 
 
 # --------------------------------------------------------------------- vector helpers (lists)
@@ -229,15 +232,15 @@ def _unit(v, on):
     """v / |v| where on and |v| > TINY; the updated mask."""
     n = np.sqrt(_dot(v, v))
     on = on & (n > TINY)
-    ns = np.where(on, n, 1.0)
-    return [v[i] / ns for i in range(3)], on
+    inv = 1.0 / np.where(on, n, 1.0)                # one division, three products
+    return [v[i] * inv for i in range(3)], on
 
 
 def _half_scaled(u, v):
     """u x v (|u x v| = sin theta for unit u, v) scaled to 2 sin(theta / 2)."""
     d = _cross(u, v)
-    s = np.sqrt(np.maximum((1.0 + _dot(u, v)) * 0.5, HALF_TURN))
-    return [d[i] / s for i in range(3)]
+    inv = 1.0 / np.sqrt(np.maximum((1.0 + _dot(u, v)) * 0.5, HALF_TURN))
+    return [d[i] * inv for i in range(3)]
 
 
 def _rotate(R, th):
@@ -439,14 +442,14 @@ def solve_joints(X, particles, rest_offset, mass, shape_origin, shape_rot, shape
                  entries, entry_start, inv_mass, inv_inertia, body_free, c0, R0, c, R, moved,
                  body, anchor, axis, perp, kind, swing, rng, alpha, drive_on, drive_alpha, target,
                  lam, order, color_offsets, island, island_done, island_order, island_start,
-                 passes, tolerance):
+                 passes, tolerance, disjoint):
     """The NumPy kernel: passes over the joints, colour after colour (each colour one batch),
     in place on X (3, n) [m], until each island's joints met the tolerance (its joints are then
     left out of the later passes). particles, rest_offset, mass, shape_origin, shape_rot,
     shape_exact: the shapes group's arrays (the last three as ShapeSolver.origin, rot, exact:
     the goal pose of the shape solve that ran just before); the rest as
-    JointSolver.kernel_args (c0, R0, c, R, moved, island_done: scratch; island_order and
-    island_start serve the compiled kernel)."""
+    JointSolver.kernel_args (c0, R0, c, R, moved, island_done: scratch; island_order,
+    island_start and disjoint serve the compiled kernel)."""
     if len(bodies):
         exact = shape_exact[bodies]
         if exact.all():

@@ -13,8 +13,12 @@ method is more accurate than QR", SIAM J. Matrix Anal. Appl. 1992): plane rotati
 orthogonalise the columns of A V, whose norms are then the singular values. It needs no LAPACK,
 so the compiled backend runs the same operations (kernels/compiled.py solve_shapes), and it works on A
 itself rather than A^T A, so the rotation stays accurate when contact weighting (below) makes A
-ill-conditioned. Each particle moves toward its goal with XPBD compliance alpha (0 = rigid;
-Macklin et al. 2016): dlambda_i = (-C_i - alpha~ lambda_i) / (w + alpha~), x_i += w dlambda_i,
+ill-conditioned. V starts at the principal axes of the cluster's rest shape (rest_basis): a
+body moved rigidly has A = R S0 with S0 its rest second moment, so the columns are orthogonal
+from the first sweep, where from the identity 3x3 Jacobi turns for four sweeps.
+
+Each particle moves toward its goal with XPBD compliance alpha (0 = rigid; Macklin et al. 2016):
+dlambda_i = (-C_i - alpha~ lambda_i) / (w + alpha~), x_i += w dlambda_i,
 where w is the cluster's mean inverse mass for every particle (0 for pinned ones). Using one w per
 cluster keeps sum m_i dx_i = 0, so a free body's linear momentum is conserved exactly.
 
@@ -51,10 +55,12 @@ RANK_TOL = 1e-12
 PINV_RCOND = 1e-15
 
 
-def jacobi_columns(a):
+def jacobi_columns(a, basis=None):
     """One-sided Jacobi on (K, 3, 3) matrices. Returns B = (A / m) V with orthogonal columns,
     the rotation V (both (K, 3, 3)) and the scale m (K,), A's largest absolute entry (1 for
-    A = 0). Column j of B is sigma_j u_j / m of the SVD A = U diag(sigma) V^T."""
+    A = 0). Column j of B is sigma_j u_j / m of the SVD A = U diag(sigma) V^T.
+    basis (K, 3, 3) rotations, optional: V starts there instead of at the identity (B at
+    (A / m) basis). Any start converges to the same columns; one near V saves sweeps."""
     a = np.asarray(a, dtype=np.float64)
     m = np.zeros(len(a))
     for i in range(3):
@@ -63,8 +69,17 @@ def jacobi_columns(a):
             m = np.where(e > m, e, m)
     m = np.where(m > 0, m, 1.0)
     b = a / m[:, None, None]
-    v = np.zeros_like(b)
-    v[:, 0, 0] = v[:, 1, 1] = v[:, 2, 2] = 1.0
+    if basis is None:
+        v = np.zeros_like(b)
+        v[:, 0, 0] = v[:, 1, 1] = v[:, 2, 2] = 1.0
+    else:
+        v = np.array(basis, dtype=np.float64)
+        a = b
+        b = np.empty_like(a)
+        for i in range(3):
+            for j in range(3):
+                b[:, i, j] = a[:, i, 0] * v[:, 0, j] + a[:, i, 1] * v[:, 1, j] \
+                    + a[:, i, 2] * v[:, 2, j]
     for _ in range(JACOBI_SWEEPS):
         turned = False
         for p, q in _PAIRS:
@@ -121,9 +136,10 @@ def _col(m, j):
     return m[k, 0, j], m[k, 1, j], m[k, 2, j]
 
 
-def polar_rotation(a):
-    """(K, 3, 3) rotations R of the polar decomposition A = R S, reflections removed."""
-    b, v, _ = jacobi_columns(a)            # R does not depend on A's scale
+def polar_rotation(a, basis=None):
+    """(K, 3, 3) rotations R of the polar decomposition A = R S, reflections removed; basis
+    (K, 3, 3), optional, Jacobi's start (jacobi_columns)."""
+    b, v, _ = jacobi_columns(a, basis)     # R does not depend on A's scale
     norms = _column_norms(b)
     o1, o2, o3 = _order(norms)
     n1 = np.choose(o1, norms)
@@ -224,6 +240,11 @@ class ShapeSolver:
         # (e,) bool entries that can never end on their cluster's goal: pinned or shared
         self._loose = pinned | shared
         self.cluster_mass = _sums(cluster, k, self.mass)      # (K,) float64 [kg]
+        # (K, 3, 3) float64 rotations: the principal axes of each cluster's rest shape, where
+        # Jacobi starts (polar_rotation's basis). A body moved rigidly has A = R S with S its
+        # rest second moment, so from there Jacobi checks one sweep and stops, where from the
+        # identity it turned for four (a third of 100 ragdolls' frame)
+        self.basis = rest_basis(self.rest_offset, cluster, self.mass, k)
         self._inv_mass = model.particle_inv_mass              # (n,) float64 [1/kg]
         # (n,) float64 [1/kg] what contacts between bodies weigh each particle (begin_step)
         self.contact_inv_mass = self._inv_mass
@@ -263,7 +284,22 @@ class ShapeSolver:
         """The shapes group of loop.run_substeps' arguments."""
         return (self.particles, self.rest_offset, self.start, self.color_offsets, self.mass,
                 self.rigid, self.w, self.alpha, self.lam, BOOST, self.damping, self.keep,
-                self.any_damped, self.origin, self.rot, self.exact)
+                self.any_damped, self.origin, self.rot, self.exact, self.basis)
+
+
+def rest_basis(rest_offset, cluster, mass, k):
+    """(k, 3, 3) rotations V that diagonalise each cluster's rest second moment
+    sum m_e (q_e - qbar)(q_e - qbar)^T (mass weights, qbar its centre); rest_offset (e, 3) [m],
+    cluster (e,) int64, mass (e,) [kg]. From one-sided Jacobi, so every machine builds the
+    same bits."""
+    msum = np.maximum(_sums(cluster, k, mass), 1e-300)
+    qc = [rest_offset[:, j] - (_sums(cluster, k, mass * rest_offset[:, j]) / msum)[cluster]
+          for j in range(3)]
+    a = np.empty((k, 3, 3))
+    for i in range(3):
+        for j in range(3):
+            a[:, i, j] = _sums(cluster, k, mass * qc[i] * qc[j])
+    return jacobi_columns(a)[1]
 
 
 def _color_entries(start, c0, c1):
@@ -274,13 +310,14 @@ def _color_entries(start, c0, c1):
 
 
 def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w, alpha, lam,
-                 contact, boost, origin, rot):
+                 contact, boost, origin, rot, basis):
     """The NumPy kernel: one pass over all clusters, colour after colour, each colour one
     batched solve, in place on X (3, n) [m]. particles (e,) int64, rest_offset (e, 3) [m],
     start (K + 1,) int64, color_offsets (colours + 1,) int64, mass (e,) [kg], rigid (e,) bool,
     w (e,) [1/kg], alpha (e,) alpha / h^2, lam (e, 3) accumulated, contact (n,) bool, boost:
-    the weight factor of contacts in rigid clusters. Writes each cluster's goal pose: origin
-    (K, 3) [m] and rot (K, 3, 3), with goal g_e = origin + rot q_e."""
+    the weight factor of contacts in rigid clusters, basis (K, 3, 3) where each cluster's
+    Jacobi starts (ShapeSolver.basis). Writes each cluster's goal pose: origin (K, 3) [m] and
+    rot (K, 3, 3), with goal g_e = origin + rot q_e."""
     x = X.T
     for c0, c1 in zip(color_offsets[:-1], color_offsets[1:]):
         s, local = _color_entries(start, c0, c1)
@@ -298,7 +335,7 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w
         for i in range(3):
             for j in range(3):
                 a[:, i, j] = _sums(local, k, dx[i] * wq[j])
-        rk = polar_rotation(a)
+        rk = polar_rotation(a, basis[c0:c1])
         rot[c0:c1] = rk
         for i in range(3):
             origin[c0:c1, i] = centre[i] - (rk[:, i, 0] * qbar[0] + rk[:, i, 1] * qbar[1]
@@ -307,12 +344,12 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w
         qc = [q[:, j] - qbar[j][local] for j in range(3)]
         we = w[s]
         al = alpha[s]
-        denom = we + al + 1e-300
+        inv_denom = 1.0 / (we + al + 1e-300)        # one division per entry, not three
         lam_s = lam[s]
         for i in range(3):
             goal = rk[:, i, 0] * qc[0] + rk[:, i, 1] * qc[1] + rk[:, i, 2] * qc[2] \
                 + centre[i][local]
-            dlam = (goal - xs[:, i] - al * lam_s[:, i]) / denom
+            dlam = (goal - xs[:, i] - al * lam_s[:, i]) * inv_denom
             lam_s[:, i] = lam_s[:, i] + dlam
             xs[:, i] = xs[:, i] + we * dlam
         lam[s] = lam_s

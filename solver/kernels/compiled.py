@@ -120,6 +120,32 @@ _PINV_RCOND = 1e-15
 def _jacobi3(b, v):
     """Scalar mirror of shapes.jacobi_columns on one 3x3 matrix b: in place, b becomes
     (A / m) V and v becomes V; returns m."""
+    m = _jacobi_scale(b)
+    for i in range(3):
+        for j in range(3):
+            v[i, j] = 1.0 if i == j else 0.0
+    _jacobi_sweeps(b, v)
+    return m
+
+
+@njit(cache=True, fastmath=False)
+def _jacobi3_from(b, v, basis):
+    """_jacobi3 with V starting at basis (3, 3) (shapes.jacobi_columns' basis)."""
+    m = _jacobi_scale(b)
+    for i in range(3):
+        r0 = b[i, 0]
+        r1 = b[i, 1]
+        r2 = b[i, 2]
+        for j in range(3):
+            b[i, j] = r0 * basis[0, j] + r1 * basis[1, j] + r2 * basis[2, j]
+            v[i, j] = basis[i, j]
+    _jacobi_sweeps(b, v)
+    return m
+
+
+@njit(cache=True, fastmath=False)
+def _jacobi_scale(b):
+    """b divided in place by its largest absolute entry m (1 for b = 0); returns m."""
     m = 0.0
     for i in range(3):
         for j in range(3):
@@ -131,7 +157,12 @@ def _jacobi3(b, v):
     for i in range(3):
         for j in range(3):
             b[i, j] = b[i, j] / m
-            v[i, j] = 1.0 if i == j else 0.0
+    return m
+
+
+@njit(cache=True, fastmath=False)
+def _jacobi_sweeps(b, v):
+    """The Jacobi sweeps of shapes.jacobi_columns on b and v in place."""
     for _ in range(_JACOBI_SWEEPS):
         turned = False
         for pair in range(3):
@@ -163,7 +194,6 @@ def _jacobi3(b, v):
                 v[i, q] = s * mp + c * mq
         if not turned:
             break
-    return m
 
 
 @njit(cache=True, fastmath=False)
@@ -193,6 +223,20 @@ def _polar3_into(a, rot, v):
     """_polar3 with v (3, 3) scratch from the caller: an allocation per cluster and substep
     cost as much as the rest of a small cluster's solve."""
     _jacobi3(a, v)
+    _rotation_of(a, v, rot)
+
+
+@njit(cache=True, fastmath=False)
+def _polar3_from(a, rot, v, basis):
+    """_polar3_into with Jacobi starting at basis (3, 3) (shapes.polar_rotation's basis)."""
+    _jacobi3_from(a, v, basis)
+    _rotation_of(a, v, rot)
+
+
+@njit(cache=True, fastmath=False)
+def _rotation_of(a, v, rot):
+    """rot from Jacobi's columns a = (A / m) V and v = V (shapes.polar_rotation after
+    jacobi_columns)."""
     n0 = _column_norm(a, 0)
     n1 = _column_norm(a, 1)
     n2 = _column_norm(a, 2)
@@ -254,7 +298,7 @@ def _polar3_into(a, rot, v):
 
 @njit(cache=True, parallel=True, fastmath=False)
 def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w, alpha, lam,
-                 contact, boost, origin, rot):
+                 contact, boost, origin, rot, basis):
     """Scalar mirror of constraints/shapes.solve_shapes: colour after colour, the clusters of a
     colour in parallel (they share no particle, so the thread count changes no bit), each
     cluster's sums in member order. Parallel since 100 ragdolls (1,200 rigid bones, nearly all
@@ -310,7 +354,7 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w
                 a[2, 1] += dx2 * wq1
                 a[2, 2] += dx2 * wq2
             r = rot[k]
-            _polar3_into(a, r, scratch[k, 1])
+            _polar3_from(a, r, scratch[k, 1], basis[k])
             for i in range(3):
                 origin[k, i] = (c0 if i == 0 else (c1 if i == 1 else c2)) \
                     - (r[i, 0] * qb0 + r[i, 1] * qb1 + r[i, 2] * qb2)
@@ -321,13 +365,13 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w
                 q2 = rest_offset[e, 2] - qb2
                 we = w[e]
                 al = alpha[e]
-                denom = we + al + 1e-300
+                inv_denom = 1.0 / (we + al + 1e-300)
                 g0 = r[0, 0] * q0 + r[0, 1] * q1 + r[0, 2] * q2 + c0
                 g1 = r[1, 0] * q0 + r[1, 1] * q1 + r[1, 2] * q2 + c1
                 g2 = r[2, 0] * q0 + r[2, 1] * q1 + r[2, 2] * q2 + c2
-                d0 = (g0 - X[0, p] - al * lam[e, 0]) / denom
-                d1 = (g1 - X[1, p] - al * lam[e, 1]) / denom
-                d2 = (g2 - X[2, p] - al * lam[e, 2]) / denom
+                d0 = (g0 - X[0, p] - al * lam[e, 0]) * inv_denom
+                d1 = (g1 - X[1, p] - al * lam[e, 1]) * inv_denom
+                d2 = (g2 - X[2, p] - al * lam[e, 2]) * inv_denom
                 lam[e, 0] = lam[e, 0] + d0
                 lam[e, 1] = lam[e, 1] + d1
                 lam[e, 2] = lam[e, 2] + d2

@@ -39,11 +39,13 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
      task_range_start, range_lo, range_hi, omega, one_sided) = sticks
     v_particles, v_particle_start, v_tris, v_tri_start, v_w, v_rest, v_alpha, v_lam = volumes
     (m_particles, m_rest_offset, m_start, m_color_offsets, m_mass, m_rigid, m_w, m_alpha, m_lam,
-     m_boost, m_damping, m_keep, m_any_damped, m_origin, m_rot, m_exact) = shapes
+     m_boost, m_damping, m_keep, m_any_damped, m_origin, m_rot, m_exact,
+     m_basis) = shapes
     (j_bodies, j_entries, j_entry_start, j_inv_mass, j_inv_inertia, j_free, j_c0, j_R0, j_c, j_R,
      j_moved, j_body, j_anchor, j_axis, j_perp, j_kind, j_swing, j_range, j_alpha, j_drive_on,
      j_drive_alpha, j_target, j_lam, j_order, j_color_offsets, j_island, j_island_done,
-     j_island_order, j_island_start, j_passes, j_tolerance) = joints
+     j_island_order, j_island_start, j_passes, j_tolerance,
+     j_disjoint) = joints
     (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, radius, pair_particle, pair_start,
      by_particle, by_particle_start, by_particle_collider, approximate, abc, R, t, sc, Rb, tb, sb,
      moving, mesh) = colliders
@@ -134,7 +136,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                 contact = b_shape_touch
             if m_particles.shape[0]:
                 solve_shapes(X, m_particles, m_rest_offset, m_start, m_color_offsets, m_mass,
-                             m_rigid, m_w, m_alpha, m_lam, contact, m_boost, m_origin, m_rot)
+                             m_rigid, m_w, m_alpha, m_lam, contact, m_boost, m_origin, m_rot,
+                             m_basis)
             if j_order.shape[0]:
                 solve_joints(X, m_particles, m_rest_offset, m_mass, m_origin, m_rot, m_exact,
                              j_bodies, j_entries, j_entry_start, j_inv_mass, j_inv_inertia,
@@ -142,7 +145,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                              j_perp, j_kind, j_swing, j_range, j_alpha, j_drive_on,
                              j_drive_alpha, j_target, j_lam, j_order, j_color_offsets, j_island,
                              j_island_done, j_island_order, j_island_start, j_passes,
-                             j_tolerance)
+                             j_tolerance, j_disjoint)
         # velocity pass
         if m_any_damped:
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)

@@ -2,9 +2,11 @@
 Iterations): the body contacts solved that many Jacobi passes in each iteration
 (solver/loop.py, kernels/compiled_loop.py).
 
-The pile is benchmarks/crates.py's: 100 crates dropped in four turned layers. With one pass a few
-crates on top of stacks three and four high still creep after 5 s (Jacobi averaging is soft where
-a corner rests on several faces); with two every crate rests, as the issue asks of a pile.
+The pile is benchmarks/crates.py's: 100 crates dropped in four turned layers. A few crates on top
+of stacks three and four high still jitter or rock after 5 s, with one pass or two: over twelve
+drops (seeds 1-12, 2026-11-25) 95 of 100 rest on average with one pass (89 to 100) and 94 with
+two (83 to 99). The setting's one seed (7) once gave 100 at two passes; that was the drop, not the
+passes (README, "A pile of 100 crates"). Every crate resting is not met.
 """
 
 import os
@@ -21,8 +23,8 @@ import crates  # noqa: E402
 BACKENDS = ["numpy"] + (["numba"] if _backend.numba_kernels() is not None else [])
 
 
-def _pile(count, contact_iterations, backend=None):
-    centres, rotations = crates.crate_frames(count)
+def _pile(count, contact_iterations, backend=None, seed=7):
+    centres, rotations = crates.crate_frames(count, seed=seed)
     b = Builder()
     for c in crates.crate_corners(centres, rotations):
         ids = b.add_particles(c, mass=crates.MASS / 8, friction=crates.FRICTION)
@@ -63,8 +65,21 @@ def test_a_second_pass_changes_a_pile_the_same_way_on_both_backends(backend):
         assert np.array_equal(two.x, ref.x)
 
 
-def test_every_crate_of_the_pile_rests_with_two_contact_passes():
-    assert _resting(_pile(100, 2), 100, crates.FRAMES) == 100
-    # the reason for the setting: one pass leaves some creeping (a pile is chaotic, so only
-    # "not all" is asserted of it)
-    assert _resting(_pile(100, 1), 100, crates.FRAMES) < 100
+def test_most_crates_of_a_pile_rest_in_stacks_without_overlap():
+    """Three drops of the benchmark's pile at the default pass: on average at least 85 of 100
+    crates rest after 5 s (93 today; a chaotic pile, so the mean of three seeds is asserted, not
+    each), with 40 of them still stacked on others (not fallen through to the ground)
+    and no corner deeper than 2 mm inside another crate. Fails with the body contacts off (the
+    crates sink into each other) or when jitter spreads through the stacks."""
+    rested = []
+    for seed in (7, 8, 9):
+        sim = _pile(100, 1, seed=seed)
+        rested.append(_resting(sim, 100, crates.FRAMES))
+        corners = sim.x.reshape(100, 8, 3)
+        centres = corners.mean(axis=1)
+        assert np.sum(centres[:, 2] > 0.6) >= 40, seed      # a crate side is 0.5 m
+        # each crate's frame from its corners: the edges from corner 0 (crates.CORNERS)
+        u = corners[:, [4, 2, 1]] - corners[:, [0]]
+        rotations = np.transpose(u / np.linalg.norm(u, axis=2, keepdims=True), (0, 2, 1))
+        assert crates.deepest_overlap(corners, centres, rotations) < 2e-3, seed
+    assert np.mean(rested) >= 85, rested

@@ -52,7 +52,7 @@ def test_goal_pose_is_the_particles_frame_after_the_shape_solve(backend):
     origin[:] = 0.0
     rot[:] = 0.0
     sim.kernels.solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w,
-                             alpha, lam.copy(), contact, boost, origin, rot)
+                             alpha, lam.copy(), contact, boost, origin, rot, sh.basis)
     bodies = np.arange(len(start) - 1)
     entries = np.arange(len(particles))
     c, R = body_frames_of(X, particles, rest_offset, mass, entries, start.astype(np.int64),

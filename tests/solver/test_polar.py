@@ -50,6 +50,43 @@ def test_polar_matches_svd(name):
     assert np.all(np.abs(r - ref).max(axis=(1, 2)) <= tol * 10), name
 
 
+@pytest.mark.parametrize("name", list(_cases()))
+def test_polar_from_a_basis_matches_svd(name):
+    """Jacobi started from any rotation (the shape solve starts from each cluster's rest axes,
+    shapes.rest_basis) converges to the same rotation, within test_polar_matches_svd's bound."""
+    a = _cases()[name]
+    basis = _rotations(np.random.default_rng(11), len(a))
+    r = polar_rotation(a, basis)
+    assert np.abs(r @ r.transpose(0, 2, 1) - np.eye(3)).max() < 1e-13
+    assert np.all(np.abs(np.linalg.det(r) - 1.0) < 1e-13)
+    sv = np.linalg.svd(a, compute_uv=False)
+    tol = 1e-14 * sv[:, 0] / (sv[:, 1] + sv[:, 2]) + 1e-13
+    assert np.all(np.abs(r - _svd_rotation(a)).max(axis=(1, 2)) <= tol * 10), name
+
+
+def test_rest_basis_diagonalises_the_rest_moment():
+    """shapes.rest_basis: for each cluster a rotation V (det +1) with V^T S0 V diagonal, S0 the
+    mass-weighted second moment about the cluster's centre of mass; a rigidly turned cluster
+    then needs no turn of Jacobi from there (the columns of A V are already orthogonal)."""
+    from solver.constraints.shapes import rest_basis
+    rng = np.random.default_rng(5)
+    sizes = np.array([8, 4, 12, 2])                     # a box, a tetrahedron, a capsule, a rod
+    cluster = np.repeat(np.arange(len(sizes)), sizes)
+    q = rng.normal(size=(len(cluster), 3)) * [0.3, 0.1, 0.05]
+    mass = rng.uniform(0.5, 2.0, len(cluster))
+    v = rest_basis(q, cluster, mass, len(sizes))
+    for k in range(len(sizes)):
+        e = cluster == k
+        c = (mass[e, None] * q[e]).sum(0) / mass[e].sum()
+        s0 = ((q[e] - c).T * mass[e]) @ (q[e] - c)
+        d = v[k].T @ s0 @ v[k]
+        assert np.abs(d - np.diag(np.diag(d))).max() <= 1e-14 * np.abs(s0).max(), k
+        assert np.linalg.det(v[k]) == pytest.approx(1.0, abs=1e-13)
+        b = _rotations(rng, 1)[0] @ s0 @ v[k]           # A V of the cluster turned rigidly
+        off = b.T @ b
+        assert np.abs(off - np.diag(np.diag(off))).max() <= 1e-13 * np.abs(off).max(), k
+
+
 def test_polar_degenerate():
     """Collinear and zero matrices still give proper rotations: a collinear cluster maps its
     axis onto the deformed axis; A = 0 gives the identity."""
@@ -94,11 +131,18 @@ def test_compiled_polar_is_bit_identical():
     cases["tiny"] = _cases()["random"][:20] * 1e-160
     cases["huge"] = _cases()["random"][:20] * 1e155
     cases["zero and nan"] = np.stack([np.zeros((3, 3)), np.full((3, 3), np.nan)])
+    basis = _rotations(np.random.default_rng(3), 500)
     for name, a in cases.items():
         want = polar_rotation(a)
         got = np.empty_like(want)
         for k in range(len(a)):
             kernels._polar3(a[k].copy(), got[k])
+        assert np.array_equal(got, want, equal_nan=True), name
+        # started from a basis, as the shape solve's clusters (shapes.rest_basis)
+        want = polar_rotation(a, basis[:len(a)])
+        scratch = np.empty((3, 3))
+        for k in range(len(a)):
+            kernels._polar3_from(a[k].copy(), got[k], scratch, basis[k])
         assert np.array_equal(got, want, equal_nan=True), name
 
 
