@@ -84,15 +84,18 @@ def deepest_overlap(corners, centres, rotations):
     return float(max(depth.max(), 0.0))
 
 
-def run_ours(count, frames=FRAMES, contact_iterations=1, seed=7):
-    centres, rotations = crate_frames(count, seed)
-    corners = crate_corners(centres, rotations)
+def build_model(count, seed=7):
+    """Our side of the scene: every crate a RIGID body as the add-on builds one, and the ground."""
     b = Builder()
-    for c in corners:
+    for c in crate_corners(*crate_frames(count, seed)):
         ids = b.add_particles(c, mass=MASS / 8, friction=FRICTION)
         b.add_shape_match(ids, stiffness=1.0, surface=ids[FACES])
     b.add_collider("plane", matrix=np.eye(4), friction=FRICTION)
-    sim = Simulation(b.build(), contact_iterations=contact_iterations)
+    return b.build()
+
+
+def run_ours(count, frames=FRAMES, contact_iterations=1, seed=7):
+    sim = Simulation(build_model(count, seed), contact_iterations=contact_iterations)
     times, prev = [], None
     for _ in range(frames):
         prev = sim.x.copy()

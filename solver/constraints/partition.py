@@ -21,8 +21,9 @@ bits, and no thread count changes the result (the partition depends on the model
 Where the block graph needs more than MAX_GROUPS groups (ids with no locality, e.g. a mesh whose
 vertex order was shuffled: every block then conflicts with every other, and the groups would run
 one block, one thread, at a time), the partition falls back to plain colours: each colour is a
-group, cut into chunks of sticks that the threads share. A small model is one block: one task,
-one thread, one wait (threads cost more than they save there).
+group, cut into chunks of sticks that the threads share. A model of fewer than
+2 x MIN_BLOCK_PARTICLES particles is one block: one task, one thread, one wait (threads cost
+more than they save there).
 
 The result, stored in the Model (m = sticks, S = batches, G = groups, T = tasks, R = ranges):
     order            (m,) int64 the permutation that sorts the builder's sticks
@@ -34,9 +35,17 @@ The result, stored in the Model (m = sticks, S = batches, G = groups, T = tasks,
 
 import numpy as np
 
-# particles per block: enough work per task to pay for a thread's wake-up, small enough that a
-# 65k-particle cloth still has 64 blocks to share between 16 threads
+# particles per block: BLOCK_PARTICLES from 65k particles on (64 blocks and more to share
+# between 16 threads); below that TARGET_BLOCKS blocks of at least MIN_BLOCK_PARTICLES, so a
+# smaller model still gives 16 threads two tasks each in each of its groups. Measured on
+# 16 cores (2026-11-26, README "Sixteen cores"): a N = 128 cloth's substeps took 12.2 ms a
+# frame in 16 blocks of 1024, 7.5 ms in 64 blocks of 256 (44 to 47 ms on one thread either
+# way); at N = 256, 256 blocks of 256 were slower than 64 of 1024 on one thread and on 16
+# (254 against 180 ms, 34.5 against 29.3), hence the upper size. On two threads the size
+# made no difference.
 BLOCK_PARTICLES = 1024
+MIN_BLOCK_PARTICLES = 256
+TARGET_BLOCKS = 64
 MAX_BLOCKS = 256
 # sticks per task when a colour is split between threads (the fallback)
 CHUNK_STICKS = 2048
@@ -60,7 +69,8 @@ def partition_sticks(pairs, colors, n):
 
 
 def _by_blocks(pairs, colors, n):
-    n_blocks = int(min(MAX_BLOCKS, max(1, n // BLOCK_PARTICLES)))
+    n_blocks = int(min(MAX_BLOCKS, max(1, n // BLOCK_PARTICLES,
+                                       min(TARGET_BLOCKS, n // MIN_BLOCK_PARTICLES))))
     block = np.arange(n, dtype=np.int64) * n_blocks // n          # (n,) block of each particle
     bi, bj = block[pairs[:, 0]], block[pairs[:, 1]]
     owner = np.minimum(bi, bj)                                    # (m,)

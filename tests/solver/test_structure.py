@@ -521,7 +521,7 @@ def test_physics_classes_do_not_branch_on_the_backend():
 
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_stick_partition_waits_a_handful_of_times_per_sweep(shuffle):
-    """A 96 x 96 cloth (9216 particles, 9 blocks): its sticks are relaxed in 2 groups of blocks
+    """A 96 x 96 cloth (9216 particles, 36 blocks): its sticks are relaxed in 2 groups of blocks
     (2 waits per sweep instead of one per colour, about 12); with its vertex ids shuffled no
     block locality is left and the partition falls back to colours split into chunks. Either way
     the partition is valid (assert_proper_colouring)."""
@@ -541,3 +541,4 @@ def test_stick_partition_waits_a_handful_of_times_per_sweep(shuffle):
         assert len(model.stick_range_lo) > groups         # colours split between threads
     else:
         assert groups == 2 and batches > 2 * 8
+        assert np.diff(model.stick_group_task_start).tolist() == [18, 18]   # 16 threads busy
