@@ -113,19 +113,24 @@ def topology_hash(obj):
     return h.hexdigest()[:16]
 
 
-def signature(obj):
+def signature(obj, keyed=None):
     """What of the armature changes a ragdoll's result beyond Object.verlet (for the settings
     hash): per bone its deform flag, envelope radii, IK locks and limits and pose-match
-    override."""
+    override. keyed: validity._keyed(obj); a keyed override enters by its keys, not by its value
+    at the current frame (else the hash, made on every frame shown, changed with the frame)."""
     out = []
     for bone in obj.data.bones:
         pb = obj.pose.bones.get(bone.name)
         ik = [] if pb is None else [getattr(pb, f"{p}_{a}") for a in AXES
                                     for p in ("use_ik_limit", "ik_min", "ik_max", "lock_ik")]
         override = None if pb is None else pb.get(POSE_MATCH_KEY)
+        if override is not None:
+            override = float(override)
+            curves = (keyed or {}).get(pb.path_from_id(f'["{POSE_MATCH_KEY}"]'))
+            if curves:
+                override = curves.get(0, override)
         out.append([bone.name, bone.use_deform, round(bone.head_radius, 6),
-                    round(bone.tail_radius, 6), [round(float(v), 6) for v in ik],
-                    None if override is None else float(override)])
+                    round(bone.tail_radius, 6), [round(float(v), 6) for v in ik], override])
     return out
 
 

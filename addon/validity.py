@@ -15,6 +15,7 @@ import numpy as np
 
 from ..solver.simulation import DEFAULT_CONTACT_ITERATIONS
 from . import bridge, cache
+from .ragdoll import POSE_MATCH_KEY, signature
 
 SCENE_SETTINGS = ("substeps", "iterations", "use_sleep", "wind_direction", "wind_strength", "wind_turbulence",
                   "wind_seed", "air_drag", "gravity_scale", "damping", "effector_weights")
@@ -52,8 +53,7 @@ def settings_hash(scene):
                                   f"verlet.{p.identifier}")
              for p in obj.verlet.bl_rna.properties if p.identifier not in NOT_SETTINGS}
         if obj.verlet.kind == "RAGDOLL" and obj.type == "ARMATURE":
-            from .ragdoll import signature      # its bones' limits, overrides and radii
-            s["rig"] = signature(obj)
+            s["rig"] = signature(obj, keyed)
         objects.append(json.dumps(s, sort_keys=True, default=str))
     data["objects"] = sorted(objects)
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -78,14 +78,25 @@ def _fcurves(anim):
     return curves
 
 
+# the data paths settings_hash looks up: our settings and the scene's gravity (_plain's path
+# argument), and a ragdoll bone's pose-match override (ragdoll.signature)
+HASHED_PATHS = ("verlet.", "gravity", "use_gravity")
+HASHED_ENDS = (f'["{POSE_MATCH_KEY}"]',)
+
+
 def _keyed(idblock):
-    """{data path: {array index: keys}} of idblock's F-curves (keys: every point's position,
-    handles and interpolation, and the curve's extrapolation and modifier count)."""
+    """{data path: {array index: keys}} of idblock's F-curves of HASHED_PATHS (keys: every
+    point's position, handles and interpolation, and the curve's extrapolation and modifier
+    count). Only those: an armature's action holds every bone's keys (a walk cycle in the demo,
+    thousands of keys a second in a motion capture), and reading them all for a hash made on
+    every frame shown cost 8 ms a frame of the demo's baked playback."""
     anim = getattr(idblock, "animation_data", None)
     if anim is None:
         return {}
     out = {}
     for fc in _fcurves(anim):
+        if not (fc.data_path.startswith(HASHED_PATHS) or fc.data_path.endswith(HASHED_ENDS)):
+            continue
         keys = [(tuple(k.co), tuple(k.handle_left), tuple(k.handle_right), k.interpolation)
                 for k in fc.keyframe_points]
         out.setdefault(fc.data_path, {})[fc.array_index] = (keys, fc.extrapolation,
@@ -93,20 +104,28 @@ def _keyed(idblock):
     return out
 
 
+_SCALAR = (bool, int, float, str, type(None))
+_ID, _GROUP = bpy.types.ID, bpy.types.PropertyGroup   # (bpy.types.X is a lookup on each use)
+
+
 def _plain(v, keyed=None, path=""):
     # nested settings (effector_weights) by value and a datablock (its collection) by name:
     # their default str() holds a memory address, which differs in every session; a keyed
-    # setting (or component) by its keys
-    if isinstance(v, bpy.types.ID):
+    # setting (or component) by its keys. Made for every setting on every frame shown, so the
+    # common case (a number) is tested first.
+    if isinstance(v, _SCALAR):
+        value = v
+    elif isinstance(v, _ID):
         return v.name
-    if isinstance(v, bpy.types.PropertyGroup):
+    elif isinstance(v, _GROUP):
         return {p.identifier: _plain(getattr(v, p.identifier), keyed, f"{path}.{p.identifier}")
                 for p in v.bl_rna.properties if p.identifier not in ("rna_type", "name")}
+    else:
+        try:
+            value = list(v)
+        except TypeError:
+            value = v
     curves = (keyed or {}).get(path)
-    try:
-        value = list(v) if not isinstance(v, str) else v
-    except TypeError:
-        value = v
     if not curves:
         return value
     if isinstance(value, list):

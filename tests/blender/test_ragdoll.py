@@ -457,3 +457,35 @@ def test_a_changed_ik_limit_marks_the_bake_outdated(extension):
     after = bake.settings_hash(scene)
     r.pose.bones["chest"]["verlet_pose_match"] = 0.5
     assert bake.settings_hash(scene) != after
+
+
+def test_a_keyed_pose_match_override_enters_the_hash_by_its_keys(extension):
+    """The settings hash is made on every frame shown: a keyed per-bone override enters by its
+    keys (else a bake looked outdated on every frame where the override's value differs from
+    the frame it was stored on), and the bones' own animation is not read at all (a walk cycle
+    or a motion capture: thousands of keys, read on every frame for nothing)."""
+    from verlet_physics.addon import validity
+    bake, _ = _addon()
+    scene = scenes.set_range(1, 24)
+    r, _ = rig.ragdoll()
+    chest = r.pose.bones["chest"]
+    for frame, value in ((1, 0.0), (24, 1.0)):
+        chest["verlet_pose_match"] = value
+        chest.keyframe_insert('["verlet_pose_match"]', frame=frame)
+    path = chest.path_from_id('["verlet_pose_match"]')
+    for pb in r.pose.bones:                          # a walk cycle's keys on every bone
+        pb.rotation_mode = "QUATERNION"
+        for frame in range(1, 25, 2):
+            pb.rotation_quaternion = (1.0, 0.01 * frame, 0.0, 0.0)
+            pb.keyframe_insert("rotation_quaternion", frame=frame)
+    r.verlet.animated = True
+    r.keyframe_insert("verlet.animated", frame=1)
+    assert set(validity._keyed(r)) == {path, "verlet.animated"}
+    scene.frame_set(1)
+    first = bake.settings_hash(scene)
+    scene.frame_set(12)
+    assert chest["verlet_pose_match"] == pytest.approx(0.5, abs=0.1)
+    assert bake.settings_hash(scene) == first
+    curve = next(fc for fc in validity._fcurves(r.animation_data) if fc.data_path == path)
+    curve.keyframe_points[-1].co.y = 0.5             # a changed key changes the result
+    assert bake.settings_hash(scene) != first
