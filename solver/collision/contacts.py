@@ -41,7 +41,6 @@ class Contacts:
         self.lifted = np.zeros(n, bool)          # (n,) bool lift is non-zero
 
         self.body_touch = np.zeros(n, bool)      # (n,) bool touched another body this substep
-        self.shape_touch = np.zeros(n, bool)     # (n,) bool touching | body_touch (shapes)
         self.clear_body_contacts()
 
     # ------------------------------------------------------------------ body contacts
@@ -83,7 +82,7 @@ class Contacts:
         bound per substep)."""
         return (self.body_idx, self.body_kind, self.body_side, self.body_dist, self.body_mu, self.body_jit,
                 inv_mass, allowance, self.body_dx, self.body_dl, self.body_share, self.body_particle, self.body_start,
-                self.body_slot, self.body_touch, self.shape_touch)
+                self.body_slot, self.body_touch)
 
     def set_candidates(self, per_collider):
         """Store the collide stage's result: per_collider, a list of C (k,) int64 particle

@@ -29,6 +29,10 @@ on a slope (without it, static friction on the bottom particles is averaged away
 and the block creeps; the same idea as mass scaling in Macklin et al., "Unified Particle Physics
 for Real-Time Applications", SIGGRAPH 2014). Soft clusters keep plain mass weights: their goals
 follow the body's true centre of mass, and weighting contacts there pumped energy into them.
+The bodies of joints (constraints/joints.py) weigh their collider contacts GROUND_BOOST times,
+not BOOST: the joint solve moves a body by its true mass and inertia about its centre of mass,
+and against a fit that held it on its contacts 1e4 times over, a ragdoll lying on flat ground
+never came to rest. Contacts between bodies keep BOOST everywhere (contact_inv_mass below).
 
 Clusters are coloured so that no two clusters of one colour share a particle (several
 overlapping clusters per body are allowed); in the NumPy kernel (solve_shapes below) every colour
@@ -40,6 +44,13 @@ another, exactly as the compiled kernel's loop does, so the two backends agree b
 import numpy as np
 
 BOOST = 1.0e4
+# the weight of a collider contact in the fit of a joint's body (module docstring): 1e4 there
+# fought the joint solve, which moves the body by its true mass about its centre of mass, and a
+# ragdoll lying on flat ground never came to rest (its upper body turned about the pelvis at
+# 0.1 to 0.6 m/s); at 10 or 100 it sleeps within 0.9 to 3.1 s, at 1 a landing bone sank 9.5 cm
+# into the ground. Contacts between bodies keep BOOST: they weigh a touched particle of a rigid
+# body as the whole body (contact_inv_mass), which conserves momentum only while it is large.
+GROUND_BOOST = 100.0
 # one-sided Jacobi on A scaled to a largest entry of 1 (so no scale of A over- or underflows):
 # a column pair counts as orthogonal when |b_p . b_q| <= JACOBI_EPS |b_p| |b_q|, or when
 # b_p . b_q is negligible next to A itself (<= JACOBI_TINY: the noise columns of a collinear or
@@ -249,6 +260,14 @@ class ShapeSolver:
         # (n,) float64 [1/kg] what contacts between bodies weigh each particle (begin_step)
         self.contact_inv_mass = self._inv_mass
         self._rigid_seen = None                               # (e,) bool rigid when it was set
+        # (e,) float64 each entry's weight factor in the fit when its particle touches another
+        # body / only a collider (module docstring): BOOST in rigid clusters, GROUND_BOOST for a
+        # collider contact of a joint's body, 1 elsewhere; set per step in begin_step
+        jointed = np.zeros(k, bool)
+        jointed[model.joint_body[model.joint_body >= 0]] = True
+        self._jointed = jointed[cluster] if k else np.zeros(0, bool)
+        self.body_boost = np.ones(len(self.particles))
+        self.collider_boost = np.ones(len(self.particles))
 
     def begin_step(self, h, compliance, damping):
         """This step's alpha~, rigidity and damping from the Control's per-cluster compliance
@@ -257,6 +276,9 @@ class ShapeSolver:
         step, against substeps x iterations solves."""
         np.take(compliance, self.cluster, out=self.compliance)
         np.equal(self.compliance, 0.0, out=self.rigid)
+        self.body_boost[:] = np.where(self.rigid, BOOST, 1.0)
+        self.collider_boost[:] = np.where(self.rigid, np.where(self._jointed, GROUND_BOOST, BOOST),
+                                          1.0)
         np.divide(self.compliance, h * h, out=self.alpha)
         self.damping[:] = damping
         self.any_damped = bool(np.any(damping > 0))
@@ -283,7 +305,8 @@ class ShapeSolver:
     def kernel_args(self):
         """The shapes group of loop.run_substeps' arguments."""
         return (self.particles, self.rest_offset, self.start, self.color_offsets, self.mass,
-                self.rigid, self.w, self.alpha, self.lam, BOOST, self.damping, self.keep,
+                self.collider_boost, self.w, self.alpha, self.lam, self.body_boost,
+                self.damping, self.keep,
                 self.any_damped, self.origin, self.rot, self.exact, self.basis)
 
 
@@ -309,14 +332,15 @@ def _color_entries(start, c0, c1):
     return slice(es, ee), local
 
 
-def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w, alpha, lam,
-                 contact, boost, origin, rot, basis):
+def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, collider_boost, w, alpha,
+                 lam, touching, body_touch, body_boost, origin, rot, basis):
     """The NumPy kernel: one pass over all clusters, colour after colour, each colour one
     batched solve, in place on X (3, n) [m]. particles (e,) int64, rest_offset (e, 3) [m],
-    start (K + 1,) int64, color_offsets (colours + 1,) int64, mass (e,) [kg], rigid (e,) bool,
-    w (e,) [1/kg], alpha (e,) alpha / h^2, lam (e, 3) accumulated, contact (n,) bool, boost:
-    the weight factor of contacts in rigid clusters, basis (K, 3, 3) where each cluster's
-    Jacobi starts (ShapeSolver.basis). Writes each cluster's goal pose: origin (K, 3) [m] and
+    start (K + 1,) int64, color_offsets (colours + 1,) int64, mass (e,) [kg], w (e,) [1/kg],
+    alpha (e,) alpha / h^2, lam (e, 3) accumulated, touching and body_touch (n,) bool the
+    particles that touched a collider and another body this substep, collider_boost and
+    body_boost (e,) each entry's weight factor for them (ShapeSolver.begin_step), basis
+    (K, 3, 3) where each cluster's Jacobi starts (ShapeSolver.basis). Writes each cluster's goal pose: origin (K, 3) [m] and
     rot (K, 3, 3), with goal g_e = origin + rot q_e."""
     x = X.T
     for c0, c1 in zip(color_offsets[:-1], color_offsets[1:]):
@@ -325,7 +349,8 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w
         pid = particles[s]
         xs = x[pid]
         q = rest_offset[s]
-        wgt = mass[s] * np.where(contact[pid] & rigid[s], boost, 1.0)
+        wgt = mass[s] * np.where(body_touch[pid], body_boost[s],
+                                 np.where(touching[pid], collider_boost[s], 1.0))
         wsum = _sums(local, k, wgt)
         centre = [_sums(local, k, xs[:, i] * wgt) / wsum for i in range(3)]
         qbar = [_sums(local, k, q[:, i] * wgt) / wsum for i in range(3)]

@@ -297,8 +297,8 @@ def _rotation_of(a, v, rot):
 
 
 @njit(cache=True, parallel=True, fastmath=False)
-def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w, alpha, lam,
-                 contact, boost, origin, rot, basis):
+def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, collider_boost, w, alpha,
+                 lam, touching, body_touch, body_boost, origin, rot, basis):
     """Scalar mirror of constraints/shapes.solve_shapes: colour after colour, the clusters of a
     colour in parallel (they share no particle, so the thread count changes no bit), each
     cluster's sums in member order. Parallel since 100 ragdolls (1,200 rigid bones, nearly all
@@ -317,7 +317,8 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w
             qb2 = 0.0
             for e in range(s0, s1):
                 p = particles[e]
-                wg = mass[e] * (boost if (contact[p] and rigid[e]) else 1.0)
+                wg = mass[e] * (body_boost[e] if body_touch[p] else
+                                 (collider_boost[e] if touching[p] else 1.0))
                 wsum += wg
                 c0 += X[0, p] * wg
                 c1 += X[1, p] * wg
@@ -337,7 +338,8 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w
                     a[i, j] = 0.0
             for e in range(s0, s1):
                 p = particles[e]
-                wg = mass[e] * (boost if (contact[p] and rigid[e]) else 1.0)
+                wg = mass[e] * (body_boost[e] if body_touch[p] else
+                                 (collider_boost[e] if touching[p] else 1.0))
                 dx0 = X[0, p] - c0
                 dx1 = X[1, p] - c1
                 dx2 = X[2, p] - c2

@@ -38,8 +38,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     (si, sj, rest, inv_mass, s_alpha, s_lam, kind, batch_offsets, group_task_start,
      task_range_start, range_lo, range_hi, omega, one_sided) = sticks
     v_particles, v_particle_start, v_tris, v_tri_start, v_w, v_rest, v_alpha, v_lam = volumes
-    (m_particles, m_rest_offset, m_start, m_color_offsets, m_mass, m_rigid, m_w, m_alpha, m_lam,
-     m_boost, m_damping, m_keep, m_any_damped, m_origin, m_rot, m_exact,
+    (m_particles, m_rest_offset, m_start, m_color_offsets, m_mass, m_collider_boost, m_w,
+     m_alpha, m_lam, m_body_boost, m_damping, m_keep, m_any_damped, m_origin, m_rot, m_exact,
      m_basis) = shapes
     (j_bodies, j_entries, j_entry_start, j_inv_mass, j_inv_inertia, j_free, j_c0, j_R0, j_c, j_R,
      j_moved, j_body, j_anchor, j_axis, j_perp, j_kind, j_swing, j_range, j_alpha, j_drive_on,
@@ -54,7 +54,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     (depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred, lift,
      lifted) = contacts
     (b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass, b_allowance, b_dx, b_dl, b_share,
-     b_particle, b_start, b_slot, b_touch, b_shape_touch) = bodies
+     b_particle, b_start, b_slot, b_touch) = bodies
     any_bodies = b_idx.shape[0] > 0
     substeps, iterations, contact_iterations = counts
     h, gravity_norm, allowance = scalars
@@ -129,15 +129,10 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                                c_thickness, c_mu_s, c_mu_k, approximate[s], abc[s], R[s], t[s],
                                sc[s], Rb[s], tb[s], sb[s], moving[s], point_depth, point_used,
                                allowance, lift, lifted, mesh)
-            contact = touching
-            if any_bodies:
-                for i in range(n):
-                    b_shape_touch[i] = touching[i] or b_touch[i]
-                contact = b_shape_touch
             if m_particles.shape[0]:
                 solve_shapes(X, m_particles, m_rest_offset, m_start, m_color_offsets, m_mass,
-                             m_rigid, m_w, m_alpha, m_lam, contact, m_boost, m_origin, m_rot,
-                             m_basis)
+                             m_collider_boost, m_w, m_alpha, m_lam, touching, b_touch,
+                             m_body_boost, m_origin, m_rot, m_basis)
             if j_order.shape[0]:
                 solve_joints(X, m_particles, m_rest_offset, m_mass, m_origin, m_rot, m_exact,
                              j_bodies, j_entries, j_entry_start, j_inv_mass, j_inv_inertia,

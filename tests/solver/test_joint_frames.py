@@ -47,12 +47,16 @@ def test_goal_pose_is_the_particles_frame_after_the_shape_solve(backend):
     contact = np.zeros(X.shape[1], bool)
     contact[sh.particles[::3]] = True                # boosted entries: goal centre != c.o.m.
     args = sh.kernel_args()
-    (particles, rest_offset, start, color_offsets, mass, rigid, w, alpha, lam, boost) = args[:10]
+    (particles, rest_offset, start, color_offsets, mass, collider_boost, w, alpha, lam,
+     body_boost) = args[:10]
     origin, rot = sh.origin, sh.rot
     origin[:] = 0.0
     rot[:] = 0.0
-    sim.kernels.solve_shapes(X, particles, rest_offset, start, color_offsets, mass, rigid, w,
-                             alpha, lam.copy(), contact, boost, origin, rot, sh.basis)
+    # the contacts as collider contacts of these jointed bones: shapes.GROUND_BOOST
+    assert (collider_boost > 1).all()
+    sim.kernels.solve_shapes(X, particles, rest_offset, start, color_offsets, mass,
+                             collider_boost, w, alpha, lam.copy(), contact,
+                             np.zeros_like(contact), body_boost, origin, rot, sh.basis)
     bodies = np.arange(len(start) - 1)
     entries = np.arange(len(particles))
     c, R = body_frames_of(X, particles, rest_offset, mass, entries, start.astype(np.int64),
