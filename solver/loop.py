@@ -92,6 +92,9 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     h, gravity_norm, allowance = scalars
     n_colliders = c_shape.shape[0]
     any_restitution = bool(np.any(c_restitution > 0))
+    # the shape solve weighs body contacts by these flags: none may be left from a step before
+    # that had contacts between bodies, when this one has none (then it never clears them)
+    b_touch.fill(False)
     for s in range(substeps):
         # drag, then integrate
         if d_ids.size:

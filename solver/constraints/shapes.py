@@ -340,8 +340,8 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, collider
     alpha (e,) alpha / h^2, lam (e, 3) accumulated, touching and body_touch (n,) bool the
     particles that touched a collider and another body this substep, collider_boost and
     body_boost (e,) each entry's weight factor for them (ShapeSolver.begin_step), basis
-    (K, 3, 3) where each cluster's Jacobi starts (ShapeSolver.basis). Writes each cluster's goal pose: origin (K, 3) [m] and
-    rot (K, 3, 3), with goal g_e = origin + rot q_e."""
+    (K, 3, 3) where each cluster's Jacobi starts (ShapeSolver.basis). Writes each cluster's
+    goal pose: origin (K, 3) [m] and rot (K, 3, 3), with goal g_e = origin + rot q_e."""
     x = X.T
     for c0, c1 in zip(color_offsets[:-1], color_offsets[1:]):
         s, local = _color_entries(start, c0, c1)

@@ -74,6 +74,9 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     if by_particle.shape[0]:
         candidate_clearance(X0, by_particle, by_particle_start, by_particle_collider, c_shape,
                             approximate, abc, c_thickness, radius, R, t, sc, moving, mesh, clear)
+    # the shape solve weighs body contacts by these flags: none may be left from a step before
+    # that had contacts between bodies, when this one has none (then it never clears them)
+    b_touch[:] = False
     for s in range(substeps):
         # drag, then integrate (one pass; loop.py makes two calls: the same bits per
         # particle), copying x' for restitution and clearing the contact scratch on the way

@@ -18,6 +18,26 @@ BACKENDS = ["numpy"] + (["numba"] if _backend.numba_kernels() is not None else [
 RA, RB = 0.05, 0.04
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_body_touch_holds_this_steps_contacts_only(backend):
+    """The shape solve weighs a particle that touched another body 1e4 times (shapes.BOOST):
+    the flags must be this step's. Two capsules in contact, then one moved far away: a step
+    with no contact between bodies leaves no particle marked (the loop cleared the flags only
+    in steps that had such contacts, so the last contact's particles stayed marked)."""
+    b = Builder()
+    b.add_collider("plane", friction=0.6)
+    low, _ = b.add_capsule_body((0, -0.2, RA), (0, 0.2, RA), RA, mass=2.0)
+    high, _ = b.add_capsule_body((-0.2, 0, 2 * RA + RB), (0.2, 0, 2 * RA + RB), RB, mass=1.0)
+    sim = Simulation(b.build(), substeps=4, backend=backend, sleep=False)
+    for _ in range(3):                                   # resting crossed: pressed every substep
+        sim.step(1 / 24)
+    assert sim.contacts.body_touch[low].any() and sim.contacts.body_touch[high].any()
+    sim.move_particles(high, np.array(sim.x)[high] + (0, 0, 5.0), keep_velocity=True)
+    sim.step(1 / 24)
+    assert len(sim.contacts.body_idx) == 0
+    assert not sim.contacts.body_touch.any()
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request):
     return request.param
