@@ -3,9 +3,8 @@
 Every ``add_*`` call checks its arguments and raises ``ValueError`` naming the argument, so that
 nothing degenerate (NaN, negative mass, zero-length sticks, flat faces, out-of-range ids) reaches
 the step, where it would divide by zero. ``build()`` merges all distance constraints into one
-stick array and colours it (see constraints/coloring.py), so one vectorised loop solves them all; each kind
-of stick is coloured on its own and cloth stretch comes last in the sweep (_SOURCE_ORDER).
-"""
+stick array, colours it (constraints/coloring.py) and partitions it (constraints/partition.py),
+each kind of stick on its own and cloth stretch last in the sweep (_SOURCE_ORDER)."""
 
 import numpy as np
 
@@ -483,7 +482,8 @@ class Builder(GroupsMixin, JointBuilder):
         both_pinned = (inv_mass[pairs[:, 0]] == 0) & (inv_mass[pairs[:, 1]] == 0)
         keep = ~both_pinned                      # nothing to solve between two pinned particles
         pairs, rest, comp, kind, source = pairs[keep], rest[keep], comp[keep], kind[keep], source[keep]
-        part = partition_sticks(pairs, _grouped_colors(pairs, source, n), n)
+        colors, phase = _grouped_colors(pairs, source, n)
+        part = partition_sticks(pairs, colors, n, phase)
         order = part["order"]
 
         # shape-matching clusters, coloured as groups of particles
@@ -576,25 +576,25 @@ def _soft_pins(soft, hard):
     return ids.astype(np.int64), comp.astype(np.float64)
 
 
-# The order in which stick sources are relaxed within a sweep (indices into STICK_SOURCES).
-# Gauss-Seidel leaves what it solves last best satisfied at the end of the substep, so the mesh
-# edges come last. Measured on the benchmark drape at N = 128 (40 x 1): largest edge strain
-# 0.106 and 99th percentile 0.060 in this order, 0.167 / 0.079 with all sources coloured
-# together, 0.185 / 0.077 with stretch first.
+# The order in which stick sources are relaxed in a sweep (indices into STICK_SOURCES): Gauss-
+# Seidel leaves what it solves last best satisfied, so the mesh edges come last. The benchmark
+# drape at N = 128 (40 x 1), largest and 99th-percentile edge strain: 0.106 / 0.060 in this
+# order, 0.167 / 0.079 with all sources coloured together, 0.185 / 0.077 with stretch first.
 _SOURCE_ORDER = tuple(STICK_SOURCES.index(name) for name in (
     "cloth shear", "cloth bend", "bend support", "stick", "tetrahedron edge", "cloth stretch"))
 
 
 def _grouped_colors(pairs, source, n):
-    """(m,) int64 colour of each stick: each source coloured on its own (constraints/coloring.py), the
-    groups numbered in _SOURCE_ORDER so that sorting by colour sorts by source first."""
-    colors = np.zeros(len(pairs), np.int64)
+    """(m,) int64 colours, each source coloured on its own (coloring.py) and numbered in
+    _SOURCE_ORDER, and (m,) int64 phases, the source's place there (partition.py)."""
+    colors, phase = np.zeros(len(pairs), np.int64), np.zeros(len(pairs), np.int64)
     base = 0
-    for src in _SOURCE_ORDER:
+    for rank, src in enumerate(_SOURCE_ORDER):
         sel = np.nonzero(source == src)[0]
         if sel.size == 0:
             continue
         c = greedy_colors(pairs[sel], n)
         colors[sel] = c + base
+        phase[sel] = rank
         base += int(c.max()) + 1
-    return colors
+    return colors, phase

@@ -522,9 +522,12 @@ def test_physics_classes_do_not_branch_on_the_backend():
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_stick_partition_waits_a_handful_of_times_per_sweep(shuffle):
     """A 96 x 96 cloth (9216 particles, 36 blocks): its sticks are relaxed in 2 groups of blocks
-    (2 waits per sweep instead of one per colour, about 12); with its vertex ids shuffled no
-    block locality is left and the partition falls back to colours split into chunks. Either way
-    the partition is valid (assert_proper_colouring)."""
+    for each of its three sources (shear, bend, stretch), a source's last group going on into
+    the next source's first: 4 waits per sweep instead of one per colour, about 12. With its
+    vertex ids shuffled no block locality is left and the partition falls back to colours split
+    into chunks. Either way the partition is valid (assert_proper_colouring) and every block
+    relaxes a source before any relaxes the next (builder._SOURCE_ORDER: stretch last in the
+    whole sweep, not only within each block)."""
     n = 96
     x, faces = grid(n)
     if shuffle:
@@ -536,9 +539,27 @@ def test_stick_partition_waits_a_handful_of_times_per_sweep(shuffle):
     model = b.build()
     batches = assert_proper_colouring(model)
     groups = len(model.stick_group_task_start) - 1
+    from solver.builder import _SOURCE_ORDER
+    rank = np.argsort(np.array(_SOURCE_ORDER))[model.stick_source]
+    tasks, lo, hi = model.stick_task_range_start, model.stick_range_lo, model.stick_range_hi
+    start = model.stick_group_task_start
+    last = -1
+    for g in range(groups):              # the compiled kernel's order: a group's tasks at once
+        ranks = []
+        for t in range(start[g], start[g + 1]):          # ... each task's ranges in turn
+            mine = rank[np.concatenate([np.arange(lo[r], hi[r])
+                                        for r in range(tasks[t], tasks[t + 1])])]
+            assert np.all(np.diff(mine) >= 0)
+            ranks.append(mine)
+        ranks = np.concatenate(ranks)
+        assert ranks.min() >= last                      # no source before one relaxed already
+        last = ranks.max()
+    off = model.stick_batch_offsets                     # the NumPy kernel's: batches in turn
+    batch_rank = rank[off[:-1]]
+    assert all(np.all(rank[off[c]:off[c + 1]] == batch_rank[c]) for c in range(len(off) - 1))
     if shuffle:
         assert groups == batches                          # one wait per colour, as before
         assert len(model.stick_range_lo) > groups         # colours split between threads
     else:
-        assert groups == 2 and batches > 2 * 8
-        assert np.diff(model.stick_group_task_start).tolist() == [18, 18]   # 16 threads busy
+        assert groups == 4 and batches > 2 * 8
+        assert np.diff(model.stick_group_task_start).tolist() == [18] * 4   # 16 threads busy
