@@ -586,7 +586,7 @@ _SOURCE_ORDER = tuple(STICK_SOURCES.index(name) for name in (
 
 def _grouped_colors(pairs, source, n):
     """(m,) int64 colours, each source coloured on its own (coloring.py) and numbered in
-    _SOURCE_ORDER, and (m,) int64 phases, the source's place there (partition.py)."""
+    _SOURCE_ORDER, and (m,) int64 phases: 1 for the last source, cloth stretch (partition.py)."""
     colors, phase = np.zeros(len(pairs), np.int64), np.zeros(len(pairs), np.int64)
     base = 0
     for rank, src in enumerate(_SOURCE_ORDER):
@@ -595,6 +595,6 @@ def _grouped_colors(pairs, source, n):
             continue
         c = greedy_colors(pairs[sel], n)
         colors[sel] = c + base
-        phase[sel] = rank
+        phase[sel] = rank == len(_SOURCE_ORDER) - 1
         base += int(c.max()) + 1
     return colors, phase

@@ -12,16 +12,16 @@ block graph (two blocks conflict when their sticks write a common block); a swee
 per group: two groups for a strip of blocks along a cloth.
 
 Within a block, sticks are still taken colour by colour (in the source order the builder chose:
-shear, bend, ..., stretch last). The sources are also phases: every block relaxes its shear
-before any block relaxes its bend, and so on. Without phases the second group's shear and bend
-ran after the first group's stretch and undid it where the blocks meet (Gauss-Seidel leaves
-what it solves last best satisfied): at N = 128 (64 blocks of 256 particles) the drape's
-largest and 99th-percentile edge strain were 0.186 and 0.079, against 0.129 and 0.061 with
-phases and 0.101 and 0.059 as one block, which has no boundary (benchmarks/cloth_drape.py,
-2026-11-26). The groups run forward in one phase and backward in the next, so a phase's last
-group and the next one's first are the same blocks, which go on without a wait: sources x
-(groups - 1) + 1 waits per sweep, four for a cloth (with every phase starting at the first
-group, six: 0.111 and 0.058 there, 1 to 2 ms a frame slower on two threads).
+shear, bend, ..., stretch last), and the stretch sticks are a phase of their own: every block
+relaxes its other sticks before any block relaxes its stretch. Without the phase the second
+group's shear and bend ran after the first group's stretch and undid it where the blocks meet
+(Gauss-Seidel leaves what it solves last best satisfied): at N = 128 (64 blocks of 256
+particles) the drape's largest and 99th-percentile edge strain were 0.186 and 0.079, against
+0.106 and 0.062 with the phase and 0.101 and 0.059 as one block, which has no boundary
+(benchmarks/cloth_drape.py, 2026-11-26). The groups run forward in one phase and backward in
+the next, so the first phase's last group goes on into the second phase's first without a
+wait: 2 x groups - 1 waits per sweep, three for a cloth. (A phase per source, four waits for a
+cloth, gave 0.129 and 0.061 and cost the demo about 1 ms a frame on two threads.)
 
 The NumPy backend's vectorised order is the compiled one's: it relaxes "this colour in every
 block of this group" as one batch, and sticks of one batch never share a particle (one colour
@@ -67,7 +67,7 @@ MAX_GROUPS = 4
 def partition_sticks(pairs, colors, n, phase=None):
     """The partition of sticks pairs (m, 2) int64 with colours (m,) int64 (numbered in relaxation
     order) over n particles; phase (m,) int64 (optional, nondecreasing with the colour): every
-    stick of a phase is relaxed before any of the next. Returns a dict of the arrays the module
+    stick of a phase is relaxed before any of the next (any number of phases). Returns a dict of the arrays the module
     docstring lists."""
     m = len(pairs)
     if m == 0:

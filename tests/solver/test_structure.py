@@ -522,11 +522,11 @@ def test_physics_classes_do_not_branch_on_the_backend():
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_stick_partition_waits_a_handful_of_times_per_sweep(shuffle):
     """A 96 x 96 cloth (9216 particles, 36 blocks): its sticks are relaxed in 2 groups of blocks
-    for each of its three sources (shear, bend, stretch), a source's last group going on into
-    the next source's first: 4 waits per sweep instead of one per colour, about 12. With its
-    vertex ids shuffled no block locality is left and the partition falls back to colours split
-    into chunks. Either way the partition is valid (assert_proper_colouring) and every block
-    relaxes a source before any relaxes the next (builder._SOURCE_ORDER: stretch last in the
+    for shear and bend, then 2 for stretch, the first phase's last group going on into the
+    second's first: 3 waits per sweep instead of one per colour, about 12. With its vertex ids
+    shuffled no block locality is left and the partition falls back to colours split into
+    chunks. Either way the partition is valid (assert_proper_colouring) and every block relaxes
+    its other sticks before any relaxes its stretch (builder._SOURCE_ORDER: stretch last in the
     whole sweep, not only within each block)."""
     n = 96
     x, faces = grid(n)
@@ -539,8 +539,8 @@ def test_stick_partition_waits_a_handful_of_times_per_sweep(shuffle):
     model = b.build()
     batches = assert_proper_colouring(model)
     groups = len(model.stick_group_task_start) - 1
-    from solver.builder import _SOURCE_ORDER
-    rank = np.argsort(np.array(_SOURCE_ORDER))[model.stick_source]
+    from solver.model import STICK_SOURCES
+    rank = (model.stick_source == STICK_SOURCES.index("cloth stretch")).astype(int)
     tasks, lo, hi = model.stick_task_range_start, model.stick_range_lo, model.stick_range_hi
     start = model.stick_group_task_start
     last = -1
@@ -552,7 +552,7 @@ def test_stick_partition_waits_a_handful_of_times_per_sweep(shuffle):
             assert np.all(np.diff(mine) >= 0)
             ranks.append(mine)
         ranks = np.concatenate(ranks)
-        assert ranks.min() >= last                      # no source before one relaxed already
+        assert ranks.min() >= last                      # no shear or bend after stretch
         last = ranks.max()
     off = model.stick_batch_offsets                     # the NumPy kernel's: batches in turn
     batch_rank = rank[off[:-1]]
@@ -561,5 +561,5 @@ def test_stick_partition_waits_a_handful_of_times_per_sweep(shuffle):
         assert groups == batches                          # one wait per colour, as before
         assert len(model.stick_range_lo) > groups         # colours split between threads
     else:
-        assert groups == 4 and batches > 2 * 8
-        assert np.diff(model.stick_group_task_start).tolist() == [18] * 4   # 16 threads busy
+        assert groups == 3 and batches > 2 * 8
+        assert np.diff(model.stick_group_task_start).tolist() == [18] * 3   # 16 threads busy

@@ -89,9 +89,10 @@ def _hanging_grid_strain(monkeypatch, one_block):
 def test_a_cloth_cut_into_blocks_holds_its_length_as_one_block_does(monkeypatch):
     """The stick partition cuts a cloth into blocks relaxed in parallel (constraints/
     partition.py); the sweep must still end with the stretch sticks everywhere, or the blocks'
-    boundaries stretch: without the partition's phases the second group's shear and bend ran
-    after the first group's stretch, and this cloth's largest strain was 0.63 % against 0.36 %
-    as one block (0.40 % with phases; the drape benchmark at N = 128: 0.186 against 0.113)."""
+    boundaries stretch: without the partition's stretch phase the second group's shear and bend
+    ran after the first group's stretch, and this cloth's largest strain was 0.63 % against
+    0.36 % as one block (0.39 % with the phase; the drape benchmark at N = 128: 0.186 against
+    0.106)."""
     blocks, groups = _hanging_grid_strain(monkeypatch, one_block=False)
     assert groups > 1                                       # the cloth is cut into blocks
     one, one_groups = _hanging_grid_strain(monkeypatch, one_block=True)
