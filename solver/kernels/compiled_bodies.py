@@ -7,6 +7,11 @@ contact and per particle in the same order, no fastmath, so the backends agree b
 
 Parallel loops: pass 1 writes each contact's own rows of dx, pass 2 each particle's own column
 of X. No two iterations write the same element, so the thread count changes no bit.
+
+The per-contact solvers are inlined (inline="always") into the parallel loop: called as
+functions they took arrays, and Numba counts references on every array argument of every call
+(atomic operations), which its pruning pass did not remove here: 100 ragdolls' 2,036 contacts
+took 143 us a pass as calls, 79 us inlined (the same bits; measured 2026-11-26).
 """
 
 import numpy as np
@@ -60,7 +65,7 @@ def face_gram(e00, e01, e02, e10, e11, e12, d0, d1, d2):
             d0 * e10 + d1 * e11 + d2 * e12)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _solve_tri(X, Xp, k, v, a, b, c, s, D, mu, inv_mass, allowance, dx, dl, share):
     e00 = X[0, b] - X[0, a]
     e01 = X[1, b] - X[1, a]
@@ -164,7 +169,7 @@ def _segment_dots(d10, d11, d12, d20, d21, d22, r0, r1, r2):
             d20 * r0 + d21 * r1 + d22 * r2)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, jit, inv_mass, allowance, dx, dl, share):
     """collision/bodies._solve_edges for one contact."""
     d10, d11, d12, d20, d21, d22, r0, r1, r2 = _segment_vectors(X, p, q, u, w)
@@ -190,7 +195,7 @@ def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, jit, inv_mass, allowance, dx
                   dx, dl, share)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _four_corners(X, Xp, k, p, q, u, w, sp, tp, m0, m1, m2, pen, mu, inv_mass, allowance, dx,
                   dl, share):
     """collision/bodies._four_corners for one contact."""
@@ -225,7 +230,7 @@ def _four_corners(X, Xp, k, p, q, u, w, sp, tp, m0, m1, m2, pen, mu, inv_mass, a
         share[4 * k + j] = abs(cs[j])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _solve_pair(X, Xp, k, i, j, D, mu, jit, inv_mass, allowance, dx, dl, share):
     d0 = X[0, i] - X[0, j]
     d1 = X[1, i] - X[1, j]
@@ -286,7 +291,7 @@ def segment_closest(a, e, b, c, f):
     return s, _unit(t)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _solve_segments(X, Xp, k, p, q, u, w, D, mu, jit, inv_mass, allowance, dx, dl, share):
     """collision/bodies._solve_segments for one contact."""
     d10, d11, d12, d20, d21, d22, r0, r1, r2 = _segment_vectors(X, p, q, u, w)
