@@ -595,6 +595,6 @@ def _grouped_colors(pairs, source, n):
             continue
         c = greedy_colors(pairs[sel], n)
         colors[sel] = c + base
-        phase[sel] = rank == len(_SOURCE_ORDER) - 1
+        phase[sel] = 1 if rank == len(_SOURCE_ORDER) - 1 else 0
         base += int(c.max()) + 1
     return colors, phase

@@ -290,8 +290,8 @@ class BodyContacts:
 
     def boxes(self, x, xp, h, dt, acc, pinned, pin_target):
         """(n, 3) lo, hi [m]: each particle's box over the step (module docstring), and (n,)
-        [m] its reach: how far from x it may get in the step (the box holds every point that
-        near the segment from x to its predicted p, grown by its radius)."""
+        [m] its reach: how far from x it may get in the step, |p - x| to its prediction p plus
+        the margin the box grows by (the box is that, grown by the particle's radius too)."""
         v = (x - xp) / h
         p = x + v * dt + acc * (0.5 * dt * dt)
         if len(pinned):

@@ -67,8 +67,8 @@ MAX_GROUPS = 4
 def partition_sticks(pairs, colors, n, phase=None):
     """The partition of sticks pairs (m, 2) int64 with colours (m,) int64 (numbered in relaxation
     order) over n particles; phase (m,) int64 (optional, nondecreasing with the colour): every
-    stick of a phase is relaxed before any of the next (any number of phases). Returns a dict of the arrays the module
-    docstring lists."""
+    stick of a phase is relaxed before any of the next (any number of phases). Returns a dict
+    of the arrays the module docstring lists."""
     m = len(pairs)
     if m == 0:
         zero = np.zeros(1, np.int64)
