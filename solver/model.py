@@ -150,6 +150,11 @@ class Model:
         return self.joint_kind.shape[0]
 
     @property
+    def jointed_clusters(self):
+        """(B,) int64 the clusters that carry a joint, increasing (derived from joint_body)."""
+        return np.unique(self.joint_body[self.joint_body >= 0]).astype(np.int64)
+
+    @property
     def stick_count(self):
         return self.stick_particles.shape[0]
 

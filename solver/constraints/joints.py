@@ -120,8 +120,7 @@ class JointSolver:
             pinned = _sums(local, k, (model.particle_inv_mass[particles] == 0).astype(float)) > 0
             self.inv_mass[:k] = np.where(pinned, 0.0, 1.0 / total)
             self.inv_inertia[:k] = np.linalg.pinv(inertia) * (~pinned)[:, None, None]
-        jointed = np.unique(model.joint_body[model.joint_body >= 0])
-        self.bodies = jointed.astype(np.int64)           # (B,) clusters that carry a joint
+        self.bodies = model.jointed_clusters             # (B,) clusters that carry a joint
         self.body_free = np.zeros(k + 1, bool)           # (K + 1,) bool moved by joints
         self.body_free[:k] = self.inv_mass[:k] > 0
         sizes = np.diff(start)[self.bodies]

@@ -262,9 +262,10 @@ class ShapeSolver:
         self._rigid_seen = None                               # (e,) bool rigid when it was set
         # (e,) float64 each entry's weight factor in the fit when its particle touches another
         # body / only a collider (module docstring): BOOST in rigid clusters, GROUND_BOOST for a
-        # collider contact of a joint's body, 1 elsewhere; set per step in begin_step
+        # collider contact of a joint's body, 1 elsewhere; set in begin_step when the rigidity
+        # changes
         jointed = np.zeros(k, bool)
-        jointed[model.joint_body[model.joint_body >= 0]] = True
+        jointed[model.jointed_clusters] = True
         self._jointed = jointed[cluster] if k else np.zeros(0, bool)
         self.body_boost = np.ones(len(self.particles))
         self.collider_boost = np.ones(len(self.particles))
@@ -276,9 +277,6 @@ class ShapeSolver:
         step, against substeps x iterations solves."""
         np.take(compliance, self.cluster, out=self.compliance)
         np.equal(self.compliance, 0.0, out=self.rigid)
-        self.body_boost[:] = np.where(self.rigid, BOOST, 1.0)
-        self.collider_boost[:] = np.where(self.rigid, np.where(self._jointed, GROUND_BOOST, BOOST),
-                                          1.0)
         np.divide(self.compliance, h * h, out=self.alpha)
         self.damping[:] = damping
         self.any_damped = bool(np.any(damping > 0))
@@ -291,9 +289,13 @@ class ShapeSolver:
         # cluster (1 / its mass; the heaviest of several): each side then moves by its body's
         # mass, and a collision of two bodies made of different particles conserves momentum
         # (weighed by particle, a capsule of 9 particles pushed one of 11 with its end's mass)
-        # (it changes only with the rigidity, so it is worked out again only then)
+        # (it changes only with the rigidity, so it is worked out again only then, with the
+        # fit's contact weights)
         if self._rigid_seen is None or not np.array_equal(self.rigid, self._rigid_seen):
             self._rigid_seen = self.rigid.copy()
+            self.body_boost[:] = np.where(self.rigid, BOOST, 1.0)
+            self.collider_boost[:] = np.where(
+                self.rigid, np.where(self._jointed, GROUND_BOOST, BOOST), 1.0)
             self.contact_inv_mass = self._inv_mass
             if self.rigid.any():
                 e = np.nonzero(self.rigid)[0]

@@ -268,20 +268,28 @@ def test_a_capsule_across_two_rails_below_the_friction_angle_stays(backend):
 
 def test_contact_masses_follow_the_bodies_rigidity(backend):
     """Contacts weigh a rigid body's particles as the body (1 / its mass), and a soft one's as
-    themselves; the weights follow set_shape_compliance both ways (they are worked out again
-    only when the rigidity changes)."""
+    themselves, and the fit weighs a rigid body's contacts BOOST times; the weights follow
+    set_shape_compliance both ways (they are worked out again only when the rigidity
+    changes)."""
     b = Builder()
     ids, _ = b.add_capsule_body((0, 0, 1), (0.4, 0, 1), RA, mass=2.0)
     model = b.build()
     sim = Simulation(model, substeps=4, gravity=(0, 0, 0), backend=backend)
     sim.step(1 / 24)
     assert np.allclose(sim.shapes.contact_inv_mass[ids], 1 / 2.0, rtol=1e-12)
+    from solver.constraints.shapes import BOOST
+    entries = np.isin(sim.shapes.particles, ids)
+    assert np.all(sim.shapes.body_boost[entries] == BOOST)       # the fit's contact weights too
     sim.set_shape_compliance(ids, 1e-3)
     sim.step(1 / 24)
     assert np.array_equal(sim.shapes.contact_inv_mass[ids], model.particle_inv_mass[ids])
+    assert np.all(sim.shapes.body_boost[entries] == 1.0)
+    assert np.all(sim.shapes.collider_boost[entries] == 1.0)
     sim.set_shape_compliance(ids, 0.0)
     sim.step(1 / 24)
     assert np.allclose(sim.shapes.contact_inv_mass[ids], 1 / 2.0, rtol=1e-12)
+    assert np.all(sim.shapes.body_boost[entries] == BOOST)
+    assert np.all(sim.shapes.collider_boost[entries] == BOOST)
 
 
 def test_fast_capsules_meet_within_a_step(backend):
