@@ -115,22 +115,35 @@ def surface_normals(X, tris, tri_start, vertex_tris, ids, out):
     out[:] = vertex_normals(X.T, tris, X.shape[1])[ids].T
 
 
-def drag_terms(x, t, inv_mass, area, has_surface, wind, drag, gravity, h, normals):
-    """Per-step inputs of apply_drag: ids (q,) int64 the particles drag acts on (area and
-    finite mass); drift (3, q) [m] v_inf h (the terminal velocity (wind + g / k) times h);
-    normal (3, q) unit normals (zero where along_normal is False); along_normal (q,) bool
-    surface particle (normal part only); decay (q,) e^{-k h}; g_h2 (3,) [m] gravity times h^2.
-    x (n, 3) [m], has_surface (n,) bool, gravity (3,) [m/s^2]; normals(ids) -> (3, q) the unit
-    normals of those particles (zero off every surface: the surface_normals kernel)."""
+def drag_particles(inv_mass, area, has_surface, drag, h):
+    """The part of drag_terms that only the masses, areas, drag coefficient and substep change
+    (Simulation keeps it from step to step): ids (q,) int64 the particles drag acts on (area
+    and finite mass); k (q,) [1/s] their drag rates; along_normal (q,) bool surface particle
+    (normal part only); decay (q,) e^{-k h}. inv_mass (n,) [1/kg], area (n,) [m^2],
+    has_surface (n,) bool, drag [kg / (m^2 s)], h [s]."""
     k = drag * area * inv_mass                                   # (n,) [1/s]
     ids = np.nonzero(k > 0)[0].astype(np.int64)
     kq = k[ids]
+    return ids, kq, np.ascontiguousarray(has_surface[ids]), np.exp(-kq * h)
+
+
+def drag_drift(x, t, ids, k, wind, gravity, h):
+    """(3, q) [m] v_inf h for particles ids (q,) int64 with drag rates k (q,) [1/s]: the
+    terminal velocity (wind + g / k) times h. x (n, 3) [m], t [s], gravity (3,) [m/s^2]."""
     if wind.turbulence == 0.0:          # the same wind everywhere: no positions to gather
-        drift = (wind.velocity[:, None] + gravity[:, None] / kq) * h
-    else:
-        drift = np.ascontiguousarray(((wind.at(x[ids], t) + gravity / kq[:, None]) * h).T)
-    along = np.ascontiguousarray(has_surface[ids])
-    return ids, drift, normals(ids), along, np.exp(-kq * h), gravity * (h * h)
+        return (wind.velocity[:, None] + gravity[:, None] / k) * h
+    return np.ascontiguousarray(((wind.at(x[ids], t) + gravity / k[:, None]) * h).T)
+
+
+def drag_terms(particles, drift, gravity, h, normals):
+    """Per-step inputs of apply_drag: ids (q,) int64 the particles drag acts on; drift (3, q)
+    [m] v_inf h (drag_drift); normal (3, q) unit normals (zero where along_normal is False);
+    along_normal (q,) bool surface particle (normal part only); decay (q,) e^{-k h}; g_h2 (3,)
+    [m] gravity times h^2. particles: drag_particles' (ids, k, along_normal, decay); gravity
+    (3,) [m/s^2]; normals(ids) -> (3, q) the unit normals of those particles (zero off every
+    surface: the surface_normals kernel)."""
+    ids, _, along, decay = particles
+    return ids, drift, normals(ids), along, decay, gravity * (h * h)
 
 
 def apply_drag(X, Xp, ids, drift, normal, along_normal, decay, g_h2):

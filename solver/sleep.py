@@ -107,8 +107,9 @@ class Sleep:
         state.island_asleep[:] = False
         state.island_still[:] = 0.0
 
-    def update(self, state, dt, supported, X_start, body_idx):
-        """After a step of dt [s] that started at positions X_start (3, n) [m]: advance the
+    def update(self, state, dt, supported, step_motion2, body_idx):
+        """After a step of dt [s], in which each particle moved step_motion2 (n,) [m^2] (its
+        squared distance from where the step started: integrator.squared_motion): advance the
         still clock of each awake island that is supported (one of its particles touched
         something in the last substep or is hard-pinned: ``supported`` (n,) bool) and whose
         fastest particle moved slower than SLEEP_SPEED over the step (|x - x_start| / dt: the
@@ -121,10 +122,7 @@ class Sleep:
         sleeps as one, so no resting body ever leans on a frozen one."""
         if not self.enabled or not self.count:
             return
-        d = state.X - X_start
-        with np.errstate(over="ignore", invalid="ignore"):
-            speed2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
-        fastest = np.maximum.reduceat(speed2[self.order], self.start)
+        fastest = np.maximum.reduceat(step_motion2[self.order], self.start)
         held = np.logical_or.reduceat(supported[self.order], self.start)
         limit = (SLEEP_SPEED * dt) ** 2
         awake = ~state.island_asleep

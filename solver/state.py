@@ -138,6 +138,26 @@ class Control:
                        **{k: None if getattr(self, k) is None else getattr(self, k).copy()
                           for k in self._ANIMATED})
 
+    # what a step itself writes (Simulation._step, Colliders.end_step): the placements reached,
+    # the soft pins' anchors moved to their targets, the mesh vertices to theirs
+    _STEPPED = ("collider_frame", "collider_target", "soft_pin_anchor", "mesh_vertices")
+
+    def step_copy(self, into):
+        """Make ``into`` (a Control of the same model) a copy of this one as a step's backup:
+        what a step writes (_STEPPED) copied, every other value shared, since only the user
+        changes those, between steps. assign(into) then restores this Control as it was."""
+        for f in fields(Control):
+            if f.name not in self._STEPPED:
+                setattr(into, f.name, getattr(self, f.name))
+        into.collider_frame = list(self.collider_frame)
+        into.collider_target = list(self.collider_target)
+        for k in ("soft_pin_anchor", "mesh_vertices"):
+            mine, theirs = getattr(self, k), getattr(into, k)
+            if mine is None or theirs is None or theirs.shape != mine.shape or theirs is mine:
+                setattr(into, k, None if mine is None else mine.copy())
+            else:
+                theirs[:] = mine
+
     def assign(self, other):
         if other.pin_target.shape != self.pin_target.shape \
                 or other.soft_pin_target.shape != self.soft_pin_target.shape \

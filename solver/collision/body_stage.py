@@ -383,11 +383,11 @@ class BodyContacts:
             lo, hi, self.tris, self.edges, self.radius, self.self_group, self.runs, ga, gb,
             np.ascontiguousarray(glo), np.ascontiguousarray(ghi), pairs is None)
 
-    def collide(self, x, xp, h, dt, acc, pinned, pin_target, contacts):
-        """Find this step's body contacts into ``contacts`` (set_body_contacts)."""
+    def collide(self, x, xp, h, dt, acc, acc_max, pinned, pin_target, contacts):
+        """Find this step's body contacts into ``contacts`` (set_body_contacts). acc (n, 3)
+        [m/s^2] the step's acceleration, acc_max [m/s^2] its largest norm."""
         self.acc = acc                                        # (n, 3) [m/s^2]
-        self.g_dt2 = 0.5 * float(np.sqrt(np.max(np.einsum("ij,ij->i", acc, acc)))) * dt * dt \
-            if len(acc) else 0.0
+        self.g_dt2 = 0.5 * acc_max * dt * dt                  # [m]
         if self.never or len(x) == 0:
             contacts.clear_body_contacts()
             return

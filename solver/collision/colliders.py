@@ -75,7 +75,12 @@ class Colliders:
         the step takes every free particle; a mesh takes the particles near its surface
         (_mesh_candidates)."""
         ids_free = np.nonzero(free)[0]
-        x_free, reach_free = x[ids_free], reach[ids_free]     # (m, 3) [m], (m,) [m]
+        X = x.T                                                # (3, n) [m]
+        if ids_free.size == len(x):      # all free (no sleeping body): no gathering copies
+            X_free, reach_free = X, reach
+        else:
+            X_free, reach_free = X[:, ids_free], reach[ids_free]      # (3, m) [m], (m,) [m]
+        x_free = X_free.T                                      # (m, 3) [m]
         found = [None] * self.count
         self.meshes.prepare(control.mesh_vertices, control.mesh_target, control.collider_frame,
                             control.collider_target, kernels)
@@ -106,7 +111,7 @@ class Colliders:
         if take.any():
             near = np.zeros((C, len(ids_free)), bool)
             kernels.primitive_candidates(self.shape, approximate, abc, R, t, s, take,
-                                         np.ascontiguousarray(x_free), reach_free, extra, near)
+                                         np.ascontiguousarray(X_free), reach_free, extra, near)
             for k in np.nonzero(take)[0]:
                 found[k] = ids_free[near[k]]
         contacts.set_candidates(found)
@@ -242,16 +247,16 @@ class Colliders:
         control.mesh_vertices[:] = control.mesh_target
 
 
-def primitive_candidates(shape, approximate, abc, R, t, s, take, x, reach, extra, out):
+def primitive_candidates(shape, approximate, abc, R, t, s, take, X, reach, extra, out):
     """The NumPy kernel of the collide stage's broad phase against primitives: out[k, i] =
     phi_k(x_i) < reach_i + extra_k for every collider k in ``take``, phi_k the signed distance
     the projection uses (sdf.collider_sdf, the same operations as sdf.evaluate). shape (C,)
     int64, approximate (C,) bool and abc (C, 3) from sdf.placement, R (C, 3, 3), t (C, 3) [m],
-    s (C, 3) each collider's frame, take (C,) bool, x (m, 3) [m], reach (m,) [m], extra (C,)
-    [m]; out (C, m) bool, written for the rows in take only."""
+    s (C, 3) each collider's frame, take (C,) bool, X (3, m) [m] the positions' coordinate
+    rows, reach (m,) [m], extra (C,) [m]; out (C, m) bool, written for the rows in take only."""
     for k in np.nonzero(take)[0]:
         Rk, tk = R[k], t[k]
-        d0, d1, d2 = x[:, 0] - tk[0], x[:, 1] - tk[1], x[:, 2] - tk[2]
+        d0, d1, d2 = X[0] - tk[0], X[1] - tk[1], X[2] - tk[2]
         q0 = d0 * Rk[0, 0] + d1 * Rk[1, 0] + d2 * Rk[2, 0]
         q1 = d0 * Rk[0, 1] + d1 * Rk[1, 1] + d2 * Rk[2, 1]
         q2 = d0 * Rk[0, 2] + d1 * Rk[1, 2] + d2 * Rk[2, 2]

@@ -18,12 +18,12 @@ have the same names and parameters.
 
 from types import SimpleNamespace
 
-KERNELS = ("apply_drag", "predict", "surface_normals", "solve_sticks", "solve_soft_pins", "solve_volumes",
-           "solve_shapes", "damp_shapes", "solve_joints", "project_collider", "project_points",
-           "restitution", "release_overlap", "active_items", "edge_sag", "find_body_contacts",
-           "filter_pairs", "solve_bodies", "place_meshes", "mesh_distances", "refit_meshes",
-           "mesh_normals", "primitive_candidates", "islands", "sweep_pairs", "body_frames",
-           "run_substeps")
+KERNELS = ("apply_drag", "predict", "squared_motion", "surface_normals", "solve_sticks",
+           "solve_soft_pins", "solve_volumes", "solve_shapes", "damp_shapes", "solve_joints",
+           "project_collider", "project_points", "restitution", "release_overlap", "active_items",
+           "edge_sag", "find_body_contacts", "filter_pairs", "solve_bodies", "place_meshes",
+           "mesh_distances", "refit_meshes", "mesh_normals", "primitive_candidates", "islands",
+           "sweep_pairs", "body_frames", "run_substeps")
 
 
 def _numpy_table():
@@ -40,10 +40,11 @@ def _numpy_table():
     from ..constraints.sticks import solve_sticks
     from ..constraints.volume import solve_volumes
     from ..forces import apply_drag, surface_normals
-    from ..integrator import predict
+    from ..integrator import predict, squared_motion
     from ..loop import run_substeps
     from ..sleep import islands
     return SimpleNamespace(backend="numpy", apply_drag=apply_drag, predict=predict,
+                           squared_motion=squared_motion,
                            surface_normals=surface_normals,
                            solve_sticks=solve_sticks, solve_soft_pins=solve_soft_pins,
                            solve_volumes=solve_volumes, solve_shapes=solve_shapes,

@@ -24,7 +24,7 @@ from numba import njit, prange
 from .compiled_candidates import primitive_candidates  # noqa: F401
 from .compiled_contact import (  # noqa: F401
     project_collider, project_points, release_overlap, restitution)
-from .compiled_forces import apply_drag, predict, surface_normals  # noqa: F401
+from .compiled_forces import apply_drag, predict, squared_motion, surface_normals  # noqa: F401
 from .compiled_bodies import solve_bodies  # noqa: F401
 from .compiled_broad import active_items, edge_sag, find_body_contacts, sweep_pairs  # noqa: F401
 from .compiled_pairs import filter_pairs  # noqa: F401

@@ -17,14 +17,14 @@ CLEAR_MARGIN = 1e-5
 
 
 @njit(cache=True, parallel=True, fastmath=False)
-def primitive_candidates(shape, approximate, abc, R, t, s, take, x, reach, extra, out):
+def primitive_candidates(shape, approximate, abc, R, t, s, take, X, reach, extra, out):
     """Scalar mirror of collision/colliders.primitive_candidates: particle after particle in
     parallel, each against every collider in ``take``; the same SDF operations as the
     projection, so the same candidates on both backends."""
-    for i in prange(x.shape[0]):
-        x0 = x[i, 0]
-        x1 = x[i, 1]
-        x2 = x[i, 2]
+    for i in prange(X.shape[1]):
+        x0 = X[0, i]
+        x1 = X[1, i]
+        x2 = X[2, i]
         for k in range(shape.shape[0]):
             if not take[k]:
                 continue

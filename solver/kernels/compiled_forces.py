@@ -1,6 +1,7 @@
 """Compiled kernels of the particles' own motion: air drag and wind (forces.py), the Verlet
-prediction (integrator.py), the surface normals drag reads, and the two parallel passes that open
-and close each substep of the compiled loop (compiled_loop.py).
+prediction and the squared motion that the step's once-a-frame reads measure (integrator.py),
+the surface normals drag reads, and the two parallel passes that open and close each substep
+of the compiled loop (compiled_loop.py).
 
 The same arithmetic as the NumPy kernels, operation for operation (compiled.py's docstring), so
 the backends agree bit for bit. Every loop here gives each iteration a particle of its own (or
@@ -125,6 +126,16 @@ def close_substep(X, Xp, lift, lifted):
         if not (math.isfinite(X[0, i]) and math.isfinite(X[1, i]) and math.isfinite(X[2, i])):
             bad += 1
     return bad
+
+
+@njit(cache=True, parallel=True, fastmath=False)
+def squared_motion(A, B, out):
+    """Mirror of integrator.squared_motion: out (n,) [m^2] |A_i - B_i|^2 of (3, n) A, B [m]."""
+    for i in prange(A.shape[1]):
+        d0 = A[0, i] - B[0, i]
+        d1 = A[1, i] - B[1, i]
+        d2 = A[2, i] - B[2, i]
+        out[i] = d0 * d0 + d1 * d1 + d2 * d2
 
 
 @njit(cache=True, parallel=True, fastmath=False)

@@ -77,7 +77,8 @@ def test_a_particle_is_a_candidate_when_its_reach_covers_the_distance(backend):
     take = [True, True, True, True]
     args = _arrays(take)
     out = np.zeros((len(COLLIDERS), len(x)), bool)
-    table(backend).primitive_candidates(*args[:7], x, reach, args[7], out)
+    X = np.ascontiguousarray(x.T)
+    table(backend).primitive_candidates(*args[:7], X, reach, args[7], out)
     for k, (_, _, _, _, extra, distance) in enumerate(COLLIDERS):
         gap = distance(x) - (reach + extra)
         clear = np.abs(gap) > 1e-9                # not on the margin itself, within rounding
@@ -93,7 +94,8 @@ def test_only_the_colliders_asked_for_are_written(backend):
     #                                                          plane; far from all
     out = np.ones((len(COLLIDERS), 2), bool)
     args = _arrays([True, False, True, False])
-    table(backend).primitive_candidates(*args[:7], x, np.zeros(2), args[7], out)
+    table(backend).primitive_candidates(*args[:7], np.ascontiguousarray(x.T), np.zeros(2), args[7],
+                                        out)
     assert out[:, 0].tolist() == [True, True, False, True]  # rows 1, 3 untouched (were True)
     assert out[:, 1].tolist() == [False, True, False, True]
 

@@ -375,6 +375,74 @@ def test_solver_error_rolls_back():
     assert np.array_equal(sim.v, ref.v)
 
 
+@pytest.mark.parametrize("failure", ["non-finite", "runaway"])
+def test_solver_error_rolls_back_what_the_step_moved_and_keeps_what_the_user_set(failure):
+    """The step's backup copies only what a step itself writes (Control.step_copy): the
+    colliders' placements, the soft pins' anchors, a mesh's vertices. A step that fails after
+    the user moved a collider, a soft pin's target and a mesh's vertices, and changed a stick's
+    compliance, leaves all of them as the user set them (the targets not yet reached), fails
+    the same way again from there, and then goes on exactly like a simulation that was given
+    the same commands and never failed. Both failures: a position that leaves the finite
+    numbers inside the substeps, and a runaway found after them, once the step has already
+    moved the placements, anchors and vertices to their targets."""
+    b = Builder()
+    b.add_particles(np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 1.0], [2.0, 0.0, 1.0], [3.0, 0.0, 1.0],
+                              [5.0, 0.0, 1.0]]))
+    b.add_sticks([[1, 2]])
+    b.pin([4], compliance=1e-4)
+    b.add_collider("plane", matrix=_mat(z=(2, 3, -0.5)))
+    b.add_collider("mesh", matrix=_mat(x=(0, 3, 20.0)),          # a tetrahedron far away
+                   vertices=[[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]],
+                   triangles=[[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
+    model = b.build()
+    sim, ref = Simulation(model, substeps=4), Simulation(model, substeps=4)
+
+    def command(s):
+        s.set_collider_matrix(0, _mat(z=(2, 3, -0.4)))
+        s.set_pin_targets([4], [[5.0, 0.2, 1.0]])
+        s.set_collider_vertices(1, [[0, 0, 0], [1.2, 0, 0], [0, 1, 0], [0, 0, 1]])
+        s.set_stick_compliance([1, 2], 1e-6)
+    for _ in range(3):
+        sim.step(1 / 24)
+        ref.step(1 / 24)
+    command(sim)
+    command(ref)
+    if failure == "non-finite":
+        sim.set_velocities([2], [[1e200, 0.0, 0.0]])
+    else:           # every substep keeps 1000 times the velocity: finite, far beyond any limit
+        real = sim._loop_args
+
+        def pumped(*args, **kwargs):
+            groups = real(*args, **kwargs)
+            a_h2, keep, lim = groups[1]
+            return (groups[0], (a_h2, keep * 1e3, lim)) + groups[2:]
+        sim._loop_args = pumped
+    before = copy.deepcopy(sim.get_state()).to_arrays()
+    for _ in range(2):                           # the second failure starts from the restore
+        with np.errstate(over="ignore", invalid="ignore"):
+            with pytest.raises(SolverError, match="left the finite" if failure == "non-finite"
+                               else "running away"):
+                sim.step(1 / 24)
+        after = sim.get_state().to_arrays()
+        assert set(after) == set(before)
+        for key in before:
+            assert np.array_equal(after[key], before[key], equal_nan=True), key
+    # the user's commands are pending, not reached: the collider has not moved yet
+    assert not np.array_equal(before["control.collider_frame.translation"],
+                              before["control.collider_target.translation"])
+    if failure == "non-finite":
+        sim.set_velocities([2], [ref.v[2]])
+        ref.set_velocities([2], [ref.v[2].copy()])
+    else:
+        del sim._loop_args
+    for _ in range(5):
+        sim.step(1 / 24)
+        ref.step(1 / 24)
+    assert np.array_equal(sim.x, ref.x)
+    assert np.array_equal(sim.get_state().control.mesh_vertices,
+                          ref.get_state().control.mesh_vertices)
+
+
 def test_solver_error_from_explosion():
     """A huge (finite) explosion: the kick is finite, the step is not. Every free particle is
     kicked, so the first non-finite one is the lowest-numbered particle on the stick (1); the

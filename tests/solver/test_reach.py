@@ -21,6 +21,12 @@ FACES = np.array([[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2,
 SIDE = 0.4      # [m] crate edge
 
 
+def _motion2(x, xp):
+    """(n,) [m^2] |x - xp|^2 of (n, 3) positions: particle_reach's input."""
+    d = x - xp
+    return np.einsum("ij,ij->i", d, d)
+
+
 def _crate(b, centre, mass):
     ids = b.add_particles(np.asarray(centre) + CORNERS * SIDE, mass=mass / 8, friction=0.3)
     b.add_shape_match(ids, stiffness=1.0, surface=ids[FACES])
@@ -40,8 +46,8 @@ def test_a_slow_body_keeps_its_own_reach_beside_a_fast_one():
     xp = x.copy()
     h, dt = 1 / 960, 1 / 24
     xp[fast, 0] -= 20.0 * h                       # 20 m/s toward the slow crate
-    reach = particle_reach(x, xp, h, dt, 9.81, 0.0, Sleep(model, True), [], np.zeros((0, 4),
-                                                                                      np.int64))
+    reach = particle_reach(_motion2(x, xp), h, dt, 9.81, 0.0, Sleep(model, True), [],
+                           np.zeros((0, 4), np.int64))
     gravity_term = 2 * 0.5 * 9.81 * dt * dt + 1e-3
     assert reach[slow] == pytest.approx(np.full(8, gravity_term))
     assert reach[fast] == pytest.approx(np.full(8, 2 * 20.0 * dt + gravity_term))
@@ -55,12 +61,12 @@ def test_a_contact_and_a_moving_pin_give_their_speed_to_the_island():
     xp[fast, 0] -= 20.0 * h
     sleep = Sleep(model, True)
     contact = np.array([[slow[0], fast[1], fast[3], fast[5]]], np.int64)
-    reach = particle_reach(x, xp, h, dt, 9.81, 0.0, sleep, [], contact)
+    reach = particle_reach(_motion2(x, xp), h, dt, 9.81, 0.0, sleep, [], contact)
     assert reach[slow] == pytest.approx(reach[fast])
     # a hard pin on one corner whose target moves 0.5 m in the step: 12 m/s for the whole crate
     target = x[slow[:1]] + [0.5, 0.0, 0.0]
-    reach = particle_reach(x, x.copy(), h, dt, 0.0, 0.0, sleep, [(slow[:1], x[slow[:1]], target)],
-                           np.zeros((0, 4), np.int64))
+    reach = particle_reach(_motion2(x, x), h, dt, 0.0, 0.0, sleep,
+                           [(slow[:1], x[slow[:1]], target)], np.zeros((0, 4), np.int64))
     assert reach[slow] == pytest.approx(np.full(8, 2 * 12.0 * dt + 1e-3))
     assert reach[fast] == pytest.approx(np.full(8, 1e-3))
 
@@ -80,11 +86,11 @@ def test_the_wind_adds_to_the_reach_of_what_feels_the_air_only():
     h, dt, wind = 1 / 960, 1 / 24, 5.0
     sleep = Sleep(model, True)
     none = np.zeros((0, 4), np.int64)
-    reach = particle_reach(x, x.copy(), h, dt, 0.0, wind, sleep, [], none)
+    reach = particle_reach(_motion2(x, x), h, dt, 0.0, wind, sleep, [], none)
     assert reach[crate] == pytest.approx(np.full(8, 1e-3))
     assert reach[cloth] == pytest.approx(np.full(25, 2 * wind * dt + 1e-3))
     contact = np.array([[crate[0], cloth[0], cloth[1], cloth[5]]], np.int64)
-    reach = particle_reach(x, x.copy(), h, dt, 0.0, wind, sleep, [], contact)
+    reach = particle_reach(_motion2(x, x), h, dt, 0.0, wind, sleep, [], contact)
     assert reach[crate] == pytest.approx(np.full(8, 2 * wind * dt + 1e-3))
 
 
