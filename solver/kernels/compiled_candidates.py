@@ -16,30 +16,46 @@ from .compiled_contact import _MESH, _approx_sdf, _distance, _local_sdf
 CLEAR_MARGIN = 1e-5
 
 
+# below this many particles the broad phase runs on the calling thread: called from Python, a
+# parallel region first wakes the threads (100 crates: 60 us a call on two threads, 13 on one)
+SERIAL_BELOW = 8192
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _candidates_of(shape, approximate, abc, R, t, s, take, X, reach, extra, out, i):
+    """Particle i of X (3, m) against every collider in take: out[k, i]."""
+    x0 = X[0, i]
+    x1 = X[1, i]
+    x2 = X[2, i]
+    for k in range(shape.shape[0]):
+        if not take[k]:
+            continue
+        d0 = x0 - t[k, 0]
+        d1 = x1 - t[k, 1]
+        d2 = x2 - t[k, 2]
+        q0 = d0 * R[k, 0, 0] + d1 * R[k, 1, 0] + d2 * R[k, 2, 0]
+        q1 = d0 * R[k, 0, 1] + d1 * R[k, 1, 1] + d2 * R[k, 2, 1]
+        q2 = d0 * R[k, 0, 2] + d1 * R[k, 1, 2] + d2 * R[k, 2, 2]
+        if approximate[k]:
+            phi = _approx_sdf(shape[k], abc[k, 0], abc[k, 1], abc[k, 2], s[k, 0], s[k, 1],
+                              q0, q1, q2)[0]
+        else:
+            phi = _local_sdf(shape[k], abc[k, 0], abc[k, 1], abc[k, 2], q0, q1, q2)[0]
+        out[k, i] = phi < reach[i] + extra[k]
+
+
 @njit(cache=True, parallel=True, fastmath=False)
 def primitive_candidates(shape, approximate, abc, R, t, s, take, X, reach, extra, out):
     """Scalar mirror of collision/colliders.primitive_candidates: particle after particle in
-    parallel, each against every collider in ``take``; the same SDF operations as the
-    projection, so the same candidates on both backends."""
-    for i in prange(X.shape[1]):
-        x0 = X[0, i]
-        x1 = X[1, i]
-        x2 = X[2, i]
-        for k in range(shape.shape[0]):
-            if not take[k]:
-                continue
-            d0 = x0 - t[k, 0]
-            d1 = x1 - t[k, 1]
-            d2 = x2 - t[k, 2]
-            q0 = d0 * R[k, 0, 0] + d1 * R[k, 1, 0] + d2 * R[k, 2, 0]
-            q1 = d0 * R[k, 0, 1] + d1 * R[k, 1, 1] + d2 * R[k, 2, 1]
-            q2 = d0 * R[k, 0, 2] + d1 * R[k, 1, 2] + d2 * R[k, 2, 2]
-            if approximate[k]:
-                phi = _approx_sdf(shape[k], abc[k, 0], abc[k, 1], abc[k, 2], s[k, 0], s[k, 1],
-                                  q0, q1, q2)[0]
-            else:
-                phi = _local_sdf(shape[k], abc[k, 0], abc[k, 1], abc[k, 2], q0, q1, q2)[0]
-            out[k, i] = phi < reach[i] + extra[k]
+    parallel (on the calling thread below SERIAL_BELOW), each against every collider in
+    ``take``; the same SDF operations as the projection, so the same candidates on both
+    backends."""
+    if X.shape[1] < SERIAL_BELOW:
+        for i in range(X.shape[1]):
+            _candidates_of(shape, approximate, abc, R, t, s, take, X, reach, extra, out, i)
+    else:
+        for i in prange(X.shape[1]):
+            _candidates_of(shape, approximate, abc, R, t, s, take, X, reach, extra, out, i)
 
 
 @njit(cache=True, parallel=True, fastmath=False)
