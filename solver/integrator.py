@@ -7,9 +7,9 @@ substep length h (Jakobsen's 1.99x - 0.99x* is k = 0.99 per step); a holds gravi
 An optional speed clamp bounds |x' - x*| / h by a per-particle speed (a safety net against
 explosions the user can set). ``predict`` is the NumPy kernel of the table; kernels/compiled.py
 has its compiled mirror with the same signature. ``squared_motion`` measures how far particles
-moved, for the step's once-a-frame reads (reach, sleep, the runaway check): a parallel pass in
-the compiled table, where NumPy's three temporaries over every particle were serial work that
-no thread could share.
+moved, for the step's once-a-frame reads (reach, sleep, the runaway check): in the compiled
+table a parallel pass from 16,384 particles (on the calling thread below), where NumPy's three
+temporaries over every particle were serial work that no thread could share.
 """
 
 import numpy as np

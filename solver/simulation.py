@@ -563,8 +563,10 @@ class Simulation(AnimatedSettings, JointControl):
         ctl = self.control
         field_keep = None if ctl.fields is None else ctl.fields.accelerate(
             acc, self.state.x, self.v, self.model, self.gravity, dt, self.substeps)
-        # without fields every row is gravity: one row's norm is the largest
-        rows = acc if ctl.fields is not None else acc[:1]
+        # without fields every row is gravity: one row's norm is the largest. Rows in C order:
+        # einsum sums a C-ordered row in another order than an F-ordered one (_acc is a view of
+        # coordinate rows), and the margins that read acc_max keep the bits they had
+        rows = np.ascontiguousarray(acc if ctl.fields is not None else acc[:1])
         acc_max = float(np.sqrt(np.max(np.einsum("ij,ij->i", rows, rows)))) if len(rows) else 0.0
         return acc, acc_max, field_keep
 

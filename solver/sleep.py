@@ -87,7 +87,7 @@ class Sleep:
         self.order = np.argsort(self.island, kind="stable")       # (n,) int64
         self.start = np.searchsorted(self.island[self.order], np.arange(self.count))   # (I,)
         # (I,) bool islands that feel the air (a particle with area): only these does the wind
-        # move (forces.drag_terms), so only these add its speed to their reach (reach.py)
+        # move (forces.drag_particles), so only these add its speed to their reach (reach.py)
         airy = model.particle_area > 0
         self.airy = np.logical_or.reduceat(airy[self.order], self.start) if self.count else \
             np.zeros(0, bool)

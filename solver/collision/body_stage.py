@@ -386,11 +386,13 @@ class BodyContacts:
     def collide(self, x, xp, h, dt, acc, acc_max, pinned, pin_target, contacts):
         """Find this step's body contacts into ``contacts`` (set_body_contacts). acc (n, 3)
         [m/s^2] the step's acceleration, acc_max [m/s^2] its largest norm."""
-        self.acc = acc                                        # (n, 3) [m/s^2]
         self.g_dt2 = 0.5 * acc_max * dt * dt                  # [m]
         if self.never or len(x) == 0:
             contacts.clear_body_contacts()
             return
+        # (n, 3) [m/s^2] in C order: the step keeps acc as a view of coordinate rows, and the
+        # boxes' sums (einsum) and filter_pairs' compiled signature are those of an (n, 3) array
+        self.acc = acc = np.ascontiguousarray(acc)
         lo, hi, reach = self.boxes(x, xp, h, dt, acc, pinned, pin_target)
         lo, hi = np.ascontiguousarray(lo), np.ascontiguousarray(hi)
         boxes = self._group_boxes(lo, hi)

@@ -76,7 +76,8 @@ class Colliders:
         (_mesh_candidates)."""
         ids_free = np.nonzero(free)[0]
         X = x.T                                                # (3, n) [m]
-        if ids_free.size == len(x):      # all free (no sleeping body): no gathering copies
+        if ids_free.size == len(x):      # every particle collides (none sleeps, none is pinned
+            #                              or shielded): no gathering copies
             X_free, reach_free = X, reach
         else:
             X_free, reach_free = X[:, ids_free], reach[ids_free]      # (3, m) [m], (m,) [m]

@@ -14,7 +14,7 @@ particle in the scene:
     reach_i = 2 (v_i dt + |a|_max dt^2 / 2) + 1 mm
 
 An island feels the air when one of its particles has an area (drag acts on nothing else,
-forces.drag_terms): drag relaxes a velocity toward the wind's, so the wind's speed bounds what
+forces.drag_particles): drag relaxes a velocity toward the wind's, so the wind's speed bounds what
 it adds. A rigid body or a ragdoll in a windy scene keeps its own reach, unless a contact this
 step joins it to a cloth in the wind (in the demo, the stairs' candidates were the whole
 ragdoll, 0.4 m around each particle, for a 5 m/s wind that does not touch it).
