@@ -138,20 +138,21 @@ class Control:
                        **{k: None if getattr(self, k) is None else getattr(self, k).copy()
                           for k in self._ANIMATED})
 
-    # what a step itself writes (Simulation._step, Colliders.end_step): the placements reached,
-    # the soft pins' anchors moved to their targets, the mesh vertices to theirs
+    # what a step backup copies: the lists of placements (a step replaces collider_frame,
+    # Colliders.end_step; set_collider_matrix edits either list in place), and the arrays a
+    # step writes into, the soft pins' anchors (moved to their targets) and the mesh vertices
     _STEPPED = ("collider_frame", "collider_target", "soft_pin_anchor", "mesh_vertices")
 
     def step_copy(self, into):
         """Make ``into`` (a Control of the same model) a copy of this one as a step's backup:
-        what a step writes (_STEPPED) copied, every other value shared, since only the user
-        changes those, between steps. assign(into) then restores this Control as it was."""
+        _STEPPED copied, every other value shared, since only the user changes those, between
+        steps. assign(into) then restores this Control as it was."""
         for f in fields(Control):
             if f.name not in self._STEPPED:
                 setattr(into, f.name, getattr(self, f.name))
         into.collider_frame = list(self.collider_frame)
         into.collider_target = list(self.collider_target)
-        for k in ("soft_pin_anchor", "mesh_vertices"):
+        for k in self._STEPPED[2:]:
             mine, theirs = getattr(self, k), getattr(into, k)
             if mine is None or theirs is None or theirs.shape != mine.shape or theirs is mine:
                 setattr(into, k, None if mine is None else mine.copy())
