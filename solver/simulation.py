@@ -16,11 +16,10 @@ of "Advanced Character Physics", with Macklin et al.'s "Small Steps in Physics S
       velocity    shape-matching damping, restitution, overlap resolved without speed
 
 Velocity is (x - x*) / h. Kernels come from the kernel table (kernels/__init__.py). A non-finite
-position or a runaway particle (RUNAWAY_FACTOR) restores the state and raises SolverError naming
-the step, particle and cause. Results are bit-identical at any thread count and on resume.
+position or a runaway particle (guard.py: RUNAWAY_FACTOR) restores the state and raises
+SolverError naming the step, particle and cause. Results are bit-identical at any thread count
+and on resume.
 """
-
-import math
 
 import numpy as np
 
@@ -38,9 +37,9 @@ from .constraints.pins import SoftPinSolver
 from .constraints.shapes import ShapeSolver
 from .constraints.sticks import StickSolver
 from .constraints.volume import VolumeSolver
-from .errors import SolverError
 from .forces import (Wind, drag_drift, drag_particles, drag_terms, explosion_kick,
                      vertex_triangles)
+from .guard import StepGuard
 from .joint_control import JointControl
 from .kernels import table
 from .sleep import Sleep, same_fields
@@ -59,13 +58,6 @@ DEFAULT_AIR_DRAG = 1.0
 # inside, or a collider or pin put it there), without giving it speed (collision/project.py):
 # 1 cm clears in 10 ms; a rigid body pushed out so hops at most v^2 / 2g = 5 cm
 DEFAULT_MAX_DEPENETRATION_SPEED = 1.0
-# The runaway check: after every step the fastest particle must be slower than RUNAWAY_FACTOR *
-# (speed budget + wind + depenetration + colliders + pins + clamp) + RUNAWAY_FLOOR, the speed
-# budget being gravity x simulated time + every kick (state.py). Nothing in the scene pushes a
-# particle faster than that sum; the factor leaves room for what constraints concentrate (a
-# whip's tip). A real divergence grows geometrically and passes any such bound within steps.
-RUNAWAY_FACTOR = 10.0
-RUNAWAY_FLOOR = 100.0        # [m/s]
 
 
 # the drag group of loop.run_substeps' arguments when no particle feels the air
@@ -80,7 +72,7 @@ def _read_only(a):
     return v
 
 
-class Simulation(AnimatedSettings, JointControl):
+class Simulation(AnimatedSettings, JointControl, StepGuard):
     """Steps a Model. See the module docstring for the algorithm and the README for the API."""
 
     def __init__(self, model, substeps=DEFAULT_SUBSTEPS, iterations=DEFAULT_ITERATIONS,
@@ -461,15 +453,6 @@ class Simulation(AnimatedSettings, JointControl):
             self.sleep.update(self.state, dt, self.contacts.touching | self.contacts.body_touch
                               | ~self._free, self._motion2, self.contacts.body_idx)
 
-    def _save_backup(self):
-        """The Checkpoint a failed step restores (and sleep reads): this State copied into the
-        backup's own arrays, and of the Control only what a step itself changes (Control.
-        step_copy); everything else is the user's to change between steps, not during one."""
-        backup = self._backup
-        backup.state.assign(self.state)
-        self.control.step_copy(backup.control)
-        return backup
-
     def _begin_step(self, h, acc):
         """Verlet's x* for the substep length h; constraint factors that depend on h."""
         st = self.state
@@ -611,57 +594,3 @@ class Simulation(AnimatedSettings, JointControl):
             if kept is not None:
                 self._drag_kept = (key, particles, still, drift)
         return drag_terms(particles, drift, self.gravity, h, normals)
-
-    # ------------------------------------------------------------------ runaway check
-    def _speed_limit(self, dt):
-        """[m/s] the speed no particle may exceed after this step (RUNAWAY_FACTOR above); adds
-        this step's gravity to the state's speed budget."""
-        st, ctl = self.state, self.control
-        st.speed_budget += float(np.linalg.norm(self.gravity)) * dt
-        swept = self.colliders.surface_speed(ctl, st.x, dt)
-        if swept > st.collider_speed_seen:     # what a collider launches keeps its speed after
-            st.speed_budget += swept - st.collider_speed_seen
-            st.collider_speed_seen = swept
-        drive = ctl.wind.max_speed + self.max_depenetration_speed + swept
-        if self._pinned.size:
-            moves = ctl.pin_target - st.x[self._pinned]
-            drive += float(np.sqrt(np.max(np.einsum("ij,ij->i", moves, moves)))) / dt
-        if self._soft.size:
-            moves = ctl.soft_pin_target - ctl.soft_pin_anchor
-            drive += float(np.sqrt(np.max(np.einsum("ij,ij->i", moves, moves)))) / dt
-        if self.max_speed is not None:
-            drive += float(self.max_speed.max())
-        return RUNAWAY_FACTOR * (st.speed_budget + drive) + RUNAWAY_FLOOR
-
-    def _check_runaway(self, backup, limit):
-        """After a step: a particle faster than ``limit`` [m/s] is a divergence, reported as the
-        NaN check does (state restored, SolverError)."""
-        st = self.state
-        if not st.X.shape[1]:
-            return
-        speed2 = self._motion2            # inf where it overflows: a speed beyond any limit
-        self.kernels.squared_motion(st.X, st.X_prev, speed2)
-        i = int(np.argmax(speed2))
-        speed = math.sqrt(float(speed2[i])) / st.h
-        if speed <= limit:
-            return
-        self._abort(backup, i, f"particle {i} moves at {speed:.3g} m/s, beyond anything this "
-                    f"scene's forces can produce ({limit:.3g} m/s from gravity over the simulated "
-                    "time, wind, colliders, pins and velocity kicks): the simulation is running "
-                    "away", "raise the substeps, lower the air drag or soften the constraint")
-
-    def _fail(self, backup, substep):
-        i = int(np.argmax(~np.isfinite(self.state.x).all(axis=1)))
-        self._abort(backup, i, f"(substep {substep}): particle {i} left the finite numbers",
-                    "lower the time step, raise the substeps or soften the constraint")
-
-    def _abort(self, backup, i, what_happened, advice):
-        """Restore the state from before the step and raise SolverError naming the step, the
-        particle i, what acts on it and what to try."""
-        step = backup.state.step_index
-        acting = self.model.describe_particle(i)
-        self.set_state(backup)
-        space = "" if what_happened.startswith("(") else ":"
-        raise SolverError(
-            f"step {step}{space} {what_happened}; acting on it: {acting}. The state before the "
-            f"step is kept; {advice}.", step=step, particle=i, constraint=acting)
