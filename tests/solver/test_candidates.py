@@ -69,10 +69,12 @@ def _arrays(take):
     return shape, approximate, abc, R, t, s, np.asarray(take, bool), extra
 
 
+# 4000 runs on the calling thread, 10000 in parallel (compiled_candidates.SERIAL_BELOW)
+@pytest.mark.parametrize("count", [4000, 10000])
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_particle_is_a_candidate_when_its_reach_covers_the_distance(backend):
+def test_a_particle_is_a_candidate_when_its_reach_covers_the_distance(backend, count):
     rng = np.random.default_rng(11)
-    x = rng.uniform((-2.0, -1.0, -1.2), (2.2, 1.2, 1.2), (4000, 3))
+    x = rng.uniform((-2.0, -1.0, -1.2), (2.2, 1.2, 1.2), (count, 3))
     reach = rng.uniform(0.0, 0.3, len(x))
     take = [True, True, True, True]
     args = _arrays(take)

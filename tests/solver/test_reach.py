@@ -116,3 +116,24 @@ def test_a_struck_crate_is_stopped_by_the_wall_beside_it(backend):
         deepest = max(deepest, float(sim.x[slow, 0].max() - wall_x))
     assert sim.x[fast, 0].max() > -0.25          # the strike happened
     assert deepest < 2e-3
+
+
+# 1000 runs on the calling thread, 20000 in parallel (compiled_forces.SERIAL_BELOW)
+@pytest.mark.parametrize("count", [1000, 20000])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_squared_motion_is_each_particles_squared_distance(backend, count):
+    """The motion the reach, sleep and runaway checks read: |A_i - B_i|^2 per particle, inf
+    where it overflows (a runaway particle), on either branch of the compiled kernel."""
+    from solver.kernels import table
+    rng = np.random.default_rng(5)
+    A = rng.uniform(-3.0, 3.0, (3, count))
+    B = A + rng.normal(0.0, 0.1, (3, count))
+    A[0, 7] = 1e300                               # squares past the largest float
+    out = np.full(count, -1.0)
+    table(backend).squared_motion(A, B, out)
+    d = A - B
+    with np.errstate(over="ignore"):
+        expect = d[0] ** 2 + d[1] ** 2 + d[2] ** 2
+    assert out[7] == np.inf
+    assert np.allclose(out, expect, rtol=1e-15, atol=0.0)
+    assert np.all(out[np.arange(count) != 7] < 1.0)
