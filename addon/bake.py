@@ -405,7 +405,8 @@ def on_frame_change(scene, depsgraph=None):
         if any(o.get("verlet_baked") for o in simulated_objects(scene)):
             ids.resolve()              # a copy (Shift+D) must not play its original's bake
         objs = [o for o in simulated_objects(scene) if o.get("verlet_baked")]
-        shash = validity.settings_hash(scene) if objs else None
+        # (made again only when a setting changed: validity.current_hash)
+        shash = validity.current_hash(scene) if objs else None
         baked = {o.name: validity.open_bake(o, shash) for o in objs}
         for name, data in baked.items():
             if data is not None:

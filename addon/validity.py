@@ -9,13 +9,14 @@ offer Bake Again.
 
 import hashlib
 import json
+import marshal
 
 import bpy
 import numpy as np
 
 from ..solver.simulation import DEFAULT_CONTACT_ITERATIONS
 from . import bridge, cache
-from .ragdoll import POSE_MATCH_KEY, signature
+from .ragdoll import AXES, POSE_MATCH_KEY, signature
 
 SCENE_SETTINGS = ("substeps", "iterations", "use_sleep", "wind_direction", "wind_strength", "wind_turbulence",
                   "wind_seed", "air_drag", "gravity_scale", "damping", "effector_weights")
@@ -57,6 +58,155 @@ def settings_hash(scene):
         objects.append(json.dumps(s, sort_keys=True, default=str))
     data["objects"] = sorted(objects)
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+# ------------------------------------------------------------------ the hash during playback
+# The frame handler needs the hash on every frame shown, and making it (every setting through
+# RNA, json, sha256) cost 1.5 to 1.8 ms of the demo's 5.1 to 5.7 ms baked frame (18 Verlet
+# objects). current_hash makes it again only when a fingerprint of everything it reads changed
+# since the last call: 0.3 ms there. A fingerprint, not a depsgraph_update_post handler: a
+# setting changed through RNA or its stored value written, or a key edited, then frame_set,
+# runs frame_change_post and no depsgraph_update_post (bpy 4.2 and 5.2, headless), so an
+# update handler could miss a change and show a stale bake as current; reading the data cannot.
+_last = {"fingerprint": None, "hash": None}
+_KEYED = "<keyed>"      # a stored value the hash takes from its keys instead (_masked)
+
+
+def current_hash(scene):
+    """settings_hash(scene), made again only when fingerprint(scene) changed since the last
+    call. For the frame handler; a bake stores settings_hash itself."""
+    fp = fingerprint(scene)
+    if fp is None or fp != _last["fingerprint"]:
+        h = settings_hash(scene)           # (it raises as before; nothing is remembered then)
+        # taken again: reading a group setting through RNA stores its empty group the first
+        # time (effector_weights, Scene.verlet itself), which changes the stored values but
+        # no setting; with the first fingerprint, the next frame would hash again for that
+        _last.update(fingerprint=fingerprint(scene), hash=h)
+    return _last["hash"]
+
+
+def fingerprint(scene):
+    """Bytes that differ whenever settings_hash(scene) may differ: what the hash reads, read
+    raw (each settings group's stored values in one call, the rig's bones in bulk). It is a
+    superset, so a change that leaves the hash alone (a preset's name, the frame range) only
+    makes current_hash hash again. A keyed setting's stored value (the value at the current
+    frame) is left out, as the hash takes its keys (which are in): else every frame of a keyed
+    wind would hash again. Written by marshal, so that what == confuses and the hash's json
+    does not (-0.0 and 0.0, True and 1 and 1.0) tells two fingerprints apart; its version 2,
+    as later ones (and pickle) write a value seen twice as a reference, which makes equal
+    values give other bytes when they are one object in one call and two in the next. None
+    (hash every time) when a value is of a type marshal cannot write."""
+    keyed = _keyed(scene)
+    render = scene.render
+    parts = [_stored(scene, keyed), keyed, _masked(list(scene.gravity), keyed.get("gravity")),
+             _masked(scene.use_gravity, keyed.get("use_gravity")), render.fps, render.fps_base]
+    for obj in scene.objects:
+        settings = getattr(obj, "verlet", None)
+        kind = "NONE" if settings is None else settings.kind
+        if kind == "NONE":
+            continue
+        keyed, what = _keyed(obj), obj.type
+        parts.append((what, _stored(obj, keyed), keyed))
+        if kind == "RAGDOLL" and what == "ARMATURE":
+            parts.append(_rig(obj, keyed))
+    try:
+        return marshal.dumps(parts, 2)
+    except ValueError:
+        return None
+
+
+def _stored(owner, keyed):
+    """The stored values of owner's Verlet settings (Object.verlet or Scene.verlet), a dict as
+    to_dict gives it (a setting never set is absent: its default, fixed while the add-on is
+    registered), datablocks by name (the hash names them; a rename changes it) and keyed
+    values masked. None when nothing was ever set. Blender 5.0 keeps what bpy.props defines
+    apart from custom properties (bl_system_properties_get); 4.2 keeps both in one group."""
+    get = getattr(owner, "bl_system_properties_get", None)
+    props = get() if get is not None else owner
+    group = None if props is None else props.get("verlet")
+    if group is None:
+        return None
+    raw = group.to_dict() if hasattr(group, "to_dict") else group
+    if isinstance(raw, (dict, list)):
+        _named(raw)
+    for path, curves in keyed.items():
+        if not path.startswith("verlet.") or not isinstance(raw, dict):
+            continue
+        *parents, leaf = path[len("verlet."):].split(".")
+        where = raw
+        for name in parents:
+            where = where.get(name) if isinstance(where, dict) else None
+        if isinstance(where, dict) and leaf in where:
+            where[leaf] = _masked(where[leaf], curves)
+    return raw
+
+
+def _named(c):
+    # to_dict's dict (or list) with a datablock replaced by its name, in place: the datablock
+    # itself would neither marshal nor tell a rename. (Called per container, not per value:
+    # once per value was a quarter of the fingerprint's time.)
+    for k, v in (c.items() if isinstance(c, dict) else enumerate(c)):
+        if type(v) in _SCALAR:            # (most; isinstance(v, ID) is the slow test)
+            continue
+        if isinstance(v, (dict, list)):
+            _named(v)
+        elif isinstance(v, _ID):
+            c[k] = ("ID", v.name)
+    return c
+
+
+def _masked(value, curves):
+    """value with what _plain takes from the keys instead replaced by _KEYED: _plain's rule
+    (an array's keyed components, a scalar's key of index 0), so that a value the hash reads is
+    never masked."""
+    if not curves:
+        return value
+    if isinstance(value, list):
+        return [_KEYED if i in curves else v for i, v in enumerate(value)]
+    return _KEYED if 0 in curves else value
+
+
+# the pose bone settings signature reads: flags and limits
+_IK_FLAGS = [f"{p}_{a}" for a in AXES for p in ("use_ik_limit", "lock_ik")]
+_IK_LIMITS = [f"{p}_{a}" for a in AXES for p in ("ik_min", "ik_max")]
+
+
+def _rig(obj, keyed):
+    """What ragdoll.signature reads, in bulk: the bones' names, deform flags and envelope radii
+    and the pose bones' names, IK settings and pose-match overrides (a keyed number masked:
+    signature takes its keys; anything else kept, as signature's float() may refuse it).
+    (Read into arrays of the settings' own types: into lists it cost a third more.)"""
+    bones, pose = obj.data.bones, obj.pose
+    n = len(bones)
+    flags, sizes = np.empty(n, dtype=bool), np.empty((2, n), dtype=np.float32)
+    bones.foreach_get("use_deform", flags)
+    bones.foreach_get("head_radius", sizes[0])
+    bones.foreach_get("tail_radius", sizes[1])
+    out = [bones.keys(), flags.tobytes(), sizes.tobytes()]
+    if pose is None:
+        return out
+    pbs = pose.bones
+    n = len(pbs)
+    flags = np.empty((len(_IK_FLAGS), n), dtype=bool)
+    limits = np.empty((len(_IK_LIMITS), n), dtype=np.float32)
+    for row, attr in zip(flags, _IK_FLAGS):
+        pbs.foreach_get(attr, row)
+    for row, attr in zip(limits, _IK_LIMITS):
+        pbs.foreach_get(attr, row)
+    out += [pbs.keys(), flags.tobytes(), limits.tobytes()]
+    masks = any(path.endswith(HASHED_ENDS) for path in keyed)
+    for pb in pbs:
+        v = pb.get(POSE_MATCH_KEY)
+        if v is None or isinstance(v, (int, float, str)):
+            pass
+        elif hasattr(v, "to_dict"):
+            v = v.to_dict()
+        elif hasattr(v, "to_list"):
+            v = v.to_list()
+        if masks and isinstance(v, (int, float)):
+            v = _masked(v, keyed.get(pb.path_from_id(f'["{POSE_MATCH_KEY}"]')))
+        out.append(v)
+    return out
 
 
 def _fcurves(anim):
@@ -260,5 +410,6 @@ def forget(name=None):
     """Drop what was checked about one object (or all: a file load, an undo)."""
     if name is None:
         _checked.clear()
+        _last.update(fingerprint=None, hash=None)
     else:
         _checked.pop(name, None)
