@@ -29,6 +29,8 @@ ACTIVE = 1e-9          # as collision/bodies.py
 # averaging, as the product's particle contacts); read once, when the kernels compile
 JACOBI = int(os.environ.get("PROTO_JACOBI", "0"))
 OMEGA = float(os.environ.get("PROTO_OMEGA", "1.0"))
+# the variant that turns a distance-level correction into an impulse through K (README.md)
+KMAT = int(os.environ.get("PROTO_K", "0"))
 PARALLEL = 1e-3
 TOL = 1e-6
 
@@ -171,6 +173,89 @@ def _contact(X, Xp, corners, cw, ncorner, A, B, m0, m1, m2, pen, mu, allowance, 
         take = min(mu * ln, tl / Wt)
         _apply(A, 1.0, Mb, I0inv, c, R, PA, -take * u0, -take * u1, -take * u2)
         _apply(B, -1.0, Mb, I0inv, c, R, PB, -take * u0, -take * u1, -take * u2)
+    _place(X, A, m_particles, m_start, qoff, c, R)
+    _place(X, B, m_particles, m_start, qoff, c, R)
+    return True
+
+
+@njit(cache=False)
+def _solve3(K, d0, d1, d2):
+    """K^-1 d for a symmetric positive definite 3x3 K (Cramer's rule)."""
+    c00 = K[1, 1] * K[2, 2] - K[1, 2] * K[2, 1]
+    c01 = K[0, 2] * K[2, 1] - K[0, 1] * K[2, 2]
+    c02 = K[0, 1] * K[1, 2] - K[0, 2] * K[1, 1]
+    c11 = K[0, 0] * K[2, 2] - K[0, 2] * K[2, 0]
+    c12 = K[0, 2] * K[1, 0] - K[0, 0] * K[1, 2]
+    c22 = K[0, 0] * K[1, 1] - K[0, 1] * K[1, 0]
+    det = K[0, 0] * c00 + K[0, 1] * (K[1, 2] * K[2, 0] - K[1, 0] * K[2, 2]) \
+        + K[0, 2] * (K[1, 0] * K[2, 1] - K[1, 1] * K[2, 0])
+    inv = 1.0 / det
+    return ((c00 * d0 + c01 * d1 + c02 * d2) * inv, (c01 * d0 + c11 * d1 + c12 * d2) * inv,
+            (c02 * d0 + c12 * d1 + c22 * d2) * inv)
+
+
+@njit(cache=False)
+def _kadd(b, Mb, I0inv, c, R, P, K):
+    """K += the point-response matrix of body b at P: 1/M I - [r]x Iw^-1 [r]x."""
+    if b < 0:
+        return
+    r0 = P[0] - c[b, 0]
+    r1 = P[1] - c[b, 1]
+    r2 = P[2] - c[b, 2]
+    im = 1.0 / Mb[b]
+    # columns of Iw^-1 [r]x e_j = Iw^-1 (r x e_j), then -[r]x of them
+    for j in range(3):
+        e0 = 1.0 if j == 0 else 0.0
+        e1 = 1.0 if j == 1 else 0.0
+        e2 = 1.0 if j == 2 else 0.0
+        x0 = r1 * e2 - r2 * e1
+        x1 = r2 * e0 - r0 * e2
+        x2 = r0 * e1 - r1 * e0
+        a0, a1, a2 = _iw(R, I0inv, b, x0, x1, x2)
+        # -(r x a) = a x r
+        K[0, j] += (a1 * r2 - a2 * r1) + (im if j == 0 else 0.0)
+        K[1, j] += (a2 * r0 - a0 * r2) + (im if j == 1 else 0.0)
+        K[2, j] += (a0 * r1 - a1 * r0) + (im if j == 2 else 0.0)
+
+
+@njit(cache=False)
+def _contact_k(X, Xp, corners, cw, ncorner, A, B, m0, m1, m2, pen, mu, allowance, Mb, I0inv, c,
+               R, m_particles, m_start, qoff, PA, PB, rel):
+    PA[:] = 0.0
+    PB[:] = 0.0
+    rel[:] = 0.0
+    for j in range(ncorner):
+        p = corners[j]
+        w = cw[j]
+        for i in range(3):
+            if w > 0:
+                PA[i] += w * X[i, p]
+            else:
+                PB[i] -= w * X[i, p]
+            rel[i] += w * (X[i, p] - Xp[i, p])
+    into = -(rel[0] * m0 + rel[1] * m1 + rel[2] * m2)
+    cc = min(pen, max(into + allowance, 0.0))
+    if not cc > 0:
+        return False
+    r0 = rel[0] + m0 * cc
+    r1 = rel[1] + m1 * cc
+    r2 = rel[2] + m2 * cc
+    rn = r0 * m0 + r1 * m1 + r2 * m2
+    t0 = r0 - m0 * rn
+    t1 = r1 - m1 * rn
+    t2 = r2 - m2 * rn
+    tl = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+    take = min(mu * cc, tl)
+    sc = take / tl if tl > 1e-300 else 0.0
+    d0 = m0 * cc - t0 * sc
+    d1 = m1 * cc - t1 * sc
+    d2 = m2 * cc - t2 * sc
+    K = np.zeros((3, 3))
+    _kadd(A, Mb, I0inv, c, R, PA, K)
+    _kadd(B, Mb, I0inv, c, R, PB, K)
+    p0, p1, p2 = _solve3(K, d0, d1, d2)
+    _apply(A, 1.0, Mb, I0inv, c, R, PA, p0, p1, p2)
+    _apply(B, -1.0, Mb, I0inv, c, R, PB, p0, p1, p2)
     _place(X, A, m_particles, m_start, qoff, c, R)
     _place(X, B, m_particles, m_start, qoff, c, R)
     return True
@@ -343,7 +428,7 @@ def _pass(X, Xp, m_particles, m_start, qoff, Mb, I0inv, pb, b_idx, b_kind, b_sid
             cw[2] = -bb
             cw[3] = -bc
             if (_contact_j(X, Xp, corners, cw, 4, pb[v], pb[a], m0, m1, m2, pen, b_mu[q],
-                        allowance, Mb, I0inv, c, R, PA, PB, rel, acc) if JACOBI else _contact(X, Xp, corners, cw, 4, pb[v], pb[a], m0, m1, m2, pen, b_mu[q],
+                        allowance, Mb, I0inv, c, R, PA, PB, rel, acc) if JACOBI else (_contact_k if KMAT else _contact)(X, Xp, corners, cw, 4, pb[v], pb[a], m0, m1, m2, pen, b_mu[q],
                         allowance, Mb, I0inv, c, R, m_particles, m_start, qoff, PA, PB, rel)):
                 b_touch[v] = True
                 b_touch[a] = True
@@ -399,7 +484,7 @@ def _pass(X, Xp, m_particles, m_start, qoff, Mb, I0inv, pb, b_idx, b_kind, b_sid
             cw[2] = -(1.0 - tp)
             cw[3] = -tp
             if (_contact_j(X, Xp, corners, cw, 4, pb[p], pb[u], m0, m1, m2, pen, b_mu[q],
-                        allowance, Mb, I0inv, c, R, PA, PB, rel, acc) if JACOBI else _contact(X, Xp, corners, cw, 4, pb[p], pb[u], m0, m1, m2, pen, b_mu[q],
+                        allowance, Mb, I0inv, c, R, PA, PB, rel, acc) if JACOBI else (_contact_k if KMAT else _contact)(X, Xp, corners, cw, 4, pb[p], pb[u], m0, m1, m2, pen, b_mu[q],
                         allowance, Mb, I0inv, c, R, m_particles, m_start, qoff, PA, PB, rel)):
                 b_touch[p] = True
                 b_touch[qq] = True
@@ -419,7 +504,7 @@ def _pass(X, Xp, m_particles, m_start, qoff, Mb, I0inv, pb, b_idx, b_kind, b_sid
                     continue
                 one[0] = p
                 if (_contact_j(X, Xp, one, w1, 1, k, -1, 0.0, 0.0, 1.0, pen, mu, allowance, Mb,
-                            I0inv, c, R, PA, PB, rel, acc) if JACOBI else _contact(X, Xp, one, w1, 1, k, -1, 0.0, 0.0, 1.0, pen, mu, allowance, Mb,
+                            I0inv, c, R, PA, PB, rel, acc) if JACOBI else (_contact_k if KMAT else _contact)(X, Xp, one, w1, 1, k, -1, 0.0, 0.0, 1.0, pen, mu, allowance, Mb,
                             I0inv, c, R, m_particles, m_start, qoff, PA, PB, rel)):
                     touching[p] = True
     if JACOBI:
