@@ -156,14 +156,19 @@ def _named(c):
 
 
 def _masked(value, curves):
-    """value with what _plain takes from the keys instead replaced by _KEYED: _plain's rule
-    (an array's keyed components, a scalar's key of index 0), so that a value the hash reads is
-    never masked."""
+    """value with what _plain takes from the keys instead replaced by _KEYED (the same rule,
+    _by_keys), so that a value the hash reads is never masked."""
+    return _by_keys(value, curves, lambda i: _KEYED)
+
+
+def _by_keys(value, curves, key):
+    """value with each keyed part replaced by key(i): an array's keyed components i, a
+    scalar's key of index 0 ({index: keys} curves of its data path, _keyed; none: value)."""
     if not curves:
         return value
     if isinstance(value, list):
-        return [_KEYED if i in curves else v for i, v in enumerate(value)]
-    return _KEYED if 0 in curves else value
+        return [key(i) if i in curves else v for i, v in enumerate(value)]
+    return key(0) if 0 in curves else value
 
 
 # the pose bone settings signature reads: flags and limits
@@ -276,11 +281,7 @@ def _plain(v, keyed=None, path=""):
         except TypeError:
             value = v
     curves = (keyed or {}).get(path)
-    if not curves:
-        return value
-    if isinstance(value, list):
-        return [curves.get(i, value[i]) for i in range(len(value))]
-    return curves.get(0, value)
+    return _by_keys(value, curves, curves.__getitem__) if curves else value
 
 
 def stored_path(obj):

@@ -23,6 +23,9 @@ import os
 import numpy as np
 from numba import njit
 
+import solver.kernels.compiled  # noqa: F401  (compiled_joints imports it first)
+from solver.kernels.compiled_joints import _iw, _rotate
+
 ACTIVE = 1e-9          # as collision/bodies.py
 # the variant measured against Gauss-Seidel (README.md): every contact of a pass from the same
 # poses, each body moved by the mean of its contacts' impulses times OMEGA (Jacobi with
@@ -35,41 +38,22 @@ PARALLEL = 1e-3
 TOL = 1e-6
 
 
-@njit(cache=False, inline="always")
-def _iw(R, I, b, v0, v1, v2):
-    u0 = R[b, 0, 0] * v0 + R[b, 1, 0] * v1 + R[b, 2, 0] * v2
-    u1 = R[b, 0, 1] * v0 + R[b, 1, 1] * v1 + R[b, 2, 1] * v2
-    u2 = R[b, 0, 2] * v0 + R[b, 1, 2] * v1 + R[b, 2, 2] * v2
-    t0 = I[b, 0, 0] * u0 + I[b, 0, 1] * u1 + I[b, 0, 2] * u2
-    t1 = I[b, 1, 0] * u0 + I[b, 1, 1] * u1 + I[b, 1, 2] * u2
-    t2 = I[b, 2, 0] * u0 + I[b, 2, 1] * u1 + I[b, 2, 2] * u2
-    return (R[b, 0, 0] * t0 + R[b, 0, 1] * t1 + R[b, 0, 2] * t2,
-            R[b, 1, 0] * t0 + R[b, 1, 1] * t1 + R[b, 1, 2] * t2,
-            R[b, 2, 0] * t0 + R[b, 2, 1] * t1 + R[b, 2, 2] * t2)
-
-
 @njit(cache=False)
-def _rotate(R, b, t0, t1, t2):
-    hx = t0 * 0.5
-    hy = t1 * 0.5
-    hz = t2 * 0.5
-    s = 1.0 / (1.0 + (hx * hx + hy * hy + hz * hz))
-    d00 = 1.0 - 2.0 * s * (hy * hy + hz * hz)
-    d01 = 2.0 * s * (hx * hy - hz)
-    d02 = 2.0 * s * (hx * hz + hy)
-    d10 = 2.0 * s * (hx * hy + hz)
-    d11 = 1.0 - 2.0 * s * (hx * hx + hz * hz)
-    d12 = 2.0 * s * (hy * hz - hx)
-    d20 = 2.0 * s * (hx * hz - hy)
-    d21 = 2.0 * s * (hy * hz + hx)
-    d22 = 1.0 - 2.0 * s * (hx * hx + hy * hy)
-    for j in range(3):
-        r0 = R[b, 0, j]
-        r1 = R[b, 1, j]
-        r2 = R[b, 2, j]
-        R[b, 0, j] = d00 * r0 + d01 * r1 + d02 * r2
-        R[b, 1, j] = d10 * r0 + d11 * r1 + d12 * r2
-        R[b, 2, j] = d20 * r0 + d21 * r1 + d22 * r2
+def _gather(X, Xp, corners, cw, ncorner, PA, PB, rel):
+    """The contact points on each side (PA from the corners of weight > 0, PB from the others,
+    by |weight|) and the corners' relative motion rel = sum w (x - x*) over the substep."""
+    PA[:] = 0.0
+    PB[:] = 0.0
+    rel[:] = 0.0
+    for j in range(ncorner):
+        p = corners[j]
+        w = cw[j]
+        for i in range(3):
+            if w > 0:
+                PA[i] += w * X[i, p]
+            else:
+                PB[i] -= w * X[i, p]
+            rel[i] += w * (X[i, p] - Xp[i, p])
 
 
 @njit(cache=False)
@@ -123,18 +107,7 @@ def _place(X, b, m_particles, m_start, qoff, c, R):
 def _contact(X, Xp, corners, cw, ncorner, A, B, m0, m1, m2, pen, mu, allowance, Mb, I0inv, c,
              R, m_particles, m_start, qoff, PA, PB, rel):
     """corners with weights cw (side A > 0, side B < 0); normal m points from B to A."""
-    PA[:] = 0.0
-    PB[:] = 0.0
-    rel[:] = 0.0
-    for j in range(ncorner):
-        p = corners[j]
-        w = cw[j]
-        for i in range(3):
-            if w > 0:
-                PA[i] += w * X[i, p]
-            else:
-                PB[i] -= w * X[i, p]
-            rel[i] += w * (X[i, p] - Xp[i, p])
+    _gather(X, Xp, corners, cw, ncorner, PA, PB, rel)
     into = -(rel[0] * m0 + rel[1] * m1 + rel[2] * m2)
     cc = min(pen, max(into + allowance, 0.0))
     if not cc > 0:
@@ -148,18 +121,7 @@ def _contact(X, Xp, corners, cw, ncorner, A, B, m0, m1, m2, pen, mu, allowance, 
     _place(X, A, m_particles, m_start, qoff, c, R)
     _place(X, B, m_particles, m_start, qoff, c, R)
     # friction from the relative motion after the normal correction
-    PA[:] = 0.0
-    PB[:] = 0.0
-    rel[:] = 0.0
-    for j in range(ncorner):
-        p = corners[j]
-        w = cw[j]
-        for i in range(3):
-            if w > 0:
-                PA[i] += w * X[i, p]
-            else:
-                PB[i] -= w * X[i, p]
-            rel[i] += w * (X[i, p] - Xp[i, p])
+    _gather(X, Xp, corners, cw, ncorner, PA, PB, rel)
     rn = rel[0] * m0 + rel[1] * m1 + rel[2] * m2
     t0 = rel[0] - m0 * rn
     t1 = rel[1] - m1 * rn
@@ -221,18 +183,7 @@ def _kadd(b, Mb, I0inv, c, R, P, K):
 @njit(cache=False)
 def _contact_k(X, Xp, corners, cw, ncorner, A, B, m0, m1, m2, pen, mu, allowance, Mb, I0inv, c,
                R, m_particles, m_start, qoff, PA, PB, rel):
-    PA[:] = 0.0
-    PB[:] = 0.0
-    rel[:] = 0.0
-    for j in range(ncorner):
-        p = corners[j]
-        w = cw[j]
-        for i in range(3):
-            if w > 0:
-                PA[i] += w * X[i, p]
-            else:
-                PB[i] -= w * X[i, p]
-            rel[i] += w * (X[i, p] - Xp[i, p])
+    _gather(X, Xp, corners, cw, ncorner, PA, PB, rel)
     into = -(rel[0] * m0 + rel[1] * m1 + rel[2] * m2)
     cc = min(pen, max(into + allowance, 0.0))
     if not cc > 0:
@@ -288,18 +239,7 @@ def _accum(b, sign, Mb, I0inv, c, R, P, p0, p1, p2, acc):
 @njit(cache=False)
 def _contact_j(X, Xp, corners, cw, ncorner, A, B, m0, m1, m2, pen, mu, allowance, Mb, I0inv, c,
                R, PA, PB, rel, acc):
-    PA[:] = 0.0
-    PB[:] = 0.0
-    rel[:] = 0.0
-    for j in range(ncorner):
-        p = corners[j]
-        w = cw[j]
-        for i in range(3):
-            if w > 0:
-                PA[i] += w * X[i, p]
-            else:
-                PB[i] -= w * X[i, p]
-            rel[i] += w * (X[i, p] - Xp[i, p])
+    _gather(X, Xp, corners, cw, ncorner, PA, PB, rel)
     into = -(rel[0] * m0 + rel[1] * m1 + rel[2] * m2)
     cc = min(pen, max(into + allowance, 0.0))
     if not cc > 0:
