@@ -405,7 +405,8 @@ def report(cfg, objs, built, facts, timings, bake_s, out, engine, ext):
           f"{f['grass_root_error'] * 1e3:.2f} mm")
     print(f"    crate: rests on the {f['crate_on']} ({f['crate_gap'] * cm:+.1f} cm gap), "
           f"{f['crate_speed_end']:.3f} m/s at the end; slid {f['crate_slide']:.2f} m, "
-          f"rebound {f['crate_rebound'] * 100:.0f} % of its {f['crate_drop']:.2f} m drop")
+          f"rebound {f['crate_rebound'] * 100:.0f} % of its {f['crate_drop']:.2f} m drop (a "
+          f"corner at most {f['crate_lift'] * 1e3:.1f} mm off the ramp after it touched)")
     print(f"    jelly: volume ratio {f['jelly_volume_ratio_end']:.3f} at the end (range "
           f"{f['jelly_volume_ratio_min']:.3f}..{f['jelly_volume_ratio_max']:.3f}); wobble "
           f"(RMS off a rigid motion) up to {f['jelly_wobble_max'] * 100:.1f} % of its size;")

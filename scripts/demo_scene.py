@@ -168,6 +168,11 @@ def measure(ext, objs):
     facts["crate_speed_end"] = float(np.linalg.norm(mc[-1, :3, 3] - mc[-2, :3, 3]) * fps)
     facts["crate_drop"] = float(mc[0, 2, 3] - mc[-1, 2, 3])
     facts["crate_rebound"] = _rebound(mc[:, 2, 3])
+    # a bounce leaves the surface; a tumble about an edge raises the centre but keeps a corner
+    # on it: the largest gap of the lowest corner over the ramp from the first touch on
+    gaps = np.array([rest_gap(m)[1] for m in mc])
+    touched = np.nonzero(gaps < 0.01)[0]
+    facts["crate_lift"] = float(gaps[touched[0]:].max()) if len(touched) else float("inf")
     facts["crate_slide"] = float(np.linalg.norm(mc[-1, :2, 3] - mc[0, :2, 3]))
     # rigidity: the corner-to-corner distances of the rigid transform are exact by construction;
     # the determinant shows the matrix stays a rotation

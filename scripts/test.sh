@@ -15,9 +15,10 @@ bash scripts/setup.sh
 .venv/bin/python -m pytest -p no:pytest-blender tests "$@"
 # exit code 5 = no test selected (extra arguments such as -k may deselect a whole run)
 # test_backends.py runs every scenario on both backends by name in the first run, whatever
-# VERLET_BACKEND says, so this run leaves it out
+# VERLET_BACKEND says, so this run leaves it out, and likewise every test that names its backend
+# in a parameter (tests/conftest.py: --skip-named-backends)
 VERLET_BACKEND=numpy .venv/bin/python -m pytest -p no:pytest-blender tests/solver \
-  --ignore=tests/solver/test_backends.py "$@" || [ $? -eq 5 ]
+  --ignore=tests/solver/test_backends.py --skip-named-backends "$@" || [ $? -eq 5 ]
 for track in bpy50 bpy42; do
   skip=VERLET_SKIP_${track^^}
   if [ "${VERLET_SKIP_SMOKE:-0}" = 1 ] || [ "${!skip:-0}" = 1 ]; then

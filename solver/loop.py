@@ -12,8 +12,10 @@ Jakobsen's loop ("Advanced Character Physics", section 2), ``substeps`` times pe
                 bounded by ``allowance``; after the bodies, so nothing ends a substep pressed
                 into one), embedded points of tetrahedral bodies, shape matching, joints
                 between rigid bodies
-    velocity    shape-matching damping, restitution, and the overlap resolved without speed
-                moved into x* (collision/project.release_overlap); all on x* only
+    velocity    rigid bodies' impacts on colliders made plastic (collision/rigid.py
+                rigid_velocities), shape-matching damping, restitution, and the overlap
+                resolved without speed moved into x* (collision/project.release_overlap); all
+                on x* only
 
 then a check that every position is finite. The Simulation prepares what the loop reads once
 per step (simulation.py): accelerations, the collide stage's candidates, each collider's
@@ -51,6 +53,7 @@ import numpy as np
 from .collision.bodies import solve_bodies
 from .collision.mesh_query import place_meshes
 from .collision.project import project_collider, project_points, release_overlap, restitution
+from .collision.rigid import rigid_velocities, solve_rigid
 from .constraints.joints import solve_joints
 from .constraints.pins import solve_soft_pins
 from .constraints.shapes import damp_shapes, solve_shapes
@@ -61,7 +64,7 @@ from .integrator import predict
 
 
 def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shapes, joints,
-                 colliders, points, contacts, bodies, counts, scalars):
+                 colliders, points, contacts, bodies, rigid, counts, scalars):
     X, Xp = state
     a_h2, keep, lim = integrate
     d_ids, d_drift, d_normal, d_along, d_decay, d_g_h2 = drag
@@ -88,10 +91,12 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     (b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass, b_allowance, b_dx, b_dl, b_share,
      b_particle, b_start, b_slot, b_touch) = bodies
     any_bodies = b_idx.shape[0] > 0
+    r_bodies, r_touch = rigid[4], rigid[20]
     substeps, iterations, contact_iterations = counts
     h, gravity_norm, allowance = scalars
     n_colliders = c_shape.shape[0]
     any_restitution = bool(np.any(c_restitution > 0))
+    keep_pred = any_restitution or bool(r_bodies.size)
     # the shape solve weighs body contacts by these flags: none may be left from a step before
     # that had contacts between bodies, when this one has none (then it never clears them)
     b_touch.fill(False)
@@ -103,7 +108,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         if pin_ids.size:
             X[:, pin_ids] = (pin_start + (pin_target - pin_start) * ((s + 1) / substeps)).T
             Xp[:, pin_ids] = (pin_start + (pin_target - pin_start) * (s / substeps)).T
-        if any_restitution:
+        if keep_pred:
             X_pred[:] = X
         if mesh_ids.size:                      # the mesh colliders' vertices in this substep
             place_meshes(mesh[0], mesh[1], mesh[6], mesh_ids, sc, sb, s, substeps, mesh[19],
@@ -113,6 +118,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         touching.fill(False)
         if any_bodies:
             b_touch.fill(False)
+        if r_bodies.size:
+            r_touch.fill(False)
         v_lam.fill(0.0)
         m_lam.fill(0.0)
         j_lam.fill(0.0)
@@ -152,6 +159,13 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                 solve_shapes(X, m_particles, m_rest_offset, m_start, m_color_offsets, m_mass,
                              m_collider_boost, m_w, m_alpha, m_lam, touching, b_touch,
                              m_body_boost, m_origin, m_rot, m_basis)
+            # contacts of rigid bodies, on the bodies (collision/rigid.py): after the fit, which
+            # gives their poses, and before the joints, which read them
+            if r_bodies.size:
+                solve_rigid(X, Xp, m_particles, m_rest_offset, m_origin, m_rot, rigid, c_shape,
+                            approximate[s], abc[s], c_thickness, radius, R[s], t[s], sc[s],
+                            Rb[s], tb[s], sb[s], moving[s], c_mu_s, c_mu_k, mesh, depth, used,
+                            touching, normal, motion, collider, allowance)
             if j_order.size:
                 solve_joints(X, m_particles, m_rest_offset, m_mass, m_origin, m_rot, m_exact,
                              j_bodies, j_entries, j_entry_start, j_inv_mass, j_inv_inertia,
@@ -161,6 +175,9 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                              j_island_done, j_island_order, j_island_start, j_passes,
                              j_tolerance, j_disjoint)
         # velocity pass
+        if r_bodies.size:
+            rigid_velocities(X, Xp, X_pred, m_particles, m_start, m_origin, m_rot, rigid,
+                             touching, collider, normal, motion, 2.0 * gravity_norm * h * h)
         if m_any_damped:
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)
         if any_restitution:

@@ -32,6 +32,7 @@ from .collision.colliders import Colliders
 from .collision.contacts import Contacts
 from .collision.points import TetraPoints
 from .collision.reach import particle_reach, scene_reach
+from .collision.rigid import RigidContacts
 from .constraints.joints import JointSolver
 from .constraints.pins import SoftPinSolver
 from .constraints.shapes import ShapeSolver
@@ -126,6 +127,9 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
         self.colliders = Colliders(model)
         self.contacts = Contacts(n, self.points.count, self.colliders.count)
         self.bodies = BodyContacts(model, self.kernels)
+        # contacts of rigid bodies, solved on the bodies (after the fit, before the joints)
+        self.rigid = RigidContacts(model, self.shapes, self.joints, self.backend)
+        self._awake = np.ones(n, bool)                  # (n,) bool all awake
         self.sleep = Sleep(model, sleep, self.kernels.islands)   # at rest: frozen till woken
         self.state = State.at_rest(model.particle_x0, self.sleep.count)
         placed = self.colliders.initial_frames(model)
@@ -440,6 +444,8 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
             else self.kernels.run_substeps(*self._loop_args(h, field_keep, asleep))
         if failed >= 0:
             self._fail(backup, failed)
+        # what touched another body in the last substep, through either solve
+        np.logical_or(self.contacts.body_touch, self.rigid.touch, out=self.contacts.body_touch)
         if asleep is not None:         # sleeping bodies stay exactly where they were
             self.state.X[:, asleep] = backup.state.X[:, asleep]
             self.state.X_prev[:, asleep] = backup.state.X_prev[:, asleep]
@@ -494,6 +500,8 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
         each = particle_reach(motion2, st.h, dt, acc_max, ctl.wind.max_speed, sleep, pins,
                               self.contacts.body_idx)
         self.colliders.collide(ctl, x, free, each + self._radius, self.contacts, self.kernels)
+        # the contacts of rigid bodies leave the particle solves for the bodies' (rigid.py)
+        self.rigid.select(self.contacts, self._awake if asleep is None else ~sleep.asleep(st))
         return asleep
 
     def _loop_args(self, h, field_keep=None, asleep=None):
@@ -521,6 +529,7 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
                 self.colliders.kernel_args(ctl, S, self._radius, self.contacts),
                 self.points.kernel_args(), self.contacts.kernel_args(),
                 self.contacts.body_args(body_inv_mass, self.max_depenetration_speed * h),
+                self.rigid.kernel_args(self.contact_iterations),
                 (S, self.iterations, self.contact_iterations),
                 (h, float(np.linalg.norm(self.gravity)), self.max_depenetration_speed * h))
 

@@ -18,6 +18,27 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from extension_loader import load_extension  # noqa: E402  (shared with scripts/demo.py)
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--skip-named-backends", action="store_true",
+        help="leave out the tests that name their backend in a parameter (numpy, numba): "
+             "scripts/test.sh's second run, on VERLET_BACKEND=numpy, passes it, since its first "
+             "run already ran every such test on each backend it names")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--skip-named-backends"):
+        return
+    keep, named = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        own = any(isinstance(v, str) and v in ("numpy", "numba") for v in params.values())
+        (named if own else keep).append(item)
+    if named:
+        config.hook.pytest_deselected(items=named)
+        items[:] = keep
+
+
 def import_bpy():
     """The bpy module, for the Blender tests. A missing or broken bpy raises ImportError saying
     so, which fails the collection of every Blender test module and so the run: the modules used

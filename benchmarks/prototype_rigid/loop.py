@@ -20,7 +20,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def _edit(src, old, new):
     if src.count(old) != 1:
-        raise RuntimeError(f"prototype loop: the product's loop changed, cannot splice at {old!r}")
+        raise RuntimeError(
+            "prototype loop: the product's loop changed, cannot splice at "
+            f"{old!r}; the prototype runs against the solver it was measured on (commit "
+            "da2f5d2: git worktree add /tmp/proto da2f5d2, and run it there); the product has "
+            "since built it in (solver/collision/rigid.py)")
     return src.replace(old, new)
 
 

@@ -233,12 +233,12 @@ class Colliders:
 
     def kernel_args(self, control, substeps, radius, contacts):
         """The colliders group of loop.run_substeps' arguments: material per collider (the
-        Control's), the particle radii (n,) [m], the collide stage's candidates and the
-        placements."""
+        Control's), the particle radii (n,) [m], the collide stage's candidates that the
+        particle projection takes (contacts.projected: not those of rigid bodies' particles,
+        collision/rigid.py) and the placements."""
         return (self.shape, self.thickness, control.collider_static_friction,
-                control.collider_friction, control.collider_restitution, radius,
-                contacts.pair_particle, contacts.pair_start, contacts.by_particle,
-                contacts.by_particle_start, contacts.by_particle_collider) \
+                control.collider_friction, control.collider_restitution, radius) \
+            + contacts.projected \
             + self.placements(control, substeps) \
             + (self.meshes.kernel_args(control.mesh_vertices, control.mesh_target),)
 

@@ -17,12 +17,13 @@ class Contacts:
         # --- pairs found by the collide stage this step, grouped by collider
         self.pair_particle = np.zeros(0, np.int64)         # (q,) int64 particle of each pair
         self.pair_start = np.zeros(n_colliders + 1, np.int64)   # (C + 1,) pairs of collider k
-        # the same pairs grouped by particle (the compiled loop's one pass over all colliders):
-        # particle v of the u candidates is by_particle[v], its colliders (increasing)
-        # by_particle_collider[by_particle_start[v]:by_particle_start[v + 1]]
-        self.by_particle = np.zeros(0, np.int64)            # (u,) int64
-        self.by_particle_start = np.zeros(1, np.int64)      # (u + 1,) int64
-        self.by_particle_collider = np.zeros(0, np.int64)   # (q,) int64
+        # the pairs the particle projection takes (keep_candidates): (pair_particle, pair_start)
+        # of those, and the same grouped by particle (the compiled loop's one pass over all
+        # colliders): particle v of the u candidates is by_particle[v] (u,) int64, its
+        # colliders (increasing) by_particle_collider[by_particle_start[v]:by_particle_start[v
+        # + 1]] ((u + 1,) and (q,) int64)
+        self.projected = (self.pair_particle, self.pair_start, np.zeros(0, np.int64),
+                          np.zeros(1, np.int64), np.zeros(0, np.int64))
         # --- contact state of the current substep (allocated once, reset every substep)
         self.depth = np.zeros(n)                 # (n,) float64 [m] normal correction this substep
         self.used = np.zeros(n)                  # (n,) float64 [m] friction distance spent
@@ -63,7 +64,22 @@ class Contacts:
         self.body_dist = np.ascontiguousarray(dist, np.float64)   # (K,) float64 [m]
         self.body_mu = np.ascontiguousarray(mu, np.float64)       # (K,) float64
         self.body_jit = np.ascontiguousarray(jit, np.float64)     # (K, 3) float64 unit
-        flat = self.body_idx.ravel()
+        self.keep_body_contacts(None)
+
+    def keep_body_contacts(self, keep):
+        """The body contacts the particle solve (collision/bodies.py) takes: keep (K,) bool, or
+        None for all of them; the others are solved on the bodies (collision/rigid.py). The
+        full lists above stay (sleep joins islands by them). Builds the gather: every
+        particle's slots (contact * 4 + corner) in increasing order."""
+        if keep is None:
+            self.solved = (self.body_idx, self.body_kind, self.body_side, self.body_dist,
+                           self.body_mu, self.body_jit)
+        else:
+            self.solved = tuple(np.ascontiguousarray(a[keep]) for a in (
+                self.body_idx, self.body_kind, self.body_side, self.body_dist, self.body_mu,
+                self.body_jit))
+        idx = self.solved[0]
+        flat = idx.ravel()
         slots = np.nonzero(flat >= 0)[0]
         # by particle, each particle's slots in increasing order: one sort of unique keys is
         # the stable sort's result, at a third of its cost
@@ -80,9 +96,9 @@ class Contacts:
     def body_args(self, inv_mass, allowance):
         """The bodies group of loop.run_substeps' arguments (allowance [m]: the depenetration
         bound per substep)."""
-        return (self.body_idx, self.body_kind, self.body_side, self.body_dist, self.body_mu, self.body_jit,
-                inv_mass, allowance, self.body_dx, self.body_dl, self.body_share, self.body_particle, self.body_start,
-                self.body_slot, self.body_touch)
+        return self.solved + (inv_mass, allowance, self.body_dx, self.body_dl, self.body_share,
+                              self.body_particle, self.body_start, self.body_slot,
+                              self.body_touch)
 
     def set_candidates(self, per_collider):
         """Store the collide stage's result: per_collider, a list of C (k,) int64 particle
@@ -91,13 +107,27 @@ class Contacts:
         self.pair_start = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))).astype(np.int64)
         self.pair_particle = np.concatenate(per_collider).astype(np.int64) if per_collider \
             else np.zeros(0, np.int64)
+        self.keep_candidates(None)
+
+    def keep_candidates(self, keep):
+        """The candidate pairs the particle projection takes: keep (q,) bool, or None for all;
+        the others (particles of rigid bodies) are solved on the bodies (collision/rigid.py).
+        The full lists above stay. Sets ``projected``: (pair_particle, pair_start, by_particle,
+        by_particle_start, by_particle_collider) of the kept pairs (the colliders group of
+        loop.run_substeps reads them)."""
+        sizes = np.diff(self.pair_start)
         pair_collider = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
-        order = np.lexsort((pair_collider, self.pair_particle))      # by particle, then collider
-        p = self.pair_particle[order]
+        pair_particle, pair_start = self.pair_particle, self.pair_start
+        if keep is not None:
+            pair_particle, pair_collider = pair_particle[keep], pair_collider[keep]
+            pair_start = np.concatenate(([0], np.cumsum(np.bincount(
+                pair_collider, minlength=len(sizes))))).astype(np.int64)
+        order = np.lexsort((pair_collider, pair_particle))      # by particle, then collider
+        p = pair_particle[order]
         first = np.r_[True, p[1:] != p[:-1]] if p.size else np.zeros(0, bool)
-        self.by_particle = p[first]
-        self.by_particle_start = np.r_[np.nonzero(first)[0], p.size].astype(np.int64)
-        self.by_particle_collider = pair_collider[order]
+        self.projected = (np.ascontiguousarray(pair_particle, np.int64), pair_start, p[first],
+                          np.r_[np.nonzero(first)[0], p.size].astype(np.int64),
+                          np.ascontiguousarray(pair_collider[order], np.int64))
 
     def kernel_args(self):
         """The contacts group of loop.run_substeps' arguments (the loop resets them per

@@ -247,6 +247,10 @@ class ShapeSolver:
         # pinned, no particle shared with another cluster), so the joints read the body's frame
         # there instead of a second polar decomposition; set per step in begin_step
         self.exact = np.zeros(k, bool)
+        # (K,) bool the same clusters, read by the contacts solved on rigid bodies
+        # (collision/rigid.py): kept apart from exact, which only tells the joints where to
+        # read a body's frame
+        self.rigid_body = np.zeros(k, bool)
         shared = np.bincount(self.particles, minlength=model.particle_count)[self.particles] > 1
         # (e,) bool entries that can never end on their cluster's goal: pinned or shared
         self._loose = pinned | shared
@@ -284,6 +288,7 @@ class ShapeSolver:
         if len(self.exact):
             off = (~self.rigid) | self._loose
             np.equal(_sums(self.cluster, len(self.exact), off.astype(float)), 0.0, out=self.exact)
+            self.rigid_body[:] = self.exact
         # a particle of a rigid cluster that touches another body carries its whole body (it
         # counts BOOST times heavier in the fit), so contacts between bodies weigh it as the
         # cluster (1 / its mass; the heaviest of several): each side then moves by its body's
@@ -294,8 +299,11 @@ class ShapeSolver:
         if self._rigid_seen is None or not np.array_equal(self.rigid, self._rigid_seen):
             self._rigid_seen = self.rigid.copy()
             self.body_boost[:] = np.where(self.rigid, BOOST, 1.0)
+            # an exact body's collider contacts are solved on the body after the fit
+            # (collision/rigid.py): the flags they leave must not weigh the next fit
+            solved = self.rigid_body[self.cluster] if len(self.exact) else np.zeros(0, bool)
             self.collider_boost[:] = np.where(
-                self.rigid, np.where(self._jointed, GROUND_BOOST, BOOST), 1.0)
+                self.rigid & ~solved, np.where(self._jointed, GROUND_BOOST, BOOST), 1.0)
             self.contact_inv_mass = self._inv_mass
             if self.rigid.any():
                 e = np.nonzero(self.rigid)[0]

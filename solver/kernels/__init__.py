@@ -6,6 +6,7 @@
 The NumPy kernels are the readable reference and the fallback; each lives beside the physics it
 implements (forces.py, integrator.py, sleep.py, constraints/*.py, collision/project.py,
 collision/colliders.py, collision/bodies.py, collision/body_stage.py, collision/pairs.py,
+collision/rigid.py,
 collision/mesh.py, collision/mesh_query.py, and the substep loop itself in loop.py). The compiled kernels
 (compiled.py and the compiled_*.py it imports; Numba) perform the same floating-point operations
 in the same order, so the backends agree bit for bit (tests/solver/test_backends.py). Positions always
@@ -23,7 +24,7 @@ KERNELS = ("apply_drag", "predict", "squared_motion", "surface_normals", "solve_
            "project_collider", "project_points", "restitution", "release_overlap", "active_items",
            "edge_sag", "find_body_contacts", "filter_pairs", "solve_bodies", "place_meshes",
            "mesh_distances", "refit_meshes", "mesh_normals", "primitive_candidates", "islands",
-           "sweep_pairs", "body_frames", "run_substeps")
+           "sweep_pairs", "body_frames", "solve_rigid", "rigid_velocities", "run_substeps")
 
 
 def _numpy_table():
@@ -34,6 +35,7 @@ def _numpy_table():
     from ..collision.mesh import mesh_normals, refit_meshes
     from ..collision.mesh_query import mesh_distances, place_meshes
     from ..collision.project import project_collider, project_points, release_overlap, restitution
+    from ..collision.rigid import rigid_velocities, solve_rigid
     from ..constraints.joints import body_frames_of, solve_joints
     from ..constraints.pins import solve_soft_pins
     from ..constraints.shapes import damp_shapes, solve_shapes
@@ -59,6 +61,7 @@ def _numpy_table():
                            refit_meshes=refit_meshes, mesh_normals=mesh_normals,
                            primitive_candidates=primitive_candidates, islands=islands,
                            sweep_pairs=sweep_pairs, body_frames=body_frames_of,
+                           solve_rigid=solve_rigid, rigid_velocities=rigid_velocities,
                            run_substeps=run_substeps)
 
 

@@ -22,6 +22,7 @@ from .compiled import (damp_shapes, solve_shapes, solve_soft_pins, solve_sticks,
 from .compiled_forces import close_substep, drag_and_predict
 from .compiled_bodies import solve_bodies
 from .compiled_joints import solve_joints
+from .compiled_rigid import rigid_velocities, solve_rigid
 from .compiled_mesh import place_meshes
 from .compiled_candidates import candidate_clearance
 from .compiled_contact import project_colliders, project_points, restitution
@@ -29,7 +30,7 @@ from .compiled_contact import project_colliders, project_points, restitution
 
 @njit(cache=True, fastmath=False)
 def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shapes, joints,
-                 colliders, points, contacts, bodies, counts, scalars):
+                 colliders, points, contacts, bodies, rigid, counts, scalars):
     X, Xp = state
     a_h2, keep, lim = integrate
     d_ids, d_drift, d_normal, d_along, d_decay, d_g_h2 = drag
@@ -56,6 +57,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     (b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass, b_allowance, b_dx, b_dl, b_share,
      b_particle, b_start, b_slot, b_touch) = bodies
     any_bodies = b_idx.shape[0] > 0
+    r_bodies, r_touch = rigid[4], rigid[20]
     substeps, iterations, contact_iterations = counts
     h, gravity_norm, allowance = scalars
     n_colliders = c_shape.shape[0]
@@ -63,6 +65,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     for k in range(n_colliders):
         if c_restitution[k] > 0:
             any_restitution = True
+    keep_pred = any_restitution or r_bodies.shape[0] > 0
     n = X.shape[1]
     drag_slot = np.full(n, -1, np.int64)      # (n,) each particle's drag entry, -1 for none
     for q in range(d_ids.shape[0]):
@@ -81,7 +84,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         # drag, then integrate (one pass; loop.py makes two calls: the same bits per
         # particle), copying x' for restitution and clearing the contact scratch on the way
         drag_and_predict(X, Xp, drag_slot, d_drift, d_normal, d_along, d_decay, d_g_h2, a_h2,
-                         keep, lim, X_pred, any_restitution, depth, used, touching)
+                         keep, lim, X_pred, keep_pred, depth, used, touching)
         f1 = (s + 1) / substeps
         f0 = s / substeps
         for q in range(pin_ids.shape[0]):
@@ -89,13 +92,15 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             for c in range(3):
                 X[c, p] = pin_start[q, c] + (pin_target[q, c] - pin_start[q, c]) * f1
                 Xp[c, p] = pin_start[q, c] + (pin_target[q, c] - pin_start[q, c]) * f0
-                if any_restitution:
+                if keep_pred:
                     X_pred[c, p] = X[c, p]
         if mesh_ids.shape[0]:
             place_meshes(mesh[0], mesh[1], mesh[6], mesh_ids, sc, sb, s, substeps, mesh[19],
                          mesh[3], mesh[4])
         if any_bodies:
             b_touch[:] = False
+        if r_bodies.shape[0]:
+            r_touch[:] = False
         point_depth[:] = 0.0
         point_used[:] = 0.0
         v_lam[:] = 0.0
@@ -136,6 +141,13 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                 solve_shapes(X, m_particles, m_rest_offset, m_start, m_color_offsets, m_mass,
                              m_collider_boost, m_w, m_alpha, m_lam, touching, b_touch,
                              m_body_boost, m_origin, m_rot, m_basis)
+            # contacts of rigid bodies, on the bodies (collision/rigid.py): after the fit, which
+            # gives their poses, and before the joints, which read them
+            if r_bodies.shape[0]:
+                solve_rigid(X, Xp, m_particles, m_rest_offset, m_origin, m_rot, rigid, c_shape,
+                            approximate[s], abc[s], c_thickness, radius, R[s], t[s], sc[s],
+                            Rb[s], tb[s], sb[s], moving[s], c_mu_s, c_mu_k, mesh, depth, used,
+                            touching, normal, motion, collider, allowance)
             if j_order.shape[0]:
                 solve_joints(X, m_particles, m_rest_offset, m_mass, m_origin, m_rot, m_exact,
                              j_bodies, j_entries, j_entry_start, j_inv_mass, j_inv_inertia,
@@ -145,6 +157,9 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                              j_island_done, j_island_order, j_island_start, j_passes,
                              j_tolerance, j_disjoint)
         # velocity pass
+        if r_bodies.shape[0]:
+            rigid_velocities(X, Xp, X_pred, m_particles, m_start, m_origin, m_rot, rigid,
+                             touching, collider, normal, motion, 2.0 * gravity_norm * h * h)
         if m_any_damped:
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)
         if any_restitution:

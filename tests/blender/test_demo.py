@@ -127,7 +127,10 @@ def test_crate_rests_on_the_ramp_and_jelly_on_the_ground(baked):
     assert abs(f["crate_gap"]) < 0.02                 # touching, not through
     assert f["crate_speed_end"] < 0.05                # at rest (friction 0.5 > tan 18 deg)
     assert f["crate_drop"] > 0.3                      # it did fall
-    assert f["crate_rebound"] < 0.2                   # no restitution: no bounce back up
+    # no restitution: no bounce back up. Its centre may rise (landing on an edge, it pivots
+    # about it: rebound 0.22 at 20 substeps), but a corner stays on the ramp
+    assert f["crate_lift"] < 0.005, f["crate_lift"]
+    assert f["crate_rebound"] < 0.3
     assert abs(f["crate_det"] - 1.0) < 1e-3           # a rotation: rigid
     assert -0.02 < f["jelly_gap_ground"] < 0.02       # the jelly rests on the ground
     assert f["jelly_speed_end"] < 0.05

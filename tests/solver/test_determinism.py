@@ -159,10 +159,13 @@ def test_scene_really_moves(scene):
     free_cloth = np.setdiff1d(ids["cloth"], ids["pins"])
     assert np.max(np.linalg.norm(x[free_cloth] - x0[free_cloth], axis=1)) > 0.05
     assert np.min(np.linalg.norm(x[free_cloth], axis=1)) < 0.35 + 1e-3        # on the sphere
-    # the block rests on the platform (its top at z = -0.4 moved and turned) and rode along
+    # the block rests on the platform (its top at z = -0.4 moved and turned) and rode along:
+    # two corners within 1 mm of it and none inside (its contacts are solved on the body,
+    # collision/rigid.py, which holds the corners on the surface to the solve's convergence,
+    # not to the bit as a projection of the corners did)
     platform = sdf.decompose(mover_matrix(N_STEPS))
     phi, _ = sdf.evaluate(sdf.BOX, np.ones(3), platform, x[ids["block"]])
-    assert np.sum(np.abs(phi) < 1e-6) >= 2 and np.min(phi) > -1e-6
+    assert np.sum(np.abs(phi) < 1e-3) >= 2 and np.min(phi) > -1e-5
     assert np.mean(x[ids["block"], 0]) - np.mean(x0[ids["block"], 0]) > 0.05
     assert np.min(x[ids["tet"], 2]) < -0.2 and np.min(x[ids["octa"], 2]) < -0.49
     assert np.allclose(x[ids["pins"]], x0[ids["pins"]] + (0.0, 0.14, 0.01 * math.sin(7)),

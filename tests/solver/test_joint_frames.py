@@ -52,11 +52,12 @@ def test_goal_pose_is_the_particles_frame_after_the_shape_solve(backend):
     origin, rot = sh.origin, sh.rot
     origin[:] = 0.0
     rot[:] = 0.0
-    # the contacts as collider contacts of these jointed bones: shapes.GROUND_BOOST
-    assert (collider_boost > 1).all()
+    # the contacts as particle contacts with another body (cloth, a soft body): shapes.BOOST
+    # (a rigid body's collider contacts are solved on the body, and weigh 1 in the fit)
+    assert (body_boost > 1).all()
     sim.kernels.solve_shapes(X, particles, rest_offset, start, color_offsets, mass,
-                             collider_boost, w, alpha, lam.copy(), contact,
-                             np.zeros_like(contact), body_boost, origin, rot, sh.basis)
+                             collider_boost, w, alpha, lam.copy(), np.zeros_like(contact),
+                             contact, body_boost, origin, rot, sh.basis)
     bodies = np.arange(len(start) - 1)
     entries = np.arange(len(particles))
     c, R = body_frames_of(X, particles, rest_offset, mass, entries, start.astype(np.int64),

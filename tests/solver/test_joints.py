@@ -227,14 +227,12 @@ def _lying_torso(friction):
     return b.build()
 
 
-@pytest.mark.xfail(strict=True, reason="known defect (README, Joints, Known weak points): the "
-                   "shape solve still turns a jointed body about its collider contacts "
-                   "(shapes.GROUND_BOOST), which friction would do, not a frictionless floor")
 def test_jointed_bodies_lying_on_a_frictionless_floor_never_gain_energy():
     """Three jointed capsules on a frictionless floor: once they have landed the energy must
-    never rise. With collider contacts weighed 1e4 times in the shape solve they gained 10 J in
-    5 s, at shapes.GROUND_BOOST (100) 7.5 J (measured 2026-11-26). Friction hides it: at 0.6
-    they rest."""
+    never rise. With collider contacts as particle projections weighed 1e4 times in the shape
+    solve they gained 10 J in 5 s, at shapes.GROUND_BOOST (100) 7.5 J (measured 2026-11-26; a
+    strict xfail until the contacts were solved on the bodies, collision/rigid.py). Friction
+    hid it: at 0.6 they rested."""
     sim = Simulation(_lying_torso(0.0), substeps=40, sleep=False)
     energy = []
     for _ in range(6 * 24):

@@ -1,0 +1,468 @@
+"""Contact of rigid bodies solved on the bodies: mass and inertia at the contact point.
+
+A rigid body is a shape-matching cluster at compliance 0 with nothing pinned and no particle
+shared with another cluster (constraints/shapes.py: ShapeSolver.rigid_body). Its contacts with
+colliders and with other such bodies (or with anything immovable) are not projections of its
+particles followed by a weighted fit; they are contacts between bodies, solved on the bodies'
+poses after the fit, as the joints are (Mueller, Macklin, Chentanez, Jeschke and Kim,
+"Detailed Rigid Body Simulation with Extended Position Based Dynamics", SCA 2020, section
+3.5). The particle projection turned a body about its contacts (the fit weighed a touched
+particle 1e4 times), so a cube with a corner over another's edge tipped off and stacks in a
+pile crept and slid off; benchmarks/prototype_rigid/README.md measured the difference.
+
+For a contact between bodies a and b with normal n (from b to a) at points P_a, P_b (the
+contact's corners on each side, by their gradient weights: collision/bodies.py gives the
+constraints C of every kind, vertex-triangle, edge-edge, particle pair and capsule axes), and
+against a collider (its signed distance, the tunnelling guard and its surface motion as
+collision/project.py computes them, at the particle's place on its body):
+
+    w_b(P, n) = 1 / M_b + (r x n) . I_b^-1 (r x n),   r = P - c_b, I_b^-1 = R I0^-1 R^T
+    into = -(u . n)              u: the contact points' relative motion over the substep
+    c = min(pen, max(into + s_max, 0))        (as project.py, without its lift: below)
+    lambda_n = c / (w_a + w_b)       applied first: c_b += p / M, R_b turned by I^-1 (r x p)
+    then, from the contact points' relative motion u' after it, t = u' - n (u' . n):
+    lambda_t = |t| / (w_a(t^) + w_b(t^))       the impulse that stops the slip
+    friction taken: between bodies min(mu lambda_n, lambda_t); against a collider, static
+    when lambda_t + used <= mu_s depth, else min(max(mu_k depth - used, 0), lambda_t), with
+    depth and used the substep's sums of lambda_n and of friction taken at that particle (the
+    particle projection's rule, in impulses [kg m] instead of distances: Coulomb bounds the
+    impulses; bounded in distance it held a box past its friction angle wherever the body's
+    response is not the same in every direction).
+
+Without the particle projection's split impulse (project.py: the overlap a particle did not
+move into owed to x* as well, so it leaves without speed): moved onto a rigid body's previous
+pose, it kept the 100-crate pile from ever resting (5 of 100 asleep after 10 s, crates rocking
+at 1 to 5 cm/s; without it every crate sleeps by 5 s; measured 2026-11-26). Without it, a
+body pushed out of an overlap leaves at most at max_depenetration_speed: the bound on c above
+keeps the correction beyond the approach to s_max per substep.
+
+Gauss-Seidel: contact after contact, each reading the poses the earlier ones left, PASSES
+times per solve, every other pass in reverse order of the contacts between bodies (one order
+only left a pile creeping sideways), the colliders' contacts after them in every pass (an
+immovable collider has the last word, as in the particle loop). Deterministic and parallel:
+the contacts between bodies are coloured once per step so that no two of one colour share a
+movable body (constraints/coloring.greedy_colors), a body's collider candidates by their rank
+among its own; within a colour the contacts are independent. The NumPy kernel below solves a
+colour of collider candidates as one batch and the contacts between bodies one after another
+in plain floats (collision/rigid_pairs.py: their colours hold one or two contacts each); the
+compiled mirror (kernels/compiled_rigid.py) takes every contact one after another. The same
+operations in the same order: bit for bit. Bodies are read from the fit's pose
+(ShapeSolver.origin, rot: c_b = origin, the rest offsets being from the centre of mass), a
+corner's position is c_b + R_b q_e while the solve runs, and the particles of the bodies that
+moved are put on their poses once at the end, where the joints read them.
+
+The velocity pass (rigid_velocities, after a substep's relaxation; Mueller et al. 2020,
+section 3.6, with restitution 0): a collider contact that arrived faster than 2 |g| h and is
+still approaching after the position solve gets the impulse that stops its approach,
+
+    u_n = (x - x* - m) . n  < 0  [m per substep]   x* the position a substep ago, m the
+                                                    collider surface's motion
+    lambda = -u_n / w_b(x, n),   x* of each particle j of the body -= (lambda n / M
+             + (I^-1 (r x lambda n)) x (x_j - c_b))        (its velocity changes, not x)
+
+contact after contact in the candidates' order. Why: a position solve stops only the part of
+a substep's approach that went below the surface; a corner that was above it at the substep's
+start keeps the rest as velocity, and a crate landing on a face with its edge still pivoting
+kept enough turn to tip over the next edge, so a crate dropped on an edge onto an 18 degree
+ramp at 20 substeps tumbled down it (0.3 to 0.8 m/s after 3 s; it rested at 40 substeps).
+Slow contacts (resting ones: gravity's g h a substep) are left alone: zeroing their
+approach too kept 62 of the 100-crate pile awake (rocking at 1 to 3 cm/s), and the residual
+approach alone as the test kept a ragdoll lying on the ground from ever resting (measured
+2026-11-26). Contacts between bodies have no velocity pass: the pile rests without it.
+
+Contacts with cloth, soft bodies and loose particles stay particle projections
+(collision/bodies.py, project.py), with the rigid side carried by the fit's contact weights.
+"""
+
+import numpy as np
+
+from .bodies import EDGES, SEGMENTS
+from .frames import MESH, Frame
+from .mesh_query import mesh_far
+from .project import _carried, _distance, _guard, _motion, _surface_motion
+from ..constraints.coloring import greedy_colors
+from ..constraints.joints import _iw, _rotate
+from .rigid_pairs import Pairs
+
+PASSES = 2
+
+
+class RigidContacts:
+    """Which contacts of this step are solved on the bodies, their colours, and the solve's
+    arrays (n = particles, K = clusters, e = cluster entries, B = bodies in the solve, Q the
+    contacts between bodies, Qc the collider candidates)."""
+
+    def __init__(self, model, shapes, joints, backend=None):
+        n = model.particle_count
+        k = len(shapes.start) - 1
+        self._shapes, self._backend, self._k = shapes, backend, k
+        # (n,) int64 each particle's cluster entry when it is in exactly one cluster, else -1
+        self.entry = np.full(n, -1, np.int64)
+        count = np.bincount(shapes.particles, minlength=n)
+        single = count[shapes.particles] == 1
+        self.entry[shapes.particles[single]] = np.nonzero(single)[0]
+        self._cluster = shapes.cluster
+        self._inv_particle = model.particle_inv_mass   # (n,) [1/kg] 0 = pinned
+        self.inv_mass = joints.inv_mass           # (K + 1,) [1/kg] per cluster (joints.py)
+        self.inv_inertia = joints.inv_inertia     # (K + 1, 3, 3) rest frame [1/(kg m^2)]
+        # (n,) int64 the movable rigid body (cluster) of each particle this step, -1 for none
+        self.body = np.full(n, -1, np.int64)
+        self.c = np.zeros((k, 3))                 # (K, 3) [m] scratch: centres while solving
+        self.R = np.zeros((k, 3, 3))              # (K, 3, 3) scratch: rotations
+        self.moved = np.zeros(k, bool)            # (K,) bool scratch: moved this solve
+        self.touch = np.zeros(n, bool)            # (n,) bool touched another body (substep)
+        self.clear()
+
+    def clear(self):
+        """Nothing solved on the bodies this step."""
+        z = np.zeros(0, np.int64)
+        self.bodies = z                           # (B,) int64 bodies with a contact
+        self.entries = z                          # (E,) int64 their entries, body by body
+        self.entry_body = z                       # (E,) int64 the body of each
+        self.idx = np.zeros((0, 4), np.int64)     # (Q, 4) int64 corners, colour by colour
+        self.kind = z                             # (Q,) int64 bodies.PAIR ... SEGMENTS
+        self.side = np.zeros(0)                   # (Q,) +-1 or 0
+        self.dist = np.zeros(0)                   # (Q,) [m] contact distance
+        self.mu = np.zeros(0)                     # (Q,) friction
+        self.jit = np.zeros((0, 3))               # (Q, 3) unit: pairs' and edges' sense
+        self.color_start = np.zeros(1, np.int64)  # (colours + 1,) into the Q contacts
+        self.cand_particle = z                    # (Qc,) int64 collider candidates' particle
+        self.cand_collider = z                    # (Qc,) int64 and collider
+        self.cand_start = np.zeros(1, np.int64)   # (colours + 1,) into the Qc candidates
+
+    def select(self, contacts, awake):
+        """Take this step's contacts with a movable rigid body out of the particle solves
+        (contacts.keep_body_contacts, keep_candidates) and colour them. awake (n,) bool the
+        particles not asleep (a sleeping body is immovable in a contact)."""
+        sh = self._shapes
+        body = self.body
+        body.fill(-1)
+        self.touch.fill(False)
+        if not self._k or not sh.rigid_body.any():
+            self.clear()
+            return
+        e = self.entry
+        ok = (e >= 0) & awake
+        ok[ok] = sh.rigid_body[self._cluster[e[ok]]]
+        body[ok] = self._cluster[e[ok]]
+        # contacts between bodies: every corner on a movable rigid body or immovable
+        idx = contacts.body_idx
+        valid = idx >= 0
+        cb = np.where(valid, body[np.where(valid, idx, 0)], -1)
+        fixed = valid & (cb < 0) & ~(self._movable(np.where(valid, idx, 0), awake))
+        on = np.all(~valid | (cb >= 0) | fixed, axis=1) & np.any(cb >= 0, axis=1)
+        contacts.keep_body_contacts(~on)
+        q = np.nonzero(on)[0]
+        side_b = np.where(np.isin(contacts.body_kind[q], (EDGES, SEGMENTS)), 2, 1)
+        a = cb[q, 0]
+        b = cb[q, side_b] if len(q) else np.zeros(0, np.int64)
+        members = np.column_stack([np.where(a >= 0, a, b), np.where(b >= 0, b, a)])
+        colors = greedy_colors(members, self._k, self._backend) if len(q) \
+            else np.zeros(0, np.int64)
+        order = np.argsort(colors, kind="stable")
+        q = q[order]
+        self.idx = np.ascontiguousarray(idx[q])
+        self.kind = np.ascontiguousarray(contacts.body_kind[q])
+        self.side = np.ascontiguousarray(contacts.body_side[q])
+        self.dist = np.ascontiguousarray(contacts.body_dist[q])
+        self.mu = np.ascontiguousarray(contacts.body_mu[q])
+        self.jit = np.ascontiguousarray(contacts.body_jit[q])
+        self.color_start = _starts(colors[order])
+        # collider candidates of rigid bodies' particles, coloured by rank within the body
+        pp = contacts.pair_particle
+        pk = np.repeat(np.arange(len(contacts.pair_start) - 1, dtype=np.int64),
+                       np.diff(contacts.pair_start))
+        mine = body[pp] >= 0
+        contacts.keep_candidates(~mine)
+        pp, pk = pp[mine], pk[mine]
+        pb = body[pp]
+        by_body = np.argsort(pb, kind="stable")
+        first = np.r_[True, pb[by_body][1:] != pb[by_body][:-1]] if len(pb) else \
+            np.zeros(0, bool)
+        run = np.cumsum(first) - 1
+        rank = np.empty(len(pb), np.int64)
+        rank[by_body] = np.arange(len(pb)) - np.nonzero(first)[0][run]
+        order = np.lexsort((pb, pk, rank))
+        self.cand_particle = np.ascontiguousarray(pp[order])
+        self.cand_collider = np.ascontiguousarray(pk[order])
+        self.cand_start = _starts(rank[order])
+        # the bodies in the solve and their entries
+        touched = np.concatenate([cb[q][cb[q] >= 0], pb])
+        self.bodies = np.unique(touched).astype(np.int64)
+        sizes = np.diff(sh.start)[self.bodies]
+        self.entries = (np.concatenate([np.arange(sh.start[b], sh.start[b + 1])
+                                        for b in self.bodies])
+                        if len(self.bodies) else np.zeros(0, np.int64)).astype(np.int64)
+        self.entry_body = np.repeat(self.bodies, sizes).astype(np.int64)
+
+    def _movable(self, ids, awake):
+        """bool, shaped as ids: the particles a contact may move (awake, not pinned)."""
+        return awake[ids] & (self._inv_particle[ids] > 0)
+
+    def kernel_args(self, contact_iterations=1):
+        """The rigid group of loop.run_substeps' arguments: PASSES per contact iteration
+        (Simulation(contact_iterations=...), as the particle contacts take that many passes)."""
+        return (self.body, self.entry, self.inv_mass, self.inv_inertia, self.bodies, self.entries,
+                self.entry_body, self.c, self.R, self.moved, self.idx, self.kind, self.side,
+                self.dist, self.mu, self.jit, self.color_start, self.cand_particle,
+                self.cand_collider, self.cand_start, self.touch, PASSES * contact_iterations)
+
+
+def _starts(sorted_colors):
+    """(colours + 1,) int64 offsets of each colour's run in sorted (k,) colours 0, 1, ..."""
+    if not len(sorted_colors):
+        return np.zeros(1, np.int64)
+    counts = np.bincount(sorted_colors)
+    return np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+
+
+# ------------------------------------------------------------------ the kernel (NumPy)
+def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approximate, abc,
+                thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, mesh, depth, used,
+                touching, normal, motion, collider, allowance):
+    """One solve of the rigid contacts (module docstring), in place on X (3, n) [m], and on
+    the fit's poses origin (K, 3) [m], rot (K, 3, 3) of the bodies that moved. Xp (3, n) [m]
+    positions a substep ago; particles (e,) int64 and rest_offset (e, 3) [m] the clusters'
+    entries and rest offsets (ShapeSolver's); rigid:
+    RigidContacts.kernel_args(); per collider (C,) for this substep: shape, approximate, abc
+    (C, 3), thickness [m], frames R (C, 3, 3), t, s (C, 3) and Rb, tb, sb at the substep's
+    start, moving, mu_s, mu_k; radius (n,) [m]; mesh the mesh group; the contact state depth,
+    used (n,) (impulses [kg m] at a rigid body's particles), touching, normal, motion,
+    collider as project.py's; allowance [m] the depenetration bound."""
+    (body, entry, inv_mass, inv_inertia, bodies, entries, entry_body, c, Rm, moved, idx, kind,
+     side, dist, mu, jit, color_start, cand_particle, cand_collider, cand_start, touch,
+     passes) = rigid
+    if not bodies.size:
+        return
+    c[bodies] = origin[bodies]
+    Rm[bodies] = rot[bodies]
+    moved[bodies] = False
+    st = _Solve(X, Xp, rest_offset, body, entry, inv_mass, inv_inertia, c, Rm, moved)
+    pairs = Pairs(st, idx, kind, side, dist, mu, jit) if len(kind) else None
+    for p in range(passes):
+        if pairs is not None:
+            pairs.solve(st, color_start, p % 2 == 1, allowance, touch)
+        for col in range(len(cand_start) - 1):
+            lo, hi = cand_start[col], cand_start[col + 1]
+            for k in np.unique(cand_collider[lo:hi]):
+                sel = np.arange(lo, hi)[cand_collider[lo:hi] == k]
+                _collider_contacts(st, cand_particle[sel], k, shape[k], approximate[k], abc[k],
+                                   thickness[k], radius, Frame(R[k], t[k], s[k]),
+                                   Frame(Rb[k], tb[k], sb[k]), moving[k], mu_s[k], mu_k[k],
+                                   mesh, depth, used, touching, normal, motion, collider,
+                                   allowance)
+    _place(st, particles, bodies, entries, entry_body, origin, rot)
+
+
+class _Solve:
+    """The arrays one solve reads and writes (solve_rigid's)."""
+
+    def __init__(self, X, Xp, q, body, entry, inv_mass, inv_inertia, c, R, moved):
+        self.X, self.Xp, self.q, self.body, self.entry = X, Xp, q, body, entry
+        self.inv_mass, self.inv_inertia = inv_mass, inv_inertia
+        self.c, self.R, self.moved = c, R, moved
+
+    def positions(self, ids):
+        """(3 lists of (m,)) [m] particles ids (m,) where they are now: on their body's pose
+        c + R q, or (not on a movable body, or -1: then 0) in X."""
+        ids = np.asarray(ids)
+        real = ids >= 0
+        safe = np.where(real, ids, 0)
+        b = np.where(real, self.body[safe], -1)
+        out = self.X[:, safe]                   # (3, m) copies: X, and 0 for -1 below
+        out[:, ~real] = 0.0
+        on = np.nonzero(b >= 0)[0]
+        if on.size:
+            bb = b[on]
+            q = self.q[self.entry[ids[on]]]
+            Rb, cb = self.R[bb], self.c[bb]
+            for i in range(3):
+                out[i, on] = cb[:, i] + (Rb[:, i, 0] * q[:, 0] + Rb[:, i, 1] * q[:, 1]
+                                         + Rb[:, i, 2] * q[:, 2])
+        return list(out)
+
+    def before(self, ids):
+        """(3 lists of (m,)) [m] positions a substep ago (0 for -1)."""
+        ids = np.asarray(ids)
+        real = ids >= 0
+        out = self.Xp[:, np.where(real, ids, 0)]
+        out[:, ~real] = 0.0
+        return list(out)
+
+    def response(self, b, P, n):
+        """(m,) w_b(P, n) [1/kg]: generalized inverse mass of bodies b (m,) at points P along
+        unit n (3 lists of (m,)); 0 where b < 0."""
+        on = b >= 0
+        w = np.zeros(len(b))
+        if on.any():
+            bb = b[on]
+            r = [P[i][on] - self.c[bb, i] for i in range(3)]
+            x = _cross(r, [n[i][on] for i in range(3)])
+            a = _iw(self.R[bb], self.inv_inertia[bb], x)
+            w[on] = self.inv_mass[bb] + (x[0] * a[0] + x[1] * a[1] + x[2] * a[2])
+        return w
+
+    def push(self, b, P, p, sign):
+        """Apply the impulses sign p (3 lists of (m,)) [kg m] at points P to bodies b (m,)
+        (skipping b < 0; no body twice)."""
+        on = b >= 0
+        if not on.any():
+            return
+        bb = b[on]
+        pp = [p[i][on] * sign for i in range(3)]
+        r = [P[i][on] - self.c[bb, i] for i in range(3)]
+        im = self.inv_mass[bb]
+        for i in range(3):
+            self.c[bb, i] = self.c[bb, i] + pp[i] * im
+        th = _iw(self.R[bb], self.inv_inertia[bb], _cross(r, pp))
+        self.R[bb] = _rotate(self.R[bb], th)
+        self.moved[bb] = True
+
+
+def _cross(a, b):
+    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+
+
+def _collider_contacts(st, ids, k, shape, approximate, abc, thickness, radius, now, before,
+                       moving, mu_s, mu_k, mesh, depth, used, touching, normal, motion, collider,
+                       allowance):
+    """One colour's candidates ids (m,) (particles of different bodies) against collider k."""
+    x = st.positions(ids)
+    xp = st.before(ids)
+    if shape == MESH and ids.size:
+        if moving:
+            p0, p1, p2 = _carried(now, before, xp[0], xp[1], xp[2])
+        else:
+            p0, p1, p2 = xp
+        with np.errstate(over="ignore", invalid="ignore"):    # a runaway is the step's to report
+            far = mesh_far(x[0], x[1], x[2], p0, p1, p2, ids, k, thickness + radius[ids], mesh)
+        if far.any():
+            keep = ~far
+            ids = ids[keep]
+            x = [v[keep] for v in x]
+            xp = [v[keep] for v in xp]
+    if not ids.size:
+        return
+    phi, (n0, n1, n2), surf = _distance(shape, approximate, abc, now, before, k, mesh, x[0],
+                                        x[1], x[2], xp[0], xp[1], xp[2])
+    pen = phi - thickness - radius[ids]
+    xc = np.column_stack(x)
+    xpc = np.column_stack(xp)
+    _guard(xc, xpc, ids, shape, approximate, abc, thickness, radius, now, before, moving, k,
+           mesh, pen, n0, n1, n2, surf)
+    hit = pen < 0
+    if not hit.any():
+        return
+    ids = ids[hit]
+    d = -pen[hit]
+    n = [n0[hit], n1[hit], n2[hit]]
+    x = [v[hit] for v in x]
+    xp = [v[hit] for v in xp]
+    mesh_motion = _surface_motion(now, before, surf, hit, mesh)
+    if mesh_motion is not None:
+        mo = list(mesh_motion)
+    elif moving:
+        mo = list(_motion(now, before, x[0] + n[0] * d, x[1] + n[1] * d, x[2] + n[2] * d))
+    else:
+        mo = [np.zeros_like(d)] * 3
+    into = -((x[0] - xp[0] - mo[0]) * n[0] + (x[1] - xp[1] - mo[1]) * n[1]
+             + (x[2] - xp[2] - mo[2]) * n[2])
+    corr = np.minimum(d, np.maximum(into + allowance, 0.0))
+    b = st.body[ids]
+    W = st.response(b, x, n)
+    lam = corr / W
+    st.push(b, x, [n[i] * lam for i in range(3)], 1.0)
+    # friction (module docstring), from the point's motion relative to the collider after it
+    y = st.positions(ids)
+    r = [y[i] - xp[i] - mo[i] for i in range(3)]
+    rn = r[0] * n[0] + r[1] * n[1] + r[2] * n[2]
+    tv = [r[i] - n[i] * rn for i in range(3)]
+    tl = np.sqrt(tv[0] * tv[0] + tv[1] * tv[1] + tv[2] * tv[2])
+    dep = depth[ids] + lam
+    u = used[ids]
+    big = tl > 1e-300
+    need = np.zeros_like(tl)
+    dirn = [np.zeros_like(tl) for _ in range(3)]
+    if big.any():
+        f = np.nonzero(big)[0]
+        for i in range(3):
+            dirn[i][f] = tv[i][f] / tl[f]
+        need[f] = tl[f] / st.response(b[f], [v[f] for v in y], [v[f] for v in dirn])
+    static = need + u <= mu_s * dep
+    take = np.where(static, need, np.minimum(np.maximum(mu_k * dep - u, 0.0), need))
+    if big.any():
+        f = np.nonzero(big)[0]
+        st.push(b[f], [v[f] for v in y], [dirn[i][f] * take[f] for i in range(3)], -1.0)
+    depth[ids] = dep
+    used[ids] = u + take
+    touching[ids] = True
+    normal[ids, 0], normal[ids, 1], normal[ids, 2] = n
+    motion[ids, 0], motion[ids, 1], motion[ids, 2] = mo
+    collider[ids] = k
+
+
+def _place(st, particles, bodies, entries, entry_body, origin, rot):
+    """Put the particles of the bodies that moved on their poses, and store the poses for the
+    joints."""
+    mv = st.moved[entry_body]
+    if not mv.any():
+        return
+    moved = bodies[st.moved[bodies]]
+    origin[moved] = st.c[moved]
+    rot[moved] = st.R[moved]
+    e, b = entries[mv], entry_body[mv]
+    pid = particles[e]
+    q, Rb, cb = st.q[e], st.R[b], st.c[b]
+    for i in range(3):
+        st.X[i, pid] = cb[:, i] + (Rb[:, i, 0] * q[:, 0] + Rb[:, i, 1] * q[:, 1]
+                                   + Rb[:, i, 2] * q[:, 2])
+
+
+def rigid_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, touching, collider,
+                     normal, motion, slow):
+    """The velocity pass at rigid bodies' collider contacts (module docstring), on x* only:
+    X, Xp, X_pred (3, n) [m] positions, positions a substep ago (updated) and right after
+    integration; particles (e,) int64 and start (K + 1,) int64 the clusters' entries
+    (ShapeSolver's); origin (K, 3) [m] and rot (K, 3, 3) the bodies' poses; rigid
+    RigidContacts.kernel_args(); touching, collider, normal (n, 3), motion (n, 3) [m] this
+    substep's contacts (solve_rigid's); slow [m] 2 |g| h^2: an arrival slower than that is a
+    resting contact, left alone. A colour's candidates are on different bodies: one batch."""
+    body, inv_mass, inv_inertia = rigid[0], rigid[2], rigid[3]
+    cand_particle, cand_collider, cand_start = rigid[17], rigid[18], rigid[19]
+    for col in range(len(cand_start) - 1):
+        lo, hi = cand_start[col], cand_start[col + 1]
+        ids = cand_particle[lo:hi]
+        sel = touching[ids] & (collider[ids] == cand_collider[lo:hi])
+        ids = ids[sel]
+        if not ids.size:
+            continue
+        n = [normal[ids, i] for i in range(3)]
+        u = [X[i, ids] - Xp[i, ids] - motion[ids, i] for i in range(3)]
+        un = u[0] * n[0] + u[1] * n[1] + u[2] * n[2]
+        arrive = ((X_pred[0, ids] - Xp[0, ids] - motion[ids, 0]) * n[0]
+                  + (X_pred[1, ids] - Xp[1, ids] - motion[ids, 1]) * n[1]
+                  + (X_pred[2, ids] - Xp[2, ids] - motion[ids, 2]) * n[2])
+        app = (un < 0.0) & (arrive < -slow)
+        if not app.any():
+            continue
+        ids = ids[app]
+        un = un[app]
+        n = [v[app] for v in n]
+        b = body[ids]
+        r = [X[i, ids] - origin[b, i] for i in range(3)]
+        x = _cross(r, n)
+        a = _iw(rot[b], inv_inertia[b], x)
+        w = inv_mass[b] + (x[0] * a[0] + x[1] * a[1] + x[2] * a[2])
+        lam = -un / w
+        dc = [n[i] * lam * inv_mass[b] for i in range(3)]
+        dth = [a[i] * lam for i in range(3)]
+        sizes = start[b + 1] - start[b]
+        rep = np.repeat(np.arange(len(b)), sizes)
+        first = np.repeat(start[b] - (np.cumsum(sizes) - sizes), sizes)
+        ent = np.arange(len(rep)) + first
+        pid = particles[ent]
+        rr = [X[i, pid] - origin[b[rep], i] for i in range(3)]
+        th = [v[rep] for v in dth]
+        cr = _cross(th, rr)
+        for i in range(3):
+            Xp[i, pid] -= dc[i][rep] + cr[i]

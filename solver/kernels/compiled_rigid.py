@@ -1,0 +1,554 @@
+"""The compiled mirror of collision/rigid.solve_rigid: contacts of rigid bodies solved on the
+bodies (that module's docstring gives the constraints, the impulses and the order; Mueller et
+al. 2020). The NumPy kernel solves a colour's contacts as one batch; this one solves them one
+after another, which is the same, since no two contacts of a colour share a movable body, with
+every expression of the NumPy kernel in its order (no fastmath), so the backends agree bit for
+bit. Serial: Gauss-Seidel's contacts of one body follow each other, and a scene's rigid
+contacts are few hundred (the 100-crate pile's: about 900 a pass).
+
+The per-contact work is written out in two loops (_body_pass, _collider_pass) with the bodies'
+poses in local scalars, and its helpers take scalars only: Numba counts references on every
+array handed to a function, inlined ones too, and four corners' positions through a helper
+taking seven arrays cost 300 ns a contact, 21 ns written out (measured 2026-11-26).
+"""
+
+import numpy as np
+from numba import njit
+
+from .compiled_bodies import _segment_dots, cross3, face_gram, segment_closest
+from .compiled_contact import (GUARD_MIN_MOTION, _MESH, _approx_sdf, _carried,
+                               _collider_motion, _distance, _local_sdf, _trace)
+from .compiled_joints import _rotate
+from .compiled_mesh import mesh_far
+
+_TOL = 1e-6           # collision/bodies.TOL
+_DEGENERATE = 1e-30   # collision/bodies.DEGENERATE
+_PARALLEL = 1e-3      # collision/bodies.PARALLEL
+_ACTIVE = 1e-9        # collision/bodies.ACTIVE
+_PAIR = 0             # collision/bodies.PAIR ...
+_VERTEX_TRI = 1
+_EDGES = 2
+_SEGMENTS = 3
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _iw9(R00, R01, R02, R10, R11, R12, R20, R21, R22, I00, I01, I02, I10, I11, I12, I20, I21,
+         I22, v0, v1, v2):
+    """R (I0^-1 (R^T v)): the world inverse inertia times v (constraints/joints._iw)."""
+    u0 = R00 * v0 + R10 * v1 + R20 * v2
+    u1 = R01 * v0 + R11 * v1 + R21 * v2
+    u2 = R02 * v0 + R12 * v1 + R22 * v2
+    t0 = I00 * u0 + I01 * u1 + I02 * u2
+    t1 = I10 * u0 + I11 * u1 + I12 * u2
+    t2 = I20 * u0 + I21 * u1 + I22 * u2
+    return (R00 * t0 + R01 * t1 + R02 * t2, R10 * t0 + R11 * t1 + R12 * t2,
+            R20 * t0 + R21 * t1 + R22 * t2)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _unit_dir(d0, d1, d2, j0, j1, j2):
+    """|d| and d / |d|, or the jitter direction j where d is (nearly) zero
+    (compiled_bodies._direction)."""
+    ln = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    if ln > 1e-12:
+        return ln, d0 / ln, d1 / ln, d2 / ln
+    return ln, j0, j1, j2
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _geometry(kd, side, D, j0, j1, j2, x00, x10, x20, x01, x11, x21, x02, x12, x22, x03, x13,
+              x23):
+    """rigid._geometry for one contact from its corners (x0k, x1k, x2k), k = 0..3: (ok, m0, m1,
+    m2, pen, w0, w1, w2, w3)."""
+    if kd == _VERTEX_TRI:
+        e00 = x02 - x01
+        e01 = x12 - x11
+        e02 = x22 - x21
+        e10 = x03 - x01
+        e11 = x13 - x11
+        e12 = x23 - x21
+        nx, ny, nz = cross3(e00, e01, e02, e10, e11, e12)
+        ln2 = nx * nx + ny * ny + nz * nz
+        if not ln2 > _DEGENERATE:
+            return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        ln = np.sqrt(ln2)
+        nx = nx / ln
+        ny = ny / ln
+        nz = nz / ln
+        d0 = x00 - x01
+        d1 = x10 - x11
+        d2 = x20 - x21
+        d00, d01, d11, d20, d21 = face_gram(e00, e01, e02, e10, e11, e12, d0, d1, d2)
+        den = d00 * d11 - d01 * d01
+        bb = (d11 * d20 - d01 * d21) / den
+        bc = (d00 * d21 - d01 * d20) / den
+        ba = 1.0 - bb - bc
+        if not (ba >= -_TOL and bb >= -_TOL and bc >= -_TOL):
+            return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        m0 = side * nx
+        m1 = side * ny
+        m2 = side * nz
+        return True, m0, m1, m2, D - (d0 * m0 + d1 * m1 + d2 * m2), 1.0, -ba, -bb, -bc
+    if kd == _PAIR:
+        ln, m0, m1, m2 = _unit_dir(x00 - x01, x10 - x11, x20 - x21, j0, j1, j2)
+        return True, m0, m1, m2, D - ln, 1.0, -1.0, 0.0, 0.0
+    # two segments: p q = corners 0 1, u w = corners 2 3 (compiled_bodies._segment_vectors)
+    d10 = x01 - x00
+    d11 = x11 - x10
+    d12 = x21 - x20
+    d20 = x03 - x02
+    d21 = x13 - x12
+    d22 = x23 - x22
+    r0 = x00 - x02
+    r1 = x10 - x12
+    r2 = x20 - x22
+    if kd == _EDGES:
+        a, e, b, c, f = _segment_dots(d10, d11, d12, d20, d21, d22, r0, r1, r2)
+        nx, ny, nz = cross3(d10, d11, d12, d20, d21, d22)
+        ln2 = nx * nx + ny * ny + nz * nz
+        if not ln2 > _PARALLEL * (a * e):
+            return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        den = a * e - b * b
+        ln = np.sqrt(ln2)
+        sp = (b * f - c * e) / den
+        tp = (a * f - b * c) / den
+        if not (sp >= 0.0 and sp <= 1.0 and tp >= 0.0 and tp <= 1.0):
+            return False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        turn = -side if nx * j0 + ny * j1 + nz * j2 < 0.0 else side
+        m0 = turn * (nx / ln)
+        m1 = turn * (ny / ln)
+        m2 = turn * (nz / ln)
+        dn = ((r0 + sp * d10) - tp * d20) * m0 + ((r1 + sp * d11) - tp * d21) * m1 \
+            + ((r2 + sp * d12) - tp * d22) * m2
+        return True, m0, m1, m2, D - dn, 1.0 - sp, sp, -(1.0 - tp), -tp
+    sp, tp = segment_closest(*_segment_dots(d10, d11, d12, d20, d21, d22, r0, r1, r2))
+    ln, m0, m1, m2 = _unit_dir((r0 + sp * d10) - tp * d20, (r1 + sp * d11) - tp * d21,
+                               (r2 + sp * d12) - tp * d22, j0, j1, j2)
+    return True, m0, m1, m2, D - ln, 1.0 - sp, sp, -(1.0 - tp), -tp
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _resp(im, c0, c1, c2, R00, R01, R02, R10, R11, R12, R20, R21, R22, I00, I01, I02, I10, I11,
+          I12, I20, I21, I22, P0, P1, P2, n0, n1, n2):
+    """rigid._Solve.response of one body, from its pose and inertia in scalars."""
+    r0 = P0 - c0
+    r1 = P1 - c1
+    r2 = P2 - c2
+    x0 = r1 * n2 - r2 * n1
+    x1 = r2 * n0 - r0 * n2
+    x2 = r0 * n1 - r1 * n0
+    a0, a1, a2 = _iw9(R00, R01, R02, R10, R11, R12, R20, R21, R22, I00, I01, I02, I10, I11, I12,
+                      I20, I21, I22, x0, x1, x2)
+    return im + (x0 * a0 + x1 * a1 + x2 * a2)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _impulse(b, P0, P1, P2, p0, p1, p2, c, R, inv_mass, inv_inertia, moved):
+    """The impulse p (already signed) at P on body b: c += p / M, R turned by I^-1 (r x p)
+    (rigid._Solve.push)."""
+    r0 = P0 - c[b, 0]
+    r1 = P1 - c[b, 1]
+    r2 = P2 - c[b, 2]
+    im = inv_mass[b]
+    c[b, 0] = c[b, 0] + p0 * im
+    c[b, 1] = c[b, 1] + p1 * im
+    c[b, 2] = c[b, 2] + p2 * im
+    h0, h1, h2 = _iw9(R[b, 0, 0], R[b, 0, 1], R[b, 0, 2], R[b, 1, 0], R[b, 1, 1], R[b, 1, 2],
+                      R[b, 2, 0], R[b, 2, 1], R[b, 2, 2], inv_inertia[b, 0, 0],
+                      inv_inertia[b, 0, 1], inv_inertia[b, 0, 2], inv_inertia[b, 1, 0],
+                      inv_inertia[b, 1, 1], inv_inertia[b, 1, 2], inv_inertia[b, 2, 0],
+                      inv_inertia[b, 2, 1], inv_inertia[b, 2, 2], r1 * p2 - r2 * p1,
+                      r2 * p0 - r0 * p2, r0 * p1 - r1 * p0)
+    _rotate(R, b, h0, h1, h2)
+    moved[b] = True
+
+
+@njit(cache=True, fastmath=False)
+def _body_pass(X, Xp, color_start, reverse, idx, kind, side, dist, mu, jit, allowance, touch,
+               body, entry, rest, c, R, inv_mass, inv_inertia, moved):
+    """rigid._body_contacts for every colour in order (reversed: last colour first), the
+    contacts of a colour one after another."""
+    x = np.empty((3, 4))
+    xp = np.empty((3, 4))
+    w = np.empty(4)
+    S = np.empty((3, 3))
+    colors = color_start.shape[0] - 1
+    for ci in range(colors):
+        col = colors - 1 - ci if reverse else ci
+        for q in range(color_start[col], color_start[col + 1]):
+            kd = kind[q]
+            two = kd == _EDGES or kd == _SEGMENTS
+            for j in range(4):
+                p = idx[q, j]
+                if p < 0:
+                    for i in range(3):
+                        x[i, j] = 0.0
+                        xp[i, j] = 0.0
+                    continue
+                b = body[p]
+                if b < 0:
+                    for i in range(3):
+                        x[i, j] = X[i, p]
+                else:
+                    e = entry[p]
+                    for i in range(3):
+                        x[i, j] = c[b, i] + (R[b, i, 0] * rest[e, 0] + R[b, i, 1] * rest[e, 1]
+                                             + R[b, i, 2] * rest[e, 2])
+                for i in range(3):
+                    xp[i, j] = Xp[i, p]
+            ok, m0, m1, m2, pen, w[0], w[1], w[2], w[3] = _geometry(
+                kd, side[q], dist[q], jit[q, 0], jit[q, 1], jit[q, 2], x[0, 0], x[1, 0], x[2, 0],
+                x[0, 1], x[1, 1], x[2, 1], x[0, 2], x[1, 2], x[2, 2], x[0, 3], x[1, 3], x[2, 3])
+            if not (ok and pen > _ACTIVE):
+                continue
+            for j in range(4):
+                if idx[q, j] < 0:
+                    w[j] = 0.0
+            ba = body[idx[q, 0]]
+            bb = body[idx[q, 2]] if two else body[idx[q, 1]]
+            lam = 0.0
+            tl = 0.0
+            for sweep in range(2):             # 0: the normal impulse; 1: friction after it
+                if sweep == 1:
+                    for j in range(4):
+                        p = idx[q, j]
+                        if p < 0:
+                            continue
+                        b = body[p]
+                        if b >= 0:
+                            e = entry[p]
+                            for i in range(3):
+                                x[i, j] = c[b, i] + (R[b, i, 0] * rest[e, 0]
+                                                     + R[b, i, 1] * rest[e, 1]
+                                                     + R[b, i, 2] * rest[e, 2])
+                # the contact points on each side and their relative motion (rigid._side_points)
+                for i in range(3):
+                    pa = w[0] * x[i, 0]
+                    pa = pa + (w[1] * x[i, 1] if two else 0.0)
+                    pb = 0.0 if two else -w[1] * x[i, 1]
+                    pb = pb - w[2] * x[i, 2]
+                    pb = pb - w[3] * x[i, 3]
+                    u = w[0] * (x[i, 0] - xp[i, 0])
+                    u = u + w[1] * (x[i, 1] - xp[i, 1])
+                    u = u + w[2] * (x[i, 2] - xp[i, 2])
+                    u = u + w[3] * (x[i, 3] - xp[i, 3])
+                    S[0, i] = pa
+                    S[1, i] = pb
+                    S[2, i] = u
+                if sweep == 0:
+                    n0 = m0
+                    n1 = m1
+                    n2 = m2
+                else:
+                    un = S[2, 0] * m0 + S[2, 1] * m1 + S[2, 2] * m2
+                    t0 = S[2, 0] - m0 * un
+                    t1 = S[2, 1] - m1 * un
+                    t2 = S[2, 2] - m2 * un
+                    tl = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+                    if not tl > 1e-300:
+                        break
+                    n0 = t0 / tl
+                    n1 = t1 / tl
+                    n2 = t2 / tl
+                W = 0.0
+                for side_ in range(2):
+                    b = ba if side_ == 0 else bb
+                    if b < 0:
+                        continue
+                    W = W + _resp(inv_mass[b], c[b, 0], c[b, 1], c[b, 2], R[b, 0, 0], R[b, 0, 1],
+                                  R[b, 0, 2], R[b, 1, 0], R[b, 1, 1], R[b, 1, 2], R[b, 2, 0],
+                                  R[b, 2, 1], R[b, 2, 2], inv_inertia[b, 0, 0],
+                                  inv_inertia[b, 0, 1], inv_inertia[b, 0, 2], inv_inertia[b, 1, 0],
+                                  inv_inertia[b, 1, 1], inv_inertia[b, 1, 2], inv_inertia[b, 2, 0],
+                                  inv_inertia[b, 2, 1], inv_inertia[b, 2, 2], S[side_, 0],
+                                  S[side_, 1], S[side_, 2], n0, n1, n2)
+                if sweep == 0:
+                    if not W > 0:
+                        break
+                    for j in range(4):
+                        if idx[q, j] >= 0:
+                            touch[idx[q, j]] = True
+                    into = -(S[2, 0] * m0 + S[2, 1] * m1 + S[2, 2] * m2)
+                    corr = min(pen, max(into + allowance, 0.0))
+                    lam = corr / W
+                    imp = lam
+                    sign = 1.0
+                else:
+                    imp = min(mu[q] * lam, tl / W)
+                    sign = -1.0
+                # the impulse sign imp n on a at P_a, its opposite on b at P_b (_Solve.push)
+                for side_ in range(2):
+                    b = ba if side_ == 0 else bb
+                    if b < 0:
+                        continue
+                    sg = sign if side_ == 0 else -sign
+                    _impulse(b, S[side_, 0], S[side_, 1], S[side_, 2], (n0 * imp) * sg,
+                             (n1 * imp) * sg, (n2 * imp) * sg, c, R, inv_mass, inv_inertia, moved)
+
+
+@njit(cache=True, fastmath=False)
+def _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc, thickness,
+                   radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, mesh, depth, used, touching,
+                   normal, motion, collider, allowance, body, entry, rest, c, Rm, inv_mass,
+                   inv_inertia, moved):
+    """rigid._collider_contacts for every candidate, in order: one loop, not a call per
+    candidate (a call passing the mesh group's arrays cost a microsecond in reference
+    counting, more than the contact)."""
+    for jj in range(cand_particle.shape[0]):
+        p = cand_particle[jj]
+        k = cand_collider[jj]
+        b = body[p]
+        e = entry[p]
+        x0 = c[b, 0] + (Rm[b, 0, 0] * rest[e, 0] + Rm[b, 0, 1] * rest[e, 1]
+                        + Rm[b, 0, 2] * rest[e, 2])
+        x1 = c[b, 1] + (Rm[b, 1, 0] * rest[e, 0] + Rm[b, 1, 1] * rest[e, 1]
+                        + Rm[b, 1, 2] * rest[e, 2])
+        x2 = c[b, 2] + (Rm[b, 2, 0] * rest[e, 0] + Rm[b, 2, 1] * rest[e, 1]
+                        + Rm[b, 2, 2] * rest[e, 2])
+        xp0 = Xp[0, p]
+        xp1 = Xp[1, p]
+        xp2 = Xp[2, p]
+        sh = shape[k]
+        th = thickness[k]
+        rad = radius[p]
+        tri = -1
+        wa = 0.0
+        wb = 0.0
+        wc = 0.0
+        if sh != _MESH and not moving[k]:
+            # a primitive at rest (the common case): _distance's operations on scalars, no
+            # frame views made per candidate
+            d0 = x0 - t[k, 0]
+            d1 = x1 - t[k, 1]
+            d2 = x2 - t[k, 2]
+            q0 = d0 * R[k, 0, 0] + d1 * R[k, 1, 0] + d2 * R[k, 2, 0]
+            q1 = d0 * R[k, 0, 1] + d1 * R[k, 1, 1] + d2 * R[k, 2, 1]
+            q2 = d0 * R[k, 0, 2] + d1 * R[k, 1, 2] + d2 * R[k, 2, 2]
+            if approximate[k]:
+                phi, g0, g1, g2 = _approx_sdf(sh, abc[k, 0], abc[k, 1], abc[k, 2], s[k, 0],
+                                              s[k, 1], q0, q1, q2)
+            else:
+                phi, g0, g1, g2 = _local_sdf(sh, abc[k, 0], abc[k, 1], abc[k, 2], q0, q1, q2)
+            n0 = R[k, 0, 0] * g0 + R[k, 0, 1] * g1 + R[k, 0, 2] * g2
+            n1 = R[k, 1, 0] * g0 + R[k, 1, 1] * g1 + R[k, 1, 2] * g2
+            n2 = R[k, 2, 0] * g0 + R[k, 2, 1] * g1 + R[k, 2, 2] * g2
+            pen = phi - th - rad
+            e0 = x0 - xp0
+            e1 = x1 - xp1
+            e2 = x2 - xp2
+            length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+            if length > max(th + rad, GUARD_MIN_MOTION) and pen < length:
+                hit, pen_h, h0, h1, h2, htri, ha, hb, hc = _trace(
+                    sh, approximate[k], abc[k, 0], abc[k, 1], abc[k, 2], R[k], t[k], s[k], Rb[k],
+                    tb[k], th, rad, xp0, xp1, xp2, e0, e1, e2, length, x0, x1, x2, xp0, xp1, xp2,
+                    k, mesh)
+                if hit and not (pen < 0 and n0 * h0 + n1 * h1 + n2 * h2 > 0):
+                    pen = pen_h
+                    n0 = h0
+                    n1 = h1
+                    n2 = h2
+            if not pen < 0:
+                continue
+            m0 = 0.0
+            m1 = 0.0
+            m2 = 0.0
+        else:
+            Rk, tk, sk, Rbk, tbk, sbk = R[k], t[k], s[k], Rb[k], tb[k], sb[k]
+            if moving[k]:
+                p0, p1, p2 = _carried(Rk, tk, sk, Rbk, tbk, sbk, xp0, xp1, xp2)
+            else:
+                p0 = xp0
+                p1 = xp1
+                p2 = xp2
+            if sh == _MESH and mesh_far(x0, x1, x2, p0, p1, p2, p, k, th + rad, mesh):
+                continue
+            a, bq, cq = abc[k, 0], abc[k, 1], abc[k, 2]
+            phi, n0, n1, n2, tri, wa, wb, wc = _distance(sh, approximate[k], a, bq, cq, Rk, tk,
+                                                         sk, Rbk, tbk, x0, x1, x2, xp0, xp1, xp2,
+                                                         k, mesh, p)
+            pen = phi - th - rad
+            if not (sh == _MESH and not mesh[14][k]):
+                e0 = x0 - p0
+                e1 = x1 - p1
+                e2 = x2 - p2
+                length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+                if length > max(th + rad, GUARD_MIN_MOTION) and pen < length:
+                    hit, pen_h, h0, h1, h2, htri, ha, hb, hc = _trace(
+                        sh, approximate[k], a, bq, cq, Rk, tk, sk, Rbk, tbk, th, rad, p0, p1, p2,
+                        e0, e1, e2, length, x0, x1, x2, xp0, xp1, xp2, k, mesh)
+                    if hit and not (pen < 0 and n0 * h0 + n1 * h1 + n2 * h2 > 0):
+                        pen = pen_h
+                        n0 = h0
+                        n1 = h1
+                        n2 = h2
+                        tri = htri
+                        wa = ha
+                        wb = hb
+                        wc = hc
+            if not pen < 0:
+                continue
+            d = -pen
+            m0, m1, m2 = _collider_motion(sh, Rk, tk, sk, Rbk, tbk, sbk, moving[k], x0 + n0 * d,
+                                          x1 + n1 * d, x2 + n2 * d, tri, wa, wb, wc, mesh)
+        d = -pen
+        into = -((x0 - xp0 - m0) * n0 + (x1 - xp1 - m1) * n1 + (x2 - xp2 - m2) * n2)
+        corr = min(d, max(into + allowance, 0.0))
+        W = _resp(inv_mass[b], c[b, 0], c[b, 1], c[b, 2], Rm[b, 0, 0], Rm[b, 0, 1], Rm[b, 0, 2],
+                  Rm[b, 1, 0], Rm[b, 1, 1], Rm[b, 1, 2], Rm[b, 2, 0], Rm[b, 2, 1], Rm[b, 2, 2],
+                  inv_inertia[b, 0, 0], inv_inertia[b, 0, 1], inv_inertia[b, 0, 2],
+                  inv_inertia[b, 1, 0], inv_inertia[b, 1, 1], inv_inertia[b, 1, 2],
+                  inv_inertia[b, 2, 0], inv_inertia[b, 2, 1], inv_inertia[b, 2, 2], x0, x1, x2,
+                  n0, n1, n2)
+        lam = corr / W
+        _impulse(b, x0, x1, x2, (n0 * lam) * 1.0, (n1 * lam) * 1.0, (n2 * lam) * 1.0, c, Rm,
+                 inv_mass, inv_inertia, moved)
+        # friction (collision/rigid.py), from the point's motion relative to the collider after it
+        y0 = c[b, 0] + (Rm[b, 0, 0] * rest[e, 0] + Rm[b, 0, 1] * rest[e, 1]
+                        + Rm[b, 0, 2] * rest[e, 2])
+        y1 = c[b, 1] + (Rm[b, 1, 0] * rest[e, 0] + Rm[b, 1, 1] * rest[e, 1]
+                        + Rm[b, 1, 2] * rest[e, 2])
+        y2 = c[b, 2] + (Rm[b, 2, 0] * rest[e, 0] + Rm[b, 2, 1] * rest[e, 1]
+                        + Rm[b, 2, 2] * rest[e, 2])
+        r0 = y0 - xp0 - m0
+        r1 = y1 - xp1 - m1
+        r2 = y2 - xp2 - m2
+        rn = r0 * n0 + r1 * n1 + r2 * n2
+        t0 = r0 - n0 * rn
+        t1 = r1 - n1 * rn
+        t2 = r2 - n2 * rn
+        tl = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+        dep = depth[p] + lam
+        u = used[p]
+        need = 0.0
+        u0 = 0.0
+        u1 = 0.0
+        u2 = 0.0
+        if tl > 1e-300:
+            u0 = t0 / tl
+            u1 = t1 / tl
+            u2 = t2 / tl
+            need = tl / _resp(inv_mass[b], c[b, 0], c[b, 1], c[b, 2], Rm[b, 0, 0], Rm[b, 0, 1],
+                              Rm[b, 0, 2], Rm[b, 1, 0], Rm[b, 1, 1], Rm[b, 1, 2], Rm[b, 2, 0],
+                              Rm[b, 2, 1], Rm[b, 2, 2], inv_inertia[b, 0, 0],
+                              inv_inertia[b, 0, 1], inv_inertia[b, 0, 2], inv_inertia[b, 1, 0],
+                              inv_inertia[b, 1, 1], inv_inertia[b, 1, 2], inv_inertia[b, 2, 0],
+                              inv_inertia[b, 2, 1], inv_inertia[b, 2, 2], y0, y1, y2, u0, u1, u2)
+        if need + u <= mu_s[k] * dep:
+            take = need
+        else:
+            take = min(max(mu_k[k] * dep - u, 0.0), need)
+        if tl > 1e-300:
+            _impulse(b, y0, y1, y2, (u0 * take) * -1.0, (u1 * take) * -1.0, (u2 * take) * -1.0,
+                     c, Rm, inv_mass, inv_inertia, moved)
+        depth[p] = dep
+        used[p] = u + take
+        touching[p] = True
+        normal[p, 0] = n0
+        normal[p, 1] = n1
+        normal[p, 2] = n2
+        motion[p, 0] = m0
+        motion[p, 1] = m1
+        motion[p, 2] = m2
+        collider[p] = k
+
+
+@njit(cache=True, fastmath=False)
+def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approximate, abc,
+                thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, mesh, depth, used,
+                touching, normal, motion, collider, allowance):
+    """Scalar mirror of collision/rigid.solve_rigid (the same arguments)."""
+    (body, entry, inv_mass, inv_inertia, bodies, entries, entry_body, c, Rm, moved, idx, kind,
+     side, dist, mu, jit, color_start, cand_particle, cand_collider, cand_start, touch,
+     passes) = rigid
+    if bodies.shape[0] == 0:
+        return
+    for m in range(bodies.shape[0]):
+        b = bodies[m]
+        for i in range(3):
+            c[b, i] = origin[b, i]
+            for j in range(3):
+                Rm[b, i, j] = rot[b, i, j]
+        moved[b] = False
+    for p in range(passes):
+        _body_pass(X, Xp, color_start, p % 2 == 1, idx, kind, side, dist, mu, jit, allowance,
+                   touch, body, entry, rest_offset, c, Rm, inv_mass, inv_inertia, moved)
+        _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc, thickness,
+                       radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, mesh, depth, used,
+                       touching, normal, motion, collider, allowance, body, entry, rest_offset,
+                       c, Rm, inv_mass, inv_inertia, moved)
+    # the moved bodies' particles on their poses, and the poses for the joints
+    for m in range(bodies.shape[0]):
+        b = bodies[m]
+        if moved[b]:
+            for i in range(3):
+                origin[b, i] = c[b, i]
+                for j in range(3):
+                    rot[b, i, j] = Rm[b, i, j]
+    for m in range(entries.shape[0]):
+        b = entry_body[m]
+        if not moved[b]:
+            continue
+        e = entries[m]
+        p = particles[e]
+        for i in range(3):
+            X[i, p] = c[b, i] + (Rm[b, i, 0] * rest_offset[e, 0] + Rm[b, i, 1] * rest_offset[e, 1]
+                                 + Rm[b, i, 2] * rest_offset[e, 2])
+
+
+@njit(cache=True, fastmath=False)
+def rigid_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, touching, collider,
+                     normal, motion, slow):
+    """Scalar mirror of collision/rigid.rigid_velocities (the same arguments): the candidates
+    one after another, which is the NumPy kernel's colour by colour (a colour's are on
+    different bodies)."""
+    body, inv_mass, inv_inertia = rigid[0], rigid[2], rigid[3]
+    cand_particle, cand_collider = rigid[17], rigid[18]
+    for m in range(cand_particle.shape[0]):
+        i = cand_particle[m]
+        if not touching[i] or collider[i] != cand_collider[m]:
+            continue
+        n0 = normal[i, 0]
+        n1 = normal[i, 1]
+        n2 = normal[i, 2]
+        un = ((X[0, i] - Xp[0, i] - motion[i, 0]) * n0 + (X[1, i] - Xp[1, i] - motion[i, 1]) * n1
+              + (X[2, i] - Xp[2, i] - motion[i, 2]) * n2)
+        if not un < 0.0:
+            continue
+        arrive = ((X_pred[0, i] - Xp[0, i] - motion[i, 0]) * n0
+                  + (X_pred[1, i] - Xp[1, i] - motion[i, 1]) * n1
+                  + (X_pred[2, i] - Xp[2, i] - motion[i, 2]) * n2)
+        if not arrive < -slow:
+            continue
+        b = body[i]
+        c0 = origin[b, 0]
+        c1 = origin[b, 1]
+        c2 = origin[b, 2]
+        r0 = X[0, i] - c0
+        r1 = X[1, i] - c1
+        r2 = X[2, i] - c2
+        x0 = r1 * n2 - r2 * n1
+        x1 = r2 * n0 - r0 * n2
+        x2 = r0 * n1 - r1 * n0
+        a0, a1, a2 = _iw9(rot[b, 0, 0], rot[b, 0, 1], rot[b, 0, 2], rot[b, 1, 0], rot[b, 1, 1],
+                          rot[b, 1, 2], rot[b, 2, 0], rot[b, 2, 1], rot[b, 2, 2],
+                          inv_inertia[b, 0, 0], inv_inertia[b, 0, 1], inv_inertia[b, 0, 2],
+                          inv_inertia[b, 1, 0], inv_inertia[b, 1, 1], inv_inertia[b, 1, 2],
+                          inv_inertia[b, 2, 0], inv_inertia[b, 2, 1], inv_inertia[b, 2, 2],
+                          x0, x1, x2)
+        im = inv_mass[b]
+        w = im + (x0 * a0 + x1 * a1 + x2 * a2)
+        lam = -un / w
+        d0 = n0 * lam * im
+        d1 = n1 * lam * im
+        d2 = n2 * lam * im
+        t0 = a0 * lam
+        t1 = a1 * lam
+        t2 = a2 * lam
+        for e in range(start[b], start[b + 1]):
+            j = particles[e]
+            q0 = X[0, j] - c0
+            q1 = X[1, j] - c1
+            q2 = X[2, j] - c2
+            Xp[0, j] = Xp[0, j] - (d0 + (t1 * q2 - t2 * q1))
+            Xp[1, j] = Xp[1, j] - (d1 + (t2 * q0 - t0 * q2))
+            Xp[2, j] = Xp[2, j] - (d2 + (t0 * q1 - t1 * q0))
