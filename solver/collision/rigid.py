@@ -190,9 +190,8 @@ class RigidContacts:
         touched = np.concatenate([cb[q][cb[q] >= 0], pb])
         self.bodies = np.unique(touched).astype(np.int64)
         sizes = np.diff(sh.start)[self.bodies]
-        self.entries = (np.concatenate([np.arange(sh.start[b], sh.start[b + 1])
-                                        for b in self.bodies])
-                        if len(self.bodies) else np.zeros(0, np.int64)).astype(np.int64)
+        first = np.repeat(sh.start[self.bodies] - (np.cumsum(sizes) - sizes), sizes)
+        self.entries = (np.arange(len(first)) + first).astype(np.int64)
         self.entry_body = np.repeat(self.bodies, sizes).astype(np.int64)
 
     def _movable(self, ids, awake):
