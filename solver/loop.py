@@ -165,7 +165,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                 solve_rigid(X, Xp, m_particles, m_rest_offset, m_origin, m_rot, rigid, c_shape,
                             approximate[s], abc[s], c_thickness, radius, R[s], t[s], sc[s],
                             Rb[s], tb[s], sb[s], moving[s], c_mu_s, c_mu_k, mesh, depth, used,
-                            touching, normal, motion, collider, allowance)
+                            touching, normal, motion, collider, allowance, None, None)
             if j_order.size:
                 solve_joints(X, m_particles, m_rest_offset, m_mass, m_origin, m_rot, m_exact,
                              j_bodies, j_entries, j_entry_start, j_inv_mass, j_inv_inertia,
@@ -177,12 +177,13 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         # velocity pass
         if r_bodies.size:
             rigid_velocities(X, Xp, X_pred, m_particles, m_start, m_origin, m_rot, rigid,
-                             touching, collider, normal, motion, 2.0 * gravity_norm * h * h)
+                             touching, collider, normal, motion, c_restitution,
+                             2.0 * gravity_norm * h * h)
         if m_any_damped:
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)
         if any_restitution:
             restitution(X, Xp, X_pred, h, gravity_norm, c_restitution, touching, collider,
-                        normal, motion)
+                        normal, motion, rigid[0])
         release_overlap(Xp, lift, lifted)       # last: restitution measured the true arrival
         # one reduction per substep; the sum can overflow with finite entries, so confirm
         if not math.isfinite(float(X.sum())) and not np.isfinite(X).all():

@@ -407,13 +407,15 @@ def _motion(now, before, x0, x1, x2):
 
 
 def restitution(X, Xp, X_pred, h, gravity_norm, e_restitution, touching, collider, normal,
-                motion):
+                motion, rigid_body):
     """The velocity pass after a substep (colliders.py's restitution): a contact that arrived
     faster than 2 |g| h gets normal velocity -e v_arrive relative to the collider, by moving x*.
     X, Xp, X_pred (3, n) [m] positions, positions a substep ago (updated) and positions right
     after integration; e_restitution (C,); touching (n,) bool, collider (n,) int64, normal
-    (n, 3), motion (n, 3) [m]: this substep's contacts."""
-    ids = np.nonzero(touching)[0]
+    (n, 3), motion (n, 3) [m]: this substep's contacts; rigid_body (n,) int64 >= 0 for a
+    particle of a rigid body whose contacts are solved on the body (collision/rigid.py): its
+    restitution is rigid_velocities', so it is left out here."""
+    ids = np.nonzero(touching & (rigid_body < 0))[0]
     e = e_restitution[collider[ids]]
     ids, e = ids[e > 0], e[e > 0]
     n0, n1, n2 = normal[ids, 0], normal[ids, 1], normal[ids, 2]

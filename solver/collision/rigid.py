@@ -51,24 +51,36 @@ operations in the same order: bit for bit. Bodies are read from the fit's pose
 corner's position is c_b + R_b q_e while the solve runs, and the particles of the bodies that
 moved are put on their poses once at the end, where the joints read them.
 
+A body's corners that meet the ground in one substep, solved one after another and pushed
+only, leave it lifted at a corner (a 0.4 m cube dropped 2 m flat: corners +3.3, +1.6, +1.6,
+0 mm above the ground after the solve; more passes change nothing, every constraint being
+met), and that becomes speed through x*: the velocity pass below takes it out. Letting a
+contact pull its particle back within the substep (projected Gauss-Seidel on the substep's
+sum) was measured and left out: it made a block sliding on a slope take 23 % too much
+friction (the pulled corner kept the friction it had taken, its neighbours took more).
+
 The velocity pass (rigid_velocities, after a substep's relaxation; Mueller et al. 2020,
-section 3.6, with restitution 0): a collider contact that arrived faster than 2 |g| h and is
-still approaching after the position solve gets the impulse that stops its approach,
+section 3.6): every collider contact of the substep that arrived faster than 2 |g| h (an
+impact; its arrival measured from x' before any correction) gets the impulse that sets its
+normal speed to the collider's restitution target, whatever its sign after the position
+solve,
 
-    u_n = (x - x* - m) . n  < 0  [m per substep]   x* the position a substep ago, m the
-                                                    collider surface's motion
-    lambda = -u_n / w_b(x, n),   x* of each particle j of the body -= (lambda n / M
-             + (I^-1 (r x lambda n)) x (x_j - c_b))        (its velocity changes, not x)
+    v_n = (x - x* - m) . n   [m per substep]   x* the position a substep ago, m the collider
+                                                surface's motion over the substep
+    target = -e v_arrive >= 0,   lambda = (target - v_n) / w_b(x, n),
+    x* of each particle j of the body -= lambda n / M + (I^-1 (r x lambda n)) x (x_j - c_b)
 
-contact after contact in the candidates' order. Why: a position solve stops only the part of
-a substep's approach that went below the surface; a corner that was above it at the substep's
-start keeps the rest as velocity, and a crate landing on a face with its edge still pivoting
-kept enough turn to tip over the next edge, so a crate dropped on an edge onto an 18 degree
-ramp at 20 substeps tumbled down it (0.3 to 0.8 m/s after 3 s; it rested at 40 substeps).
-Slow contacts (resting ones: gravity's g h a substep) are left alone: zeroing their
-approach too kept 62 of the 100-crate pile awake (rocking at 1 to 3 cm/s), and the residual
-approach alone as the test kept a ragdoll lying on the ground from ever resting (measured
-2026-11-26). Contacts between bodies have no velocity pass: the pile rests without it.
+(its velocity changes, not x), VELOCITY_SWEEPS Gauss-Seidel sweeps over the impacts in the
+candidates' order. The restitution of a rigid body's collider contacts is this, not the
+particle pass (project.restitution leaves its particles out). Why: a position solve stops only
+the part of a substep's approach that went below the surface, and its corrections of several
+corners leave the body turning; a crate dropped on an edge onto an 18 degree ramp at 20
+substeps kept enough turn to tip over the next edge and tumbled down it (0.3 to 0.8 m/s after
+3 s), and a cube dropped flat from 1 to 2 m tilted 6 to 90 degrees. Only the approaching
+impacts, one sweep: the ramp held, the flat drops did not; every impact, one sweep: 1 m still
+tilted 6 degrees; four sweeps: every flat drop lands flat (tests/solver/test_bodies.py; 0.0 to 0.1 degrees).
+Resting contacts are left alone: zeroing their approach too kept 62 of the 100-crate pile
+rocking at 1 to 3 cm/s. Contacts between bodies have no velocity pass (measured 2026-11-26).
 
 Contacts with cloth, soft bodies and loose particles stay particle projections
 (collision/bodies.py, project.py), with the rigid side carried by the fit's contact weights.
@@ -85,6 +97,8 @@ from ..constraints.joints import _iw, _rotate
 from .rigid_pairs import Pairs
 
 PASSES = 2
+# Gauss-Seidel sweeps of the velocity pass over the impacts (rigid_velocities)
+VELOCITY_SWEEPS = 4
 
 
 class RigidContacts:
@@ -218,7 +232,7 @@ def _starts(sorted_colors):
 # ------------------------------------------------------------------ the kernel (NumPy)
 def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approximate, abc,
                 thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, mesh, depth, used,
-                touching, normal, motion, collider, allowance):
+                touching, normal, motion, collider, allowance, X0, clear):
     """One solve of the rigid contacts (module docstring), in place on X (3, n) [m], and on
     the fit's poses origin (K, 3) [m], rot (K, 3, 3) of the bodies that moved. Xp (3, n) [m]
     positions a substep ago; particles (e,) int64 and rest_offset (e, 3) [m] the clusters'
@@ -227,7 +241,9 @@ def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approx
     (C, 3), thickness [m], frames R (C, 3, 3), t, s (C, 3) and Rb, tb, sb at the substep's
     start, moving, mu_s, mu_k; radius (n,) [m]; mesh the mesh group; the contact state depth,
     used (n,) (impulses [kg m] at a rigid body's particles), touching, normal, motion,
-    collider as project.py's; allowance [m] the depenetration bound."""
+    collider as project.py's; allowance [m] the depenetration bound. X0, clear: the compiled
+    kernel's skip of candidates still clear of their collider (kernels/compiled_rigid.py);
+    unused here, where every candidate is taken (the same bits)."""
     (body, entry, inv_mass, inv_inertia, bodies, entries, entry_body, c, Rm, moved, idx, kind,
      side, dist, mu, jit, color_start, cand_particle, cand_collider, cand_start, touch,
      passes) = rigid
@@ -418,50 +434,50 @@ def _place(st, particles, bodies, entries, entry_body, origin, rot):
 
 
 def rigid_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, touching, collider,
-                     normal, motion, slow):
+                     normal, motion, e_restitution, slow):
     """The velocity pass at rigid bodies' collider contacts (module docstring), on x* only:
     X, Xp, X_pred (3, n) [m] positions, positions a substep ago (updated) and right after
     integration; particles (e,) int64 and start (K + 1,) int64 the clusters' entries
     (ShapeSolver's); origin (K, 3) [m] and rot (K, 3, 3) the bodies' poses; rigid
     RigidContacts.kernel_args(); touching, collider, normal (n, 3), motion (n, 3) [m] this
-    substep's contacts (solve_rigid's); slow [m] 2 |g| h^2: an arrival slower than that is a
-    resting contact, left alone. A colour's candidates are on different bodies: one batch."""
+    substep's contacts (solve_rigid's); e_restitution (C,) per collider; slow [m] 2 |g| h^2:
+    an arrival slower than that is a resting contact, left alone. VELOCITY_SWEEPS sweeps; a
+    colour's candidates are on different bodies: one batch."""
     body, inv_mass, inv_inertia = rigid[0], rigid[2], rigid[3]
     cand_particle, cand_collider, cand_start = rigid[17], rigid[18], rigid[19]
-    for col in range(len(cand_start) - 1):
-        lo, hi = cand_start[col], cand_start[col + 1]
-        ids = cand_particle[lo:hi]
-        sel = touching[ids] & (collider[ids] == cand_collider[lo:hi])
-        ids = ids[sel]
-        if not ids.size:
-            continue
-        n = [normal[ids, i] for i in range(3)]
-        u = [X[i, ids] - Xp[i, ids] - motion[ids, i] for i in range(3)]
-        un = u[0] * n[0] + u[1] * n[1] + u[2] * n[2]
-        arrive = ((X_pred[0, ids] - Xp[0, ids] - motion[ids, 0]) * n[0]
-                  + (X_pred[1, ids] - Xp[1, ids] - motion[ids, 1]) * n[1]
-                  + (X_pred[2, ids] - Xp[2, ids] - motion[ids, 2]) * n[2])
-        app = (un < 0.0) & (arrive < -slow)
-        if not app.any():
-            continue
-        ids = ids[app]
-        un = un[app]
-        n = [v[app] for v in n]
-        b = body[ids]
-        r = [X[i, ids] - origin[b, i] for i in range(3)]
-        x = _cross(r, n)
-        a = _iw(rot[b], inv_inertia[b], x)
-        w = inv_mass[b] + (x[0] * a[0] + x[1] * a[1] + x[2] * a[2])
-        lam = -un / w
-        dc = [n[i] * lam * inv_mass[b] for i in range(3)]
-        dth = [a[i] * lam for i in range(3)]
-        sizes = start[b + 1] - start[b]
-        rep = np.repeat(np.arange(len(b)), sizes)
-        first = np.repeat(start[b] - (np.cumsum(sizes) - sizes), sizes)
-        ent = np.arange(len(rep)) + first
-        pid = particles[ent]
-        rr = [X[i, pid] - origin[b[rep], i] for i in range(3)]
-        th = [v[rep] for v in dth]
-        cr = _cross(th, rr)
-        for i in range(3):
-            Xp[i, pid] -= dc[i][rep] + cr[i]
+    p = cand_particle
+    # the impacts, and their arrival along the normal [m per substep], before any impulse
+    fast = touching[p] & (collider[p] == cand_collider)
+    arrive = ((X_pred[0, p] - Xp[0, p] - motion[p, 0]) * normal[p, 0]
+              + (X_pred[1, p] - Xp[1, p] - motion[p, 1]) * normal[p, 1]
+              + (X_pred[2, p] - Xp[2, p] - motion[p, 2]) * normal[p, 2])
+    fast &= arrive < -slow
+    if not fast.any():
+        return
+    target = -e_restitution[cand_collider] * arrive       # (Qc,) [m per substep] leaving
+    for _ in range(VELOCITY_SWEEPS):
+        for col in range(len(cand_start) - 1):
+            m = np.arange(cand_start[col], cand_start[col + 1])
+            m = m[fast[m]]
+            if not m.size:
+                continue
+            ids = cand_particle[m]
+            n = [normal[ids, i] for i in range(3)]
+            u = [X[i, ids] - Xp[i, ids] - motion[ids, i] for i in range(3)]
+            un = u[0] * n[0] + u[1] * n[1] + u[2] * n[2]
+            b = body[ids]
+            r = [X[i, ids] - origin[b, i] for i in range(3)]
+            x = _cross(r, n)
+            a = _iw(rot[b], inv_inertia[b], x)
+            w = inv_mass[b] + (x[0] * a[0] + x[1] * a[1] + x[2] * a[2])
+            lam = (target[m] - un) / w
+            dc = [n[i] * lam * inv_mass[b] for i in range(3)]
+            dth = [a[i] * lam for i in range(3)]
+            sizes = start[b + 1] - start[b]
+            rep = np.repeat(np.arange(len(b)), sizes)
+            first = np.repeat(start[b] - (np.cumsum(sizes) - sizes), sizes)
+            pid = particles[np.arange(len(rep)) + first]
+            rr = [X[i, pid] - origin[b[rep], i] for i in range(3)]
+            cr = _cross([v[rep] for v in dth], rr)
+            for i in range(3):
+                Xp[i, pid] -= dc[i][rep] + cr[i]

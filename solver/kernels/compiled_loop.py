@@ -77,6 +77,13 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     if by_particle.shape[0]:
         candidate_clearance(X0, by_particle, by_particle_start, by_particle_collider, c_shape,
                             approximate, abc, c_thickness, radius, R, t, sc, moving, mesh, clear)
+    # and those of the rigid bodies' candidates, solved on the bodies (compiled_rigid)
+    r_particle, r_collider = rigid[17], rigid[18]
+    r_clear = np.empty(r_particle.shape[0])                # (Qc,) [m] per rigid candidate
+    if r_particle.shape[0]:
+        candidate_clearance(X0, r_particle, np.arange(r_particle.shape[0] + 1), r_collider,
+                            c_shape, approximate, abc, c_thickness, radius, R, t, sc, moving,
+                            mesh, r_clear)
     # the shape solve weighs body contacts by these flags: none may be left from a step before
     # that had contacts between bodies, when this one has none (then it never clears them)
     b_touch[:] = False
@@ -147,7 +154,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                 solve_rigid(X, Xp, m_particles, m_rest_offset, m_origin, m_rot, rigid, c_shape,
                             approximate[s], abc[s], c_thickness, radius, R[s], t[s], sc[s],
                             Rb[s], tb[s], sb[s], moving[s], c_mu_s, c_mu_k, mesh, depth, used,
-                            touching, normal, motion, collider, allowance)
+                            touching, normal, motion, collider, allowance, X0,
+                            r_clear)
             if j_order.shape[0]:
                 solve_joints(X, m_particles, m_rest_offset, m_mass, m_origin, m_rot, m_exact,
                              j_bodies, j_entries, j_entry_start, j_inv_mass, j_inv_inertia,
@@ -159,12 +167,13 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         # velocity pass
         if r_bodies.shape[0]:
             rigid_velocities(X, Xp, X_pred, m_particles, m_start, m_origin, m_rot, rigid,
-                             touching, collider, normal, motion, 2.0 * gravity_norm * h * h)
+                             touching, collider, normal, motion, c_restitution,
+                             2.0 * gravity_norm * h * h)
         if m_any_damped:
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)
         if any_restitution:
             restitution(X, Xp, X_pred, h, gravity_norm, c_restitution, touching, collider,
-                        normal, motion)
+                        normal, motion, rigid[0])
         # the overlap released into x*, and every position checked finite, in one pass
         if close_substep(X, Xp, lift, lifted):
             return s

@@ -29,6 +29,7 @@ _PAIR = 0             # collision/bodies.PAIR ...
 _VERTEX_TRI = 1
 _EDGES = 2
 _SEGMENTS = 3
+VELOCITY_SWEEPS = 4   # collision/rigid.VELOCITY_SWEEPS
 
 
 @njit(cache=True, fastmath=False, inline="always")
@@ -290,10 +291,12 @@ def _body_pass(X, Xp, color_start, reverse, idx, kind, side, dist, mu, jit, allo
 def _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc, thickness,
                    radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, mesh, depth, used, touching,
                    normal, motion, collider, allowance, body, entry, rest, c, Rm, inv_mass,
-                   inv_inertia, moved):
+                   inv_inertia, moved, X0, clear):
     """rigid._collider_contacts for every candidate, in order: one loop, not a call per
     candidate (a call passing the mesh group's arrays cost a microsecond in reference
-    counting, more than the contact)."""
+    counting, more than the contact). A candidate whose particle, now and a substep ago, is
+    still nearer to where the step started (X0) than its clearance there (clear) is skipped:
+    its contact would change nothing (solve_rigid)."""
     for jj in range(cand_particle.shape[0]):
         p = cand_particle[jj]
         k = cand_collider[jj]
@@ -308,6 +311,16 @@ def _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc,
         xp0 = Xp[0, p]
         xp1 = Xp[1, p]
         xp2 = Xp[2, p]
+        cl = clear[jj]
+        if cl > 0:
+            a0 = x0 - X0[0, p]
+            a1 = x1 - X0[1, p]
+            a2 = x2 - X0[2, p]
+            b0 = xp0 - X0[0, p]
+            b1 = xp1 - X0[1, p]
+            b2 = xp2 - X0[2, p]
+            if cl * cl > max(a0 * a0 + a1 * a1 + a2 * a2, b0 * b0 + b1 * b1 + b2 * b2):
+                continue
         sh = shape[k]
         th = thickness[k]
         rad = radius[p]
@@ -455,8 +468,15 @@ def _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc,
 @njit(cache=True, fastmath=False)
 def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approximate, abc,
                 thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, mesh, depth, used,
-                touching, normal, motion, collider, allowance):
-    """Scalar mirror of collision/rigid.solve_rigid (the same arguments)."""
+                touching, normal, motion, collider, allowance, X0, clear):
+    """Scalar mirror of collision/rigid.solve_rigid (the same arguments). Unlike it, it skips
+    a collider candidate that is still clear of its collider: X0 (3, n) [m] the step's start,
+    clear (Qc,) [m] each candidate's clearance there (compiled_candidates.candidate_clearance,
+    as project_colliders uses it): a particle within that distance of X0, now and a substep
+    ago, is outside the collider's offset surface on the whole segment between, so its
+    contact, tunnelling guard included, changes nothing (the same bits as the NumPy kernel,
+    which takes every candidate). At 100 ragdolls on the stairs: 6,700 candidates a step, most
+    of them clear."""
     (body, entry, inv_mass, inv_inertia, bodies, entries, entry_body, c, Rm, moved, idx, kind,
      side, dist, mu, jit, color_start, cand_particle, cand_collider, cand_start, touch,
      passes) = rigid
@@ -475,7 +495,7 @@ def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approx
         _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc, thickness,
                        radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, mesh, depth, used,
                        touching, normal, motion, collider, allowance, body, entry, rest_offset,
-                       c, Rm, inv_mass, inv_inertia, moved)
+                       c, Rm, inv_mass, inv_inertia, moved, X0, clear)
     # the moved bodies' particles on their poses, and the poses for the joints
     for m in range(bodies.shape[0]):
         b = bodies[m]
@@ -497,58 +517,70 @@ def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approx
 
 @njit(cache=True, fastmath=False)
 def rigid_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, touching, collider,
-                     normal, motion, slow):
+                     normal, motion, e_restitution, slow):
     """Scalar mirror of collision/rigid.rigid_velocities (the same arguments): the candidates
-    one after another, which is the NumPy kernel's colour by colour (a colour's are on
-    different bodies)."""
+    one after another in each sweep, which is the NumPy kernel's colour by colour (a colour's
+    are on different bodies)."""
     body, inv_mass, inv_inertia = rigid[0], rigid[2], rigid[3]
     cand_particle, cand_collider = rigid[17], rigid[18]
-    for m in range(cand_particle.shape[0]):
+    count = cand_particle.shape[0]
+    fast = np.zeros(count, np.bool_)
+    target = np.zeros(count)
+    anything = False
+    for m in range(count):
         i = cand_particle[m]
         if not touching[i] or collider[i] != cand_collider[m]:
             continue
-        n0 = normal[i, 0]
-        n1 = normal[i, 1]
-        n2 = normal[i, 2]
-        un = ((X[0, i] - Xp[0, i] - motion[i, 0]) * n0 + (X[1, i] - Xp[1, i] - motion[i, 1]) * n1
-              + (X[2, i] - Xp[2, i] - motion[i, 2]) * n2)
-        if not un < 0.0:
-            continue
-        arrive = ((X_pred[0, i] - Xp[0, i] - motion[i, 0]) * n0
-                  + (X_pred[1, i] - Xp[1, i] - motion[i, 1]) * n1
-                  + (X_pred[2, i] - Xp[2, i] - motion[i, 2]) * n2)
-        if not arrive < -slow:
-            continue
-        b = body[i]
-        c0 = origin[b, 0]
-        c1 = origin[b, 1]
-        c2 = origin[b, 2]
-        r0 = X[0, i] - c0
-        r1 = X[1, i] - c1
-        r2 = X[2, i] - c2
-        x0 = r1 * n2 - r2 * n1
-        x1 = r2 * n0 - r0 * n2
-        x2 = r0 * n1 - r1 * n0
-        a0, a1, a2 = _iw9(rot[b, 0, 0], rot[b, 0, 1], rot[b, 0, 2], rot[b, 1, 0], rot[b, 1, 1],
-                          rot[b, 1, 2], rot[b, 2, 0], rot[b, 2, 1], rot[b, 2, 2],
-                          inv_inertia[b, 0, 0], inv_inertia[b, 0, 1], inv_inertia[b, 0, 2],
-                          inv_inertia[b, 1, 0], inv_inertia[b, 1, 1], inv_inertia[b, 1, 2],
-                          inv_inertia[b, 2, 0], inv_inertia[b, 2, 1], inv_inertia[b, 2, 2],
-                          x0, x1, x2)
-        im = inv_mass[b]
-        w = im + (x0 * a0 + x1 * a1 + x2 * a2)
-        lam = -un / w
-        d0 = n0 * lam * im
-        d1 = n1 * lam * im
-        d2 = n2 * lam * im
-        t0 = a0 * lam
-        t1 = a1 * lam
-        t2 = a2 * lam
-        for e in range(start[b], start[b + 1]):
-            j = particles[e]
-            q0 = X[0, j] - c0
-            q1 = X[1, j] - c1
-            q2 = X[2, j] - c2
-            Xp[0, j] = Xp[0, j] - (d0 + (t1 * q2 - t2 * q1))
-            Xp[1, j] = Xp[1, j] - (d1 + (t2 * q0 - t0 * q2))
-            Xp[2, j] = Xp[2, j] - (d2 + (t0 * q1 - t1 * q0))
+        arrive = ((X_pred[0, i] - Xp[0, i] - motion[i, 0]) * normal[i, 0]
+                  + (X_pred[1, i] - Xp[1, i] - motion[i, 1]) * normal[i, 1]
+                  + (X_pred[2, i] - Xp[2, i] - motion[i, 2]) * normal[i, 2])
+        if arrive < -slow:
+            fast[m] = True
+            target[m] = -e_restitution[cand_collider[m]] * arrive
+            anything = True
+    if not anything:
+        return
+    for _ in range(VELOCITY_SWEEPS):
+        for m in range(count):
+            if not fast[m]:
+                continue
+            i = cand_particle[m]
+            n0 = normal[i, 0]
+            n1 = normal[i, 1]
+            n2 = normal[i, 2]
+            un = ((X[0, i] - Xp[0, i] - motion[i, 0]) * n0
+                  + (X[1, i] - Xp[1, i] - motion[i, 1]) * n1
+                  + (X[2, i] - Xp[2, i] - motion[i, 2]) * n2)
+            b = body[i]
+            c0 = origin[b, 0]
+            c1 = origin[b, 1]
+            c2 = origin[b, 2]
+            r0 = X[0, i] - c0
+            r1 = X[1, i] - c1
+            r2 = X[2, i] - c2
+            x0 = r1 * n2 - r2 * n1
+            x1 = r2 * n0 - r0 * n2
+            x2 = r0 * n1 - r1 * n0
+            a0, a1, a2 = _iw9(rot[b, 0, 0], rot[b, 0, 1], rot[b, 0, 2], rot[b, 1, 0],
+                              rot[b, 1, 1], rot[b, 1, 2], rot[b, 2, 0], rot[b, 2, 1],
+                              rot[b, 2, 2], inv_inertia[b, 0, 0], inv_inertia[b, 0, 1],
+                              inv_inertia[b, 0, 2], inv_inertia[b, 1, 0], inv_inertia[b, 1, 1],
+                              inv_inertia[b, 1, 2], inv_inertia[b, 2, 0], inv_inertia[b, 2, 1],
+                              inv_inertia[b, 2, 2], x0, x1, x2)
+            im = inv_mass[b]
+            w = im + (x0 * a0 + x1 * a1 + x2 * a2)
+            lam = (target[m] - un) / w
+            d0 = n0 * lam * im
+            d1 = n1 * lam * im
+            d2 = n2 * lam * im
+            t0 = a0 * lam
+            t1 = a1 * lam
+            t2 = a2 * lam
+            for e in range(start[b], start[b + 1]):
+                j = particles[e]
+                q0 = X[0, j] - c0
+                q1 = X[1, j] - c1
+                q2 = X[2, j] - c2
+                Xp[0, j] = Xp[0, j] - (d0 + (t1 * q2 - t2 * q1))
+                Xp[1, j] = Xp[1, j] - (d1 + (t2 * q0 - t0 * q2))
+                Xp[2, j] = Xp[2, j] - (d2 + (t0 * q1 - t1 * q0))
