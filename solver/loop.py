@@ -10,8 +10,9 @@ Jakobsen's loop ("Advanced Character Physics", section 2), ``substeps`` times pe
     relax       ``iterations`` sweeps: sticks, soft pins, volumes, contacts between bodies
                 (Jacobi, averaged), colliders (projection with friction, depenetration
                 bounded by ``allowance``; after the bodies, so nothing ends a substep pressed
-                into one), embedded points of tetrahedral bodies, shape matching, joints
-                between rigid bodies
+                into one), embedded points of tetrahedral bodies, shape matching, the
+                contacts of rigid bodies solved on the bodies (collision/rigid.py: Gauss-Seidel,
+                2 x contact_iterations passes), joints between rigid bodies
     velocity    rigid bodies' impacts on colliders made plastic (collision/rigid.py
                 rigid_velocities), shape-matching damping, restitution, and the overlap
                 resolved without speed moved into x* (collision/project.release_overlap); all
@@ -38,6 +39,8 @@ exactly the same ones:
     contacts   collision/contacts.Contacts.kernel_args()
     bodies     collision/contacts.Contacts.body_args(inv_mass): the body contacts of this step
                (collision/bodies.py solve_bodies' arrays)
+    rigid      collision/rigid.RigidContacts.kernel_args(contact_iterations): this step's
+               contacts of rigid bodies, solved on the bodies, and the velocity pass's bodies
     counts     (substeps, iterations, contact_iterations)   int: the body contacts are solved
                contact_iterations times in each iteration (Jacobi passes: less overlap)
     scalars    (h, gravity_norm, allowance)    [s], [m/s^2], [m] the depenetration bound per
@@ -183,8 +186,9 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)
         if any_restitution:
             restitution(X, Xp, X_pred, h, gravity_norm, c_restitution, touching, collider,
-                        normal, motion, rigid[0])
+                        normal, motion, rigid[22])
         release_overlap(Xp, lift, lifted)       # last: restitution measured the true arrival
+        # (rigid_velocities measured its own before moving x*)
         # one reduction per substep; the sum can overflow with finite entries, so confirm
         if not math.isfinite(float(X.sum())) and not np.isfinite(X).all():
             return s

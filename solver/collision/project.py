@@ -413,8 +413,9 @@ def restitution(X, Xp, X_pred, h, gravity_norm, e_restitution, touching, collide
     X, Xp, X_pred (3, n) [m] positions, positions a substep ago (updated) and positions right
     after integration; e_restitution (C,); touching (n,) bool, collider (n,) int64, normal
     (n, 3), motion (n, 3) [m]: this substep's contacts; rigid_body (n,) int64 >= 0 for a
-    particle of a rigid body whose contacts are solved on the body (collision/rigid.py): its
-    restitution is rigid_velocities', so it is left out here."""
+    particle whose impacts the rigid bodies' velocity pass takes (collision/rigid.py
+    RigidContacts.impact_body: a rigid body with no joint): its restitution is
+    rigid_velocities', so it is left out here."""
     ids = np.nonzero(touching & (rigid_body < 0))[0]
     e = e_restitution[collider[ids]]
     ids, e = ids[e > 0], e[e > 0]

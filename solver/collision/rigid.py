@@ -80,7 +80,9 @@ substeps kept enough turn to tip over the next edge and tumbled down it (0.3 to 
 impacts, one sweep: the ramp held, the flat drops did not; every impact, one sweep: 1 m still
 tilted 6 degrees; four sweeps: every flat drop lands flat (tests/solver/test_bodies.py; 0.0 to 0.1 degrees).
 Resting contacts are left alone: zeroing their approach too kept 62 of the 100-crate pile
-rocking at 1 to 3 cm/s. Contacts between bodies have no velocity pass (measured 2026-11-26).
+rocking at 1 to 3 cm/s. Contacts between bodies have no velocity pass, and bodies that carry a
+joint are left to the particle restitution (RigidContacts.impact_body; with the pass a ragdoll
+dropped face down took 7 s to rest instead of 1.25) (measured 2026-11-26).
 
 Contacts with cloth, soft bodies and loose particles stay particle projections
 (collision/bodies.py, project.py), with the rigid side carried by the fit's contact weights.
@@ -121,6 +123,13 @@ class RigidContacts:
         self.inv_inertia = joints.inv_inertia     # (K + 1, 3, 3) rest frame [1/(kg m^2)]
         # (n,) int64 the movable rigid body (cluster) of each particle this step, -1 for none
         self.body = np.full(n, -1, np.int64)
+        # (n,) int64 the same where the body carries no joint, else -1: the particles whose
+        # impacts the velocity pass takes (rigid_velocities; a jointed body's stay the particle
+        # restitution's: the joints move it after the poses were taken, and with the pass a
+        # ragdoll dropped face down took 7 s to rest, 1.25 s without, measured 2026-11-26)
+        self.impact_body = np.full(n, -1, np.int64)
+        self._jointed = np.zeros(k, bool)         # (K,) bool the clusters that carry a joint
+        self._jointed[np.asarray(joints.bodies, np.int64)] = True
         self.c = np.zeros((k, 3))                 # (K, 3) [m] scratch: centres while solving
         self.R = np.zeros((k, 3, 3))              # (K, 3, 3) scratch: rotations
         self.moved = np.zeros(k, bool)            # (K,) bool scratch: moved this solve
@@ -151,6 +160,7 @@ class RigidContacts:
         sh = self._shapes
         body = self.body
         body.fill(-1)
+        self.impact_body.fill(-1)
         self.touch.fill(False)
         if not self._k or not sh.rigid_body.any():
             self.clear()
@@ -159,6 +169,8 @@ class RigidContacts:
         ok = (e >= 0) & awake
         ok[ok] = sh.rigid_body[self._cluster[e[ok]]]
         body[ok] = self._cluster[e[ok]]
+        mine = np.nonzero(body >= 0)[0]
+        self.impact_body[mine] = np.where(self._jointed[body[mine]], -1, body[mine])
         # contacts between bodies: every corner on a movable rigid body or immovable
         idx = contacts.body_idx
         valid = idx >= 0
@@ -218,7 +230,8 @@ class RigidContacts:
         return (self.body, self.entry, self.inv_mass, self.inv_inertia, self.bodies, self.entries,
                 self.entry_body, self.c, self.R, self.moved, self.idx, self.kind, self.side,
                 self.dist, self.mu, self.jit, self.color_start, self.cand_particle,
-                self.cand_collider, self.cand_start, self.touch, PASSES * contact_iterations)
+                self.cand_collider, self.cand_start, self.touch, PASSES * contact_iterations,
+                self.impact_body)
 
 
 def _starts(sorted_colors):
@@ -246,7 +259,7 @@ def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approx
     unused here, where every candidate is taken (the same bits)."""
     (body, entry, inv_mass, inv_inertia, bodies, entries, entry_body, c, Rm, moved, idx, kind,
      side, dist, mu, jit, color_start, cand_particle, cand_collider, cand_start, touch,
-     passes) = rigid
+     passes) = rigid[:22]
     if not bodies.size:
         return
     c[bodies] = origin[bodies]
@@ -443,11 +456,11 @@ def rigid_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, touchi
     substep's contacts (solve_rigid's); e_restitution (C,) per collider; slow [m] 2 |g| h^2:
     an arrival slower than that is a resting contact, left alone. VELOCITY_SWEEPS sweeps; a
     colour's candidates are on different bodies: one batch."""
-    body, inv_mass, inv_inertia = rigid[0], rigid[2], rigid[3]
+    body, inv_mass, inv_inertia = rigid[22], rigid[2], rigid[3]
     cand_particle, cand_collider, cand_start = rigid[17], rigid[18], rigid[19]
     p = cand_particle
     # the impacts, and their arrival along the normal [m per substep], before any impulse
-    fast = touching[p] & (collider[p] == cand_collider)
+    fast = touching[p] & (collider[p] == cand_collider) & (body[p] >= 0)
     arrive = ((X_pred[0, p] - Xp[0, p] - motion[p, 0]) * normal[p, 0]
               + (X_pred[1, p] - Xp[1, p] - motion[p, 1]) * normal[p, 1]
               + (X_pred[2, p] - Xp[2, p] - motion[p, 2]) * normal[p, 2])

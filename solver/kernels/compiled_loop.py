@@ -173,7 +173,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)
         if any_restitution:
             restitution(X, Xp, X_pred, h, gravity_norm, c_restitution, touching, collider,
-                        normal, motion, rigid[0])
+                        normal, motion, rigid[22])
         # the overlap released into x*, and every position checked finite, in one pass
         if close_substep(X, Xp, lift, lifted):
             return s

@@ -1,7 +1,9 @@
 """The compiled mirror of collision/rigid.solve_rigid: contacts of rigid bodies solved on the
 bodies (that module's docstring gives the constraints, the impulses and the order; Mueller et
-al. 2020). The NumPy kernel solves a colour's contacts as one batch; this one solves them one
-after another, which is the same, since no two contacts of a colour share a movable body, with
+al. 2020). The NumPy kernel solves a colour of collider candidates as one batch and the
+contacts between bodies one after another in plain floats (collision/rigid_pairs.py); this one
+solves every contact one after another, which is the same, since no two contacts of a colour
+share a movable body, with
 every expression of the NumPy kernel in its order (no fastmath), so the backends agree bit for
 bit. Serial: Gauss-Seidel's contacts of one body follow each other, and a scene's rigid
 contacts are few hundred (the 100-crate pile's: about 900 a pass).
@@ -59,7 +61,7 @@ def _unit_dir(d0, d1, d2, j0, j1, j2):
 @njit(cache=True, fastmath=False, inline="always")
 def _geometry(kd, side, D, j0, j1, j2, x00, x10, x20, x01, x11, x21, x02, x12, x22, x03, x13,
               x23):
-    """rigid._geometry for one contact from its corners (x0k, x1k, x2k), k = 0..3: (ok, m0, m1,
+    """rigid_pairs.Pairs._contact's geometry for one contact from its corners (x0k, x1k, x2k), k = 0..3: (ok, m0, m1,
     m2, pen, w0, w1, w2, w3)."""
     if kd == _VERTEX_TRI:
         e00 = x02 - x01
@@ -167,7 +169,7 @@ def _impulse(b, P0, P1, P2, p0, p1, p2, c, R, inv_mass, inv_inertia, moved):
 @njit(cache=True, fastmath=False)
 def _body_pass(X, Xp, color_start, reverse, idx, kind, side, dist, mu, jit, allowance, touch,
                body, entry, rest, c, R, inv_mass, inv_inertia, moved):
-    """rigid._body_contacts for every colour in order (reversed: last colour first), the
+    """rigid_pairs.Pairs.solve: every colour in order (reversed: last colour first), the
     contacts of a colour one after another."""
     x = np.empty((3, 4))
     xp = np.empty((3, 4))
@@ -222,7 +224,7 @@ def _body_pass(X, Xp, color_start, reverse, idx, kind, side, dist, mu, jit, allo
                                 x[i, j] = c[b, i] + (R[b, i, 0] * rest[e, 0]
                                                      + R[b, i, 1] * rest[e, 1]
                                                      + R[b, i, 2] * rest[e, 2])
-                # the contact points on each side and their relative motion (rigid._side_points)
+                # the contact points on each side and their relative motion (rigid_pairs.Pairs._contact)
                 for i in range(3):
                     pa = w[0] * x[i, 0]
                     pa = pa + (w[1] * x[i, 1] if two else 0.0)
@@ -479,7 +481,10 @@ def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approx
     of them clear."""
     (body, entry, inv_mass, inv_inertia, bodies, entries, entry_body, c, Rm, moved, idx, kind,
      side, dist, mu, jit, color_start, cand_particle, cand_collider, cand_start, touch,
-     passes) = rigid
+     passes) = (rigid[0], rigid[1], rigid[2], rigid[3], rigid[4], rigid[5], rigid[6],
+                 rigid[7], rigid[8], rigid[9], rigid[10], rigid[11], rigid[12], rigid[13],
+                 rigid[14], rigid[15], rigid[16], rigid[17], rigid[18], rigid[19], rigid[20],
+                 rigid[21])
     if bodies.shape[0] == 0:
         return
     for m in range(bodies.shape[0]):
@@ -521,7 +526,7 @@ def rigid_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, touchi
     """Scalar mirror of collision/rigid.rigid_velocities (the same arguments): the candidates
     one after another in each sweep, which is the NumPy kernel's colour by colour (a colour's
     are on different bodies)."""
-    body, inv_mass, inv_inertia = rigid[0], rigid[2], rigid[3]
+    body, inv_mass, inv_inertia = rigid[22], rigid[2], rigid[3]
     cand_particle, cand_collider = rigid[17], rigid[18]
     count = cand_particle.shape[0]
     fast = np.zeros(count, np.bool_)
@@ -529,7 +534,7 @@ def rigid_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, touchi
     anything = False
     for m in range(count):
         i = cand_particle[m]
-        if not touching[i] or collider[i] != cand_collider[m]:
+        if not touching[i] or collider[i] != cand_collider[m] or body[i] < 0:
             continue
         arrive = ((X_pred[0, i] - Xp[0, i] - motion[i, 0]) * normal[i, 0]
                   + (X_pred[1, i] - Xp[1, i] - motion[i, 1]) * normal[i, 1]
