@@ -152,6 +152,10 @@ class RigidContacts:
         self.cand_particle = z                    # (Qc,) int64 collider candidates' particle
         self.cand_collider = z                    # (Qc,) int64 and collider
         self.cand_start = np.zeros(1, np.int64)   # (colours + 1,) into the Qc candidates
+        # the same candidates body by body, each body's in their order above: the compiled
+        # kernel solves the bodies in parallel (a collider contact moves its own body only)
+        self.cand_by_body = z                     # (Qc,) int64 candidate indices, by body
+        self.cand_body_start = np.zeros(1, np.int64)   # (G + 1,) into cand_by_body per body
 
     def select(self, contacts, awake):
         """Take this step's contacts with a movable rigid body out of the particle solves
@@ -212,6 +216,12 @@ class RigidContacts:
         self.cand_particle = np.ascontiguousarray(pp[order])
         self.cand_collider = np.ascontiguousarray(pk[order])
         self.cand_start = _starts(rank[order])
+        pb = pb[order]
+        self.cand_by_body = np.argsort(pb, kind="stable").astype(np.int64)
+        runs = np.nonzero(np.diff(pb[self.cand_by_body]))[0] + 1 if len(pb) else \
+            np.zeros(0, np.int64)
+        self.cand_body_start = np.concatenate(([0], runs, [len(pb)])).astype(np.int64) \
+            if len(pb) else np.zeros(1, np.int64)
         # the bodies in the solve and their entries
         touched = np.concatenate([cb[q][cb[q] >= 0], pb])
         self.bodies = np.unique(touched).astype(np.int64)
@@ -231,7 +241,7 @@ class RigidContacts:
                 self.entry_body, self.c, self.R, self.moved, self.idx, self.kind, self.side,
                 self.dist, self.mu, self.jit, self.color_start, self.cand_particle,
                 self.cand_collider, self.cand_start, self.touch, PASSES * contact_iterations,
-                self.impact_body)
+                self.impact_body, self.cand_by_body, self.cand_body_start)
 
 
 def _starts(sorted_colors):

@@ -2,11 +2,13 @@
 bodies (that module's docstring gives the constraints, the impulses and the order; Mueller et
 al. 2020). The NumPy kernel solves a colour of collider candidates as one batch and the
 contacts between bodies one after another in plain floats (collision/rigid_pairs.py); this one
-solves every contact one after another, which is the same, since no two contacts of a colour
-share a movable body, with
-every expression of the NumPy kernel in its order (no fastmath), so the backends agree bit for
-bit. Serial: Gauss-Seidel's contacts of one body follow each other, and a scene's rigid
-contacts are few hundred (the 100-crate pile's: about 900 a pass).
+solves the contacts of each body one after another, which is the same, since no two contacts
+of a colour share a movable body, with every expression of the NumPy kernel in its order (no
+fastmath), so the backends agree bit for bit. The collider contacts run with the bodies in parallel, each body's in their order
+(_collider_pass: a collider contact moves its own body only); the contacts between bodies run
+serially, colour after colour (a colour's in parallel cost more than they gained: a parallel
+region per colour, 720 a frame at 100 ragdolls, about 7 us each on Blender's oneTBB pool; the
+body pass went 11.8 to 13.6 ms a frame on two threads, measured 2026-11-26).
 
 The per-contact work is written out in two loops (_body_pass, _collider_pass) with the bodies'
 poses in local scalars, and its helpers take scalars only: Numba counts references on every
@@ -15,7 +17,7 @@ taking seven arrays cost 300 ns a contact, 21 ns written out (measured 2026-11-2
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .compiled_bodies import _segment_dots, cross3, face_gram, segment_closest
 from .compiled_contact import (GUARD_MIN_MOTION, _MESH, _approx_sdf, _carried,
@@ -289,182 +291,191 @@ def _body_pass(X, Xp, color_start, reverse, idx, kind, side, dist, mu, jit, allo
                              (n1 * imp) * sg, (n2 * imp) * sg, c, R, inv_mass, inv_inertia, moved)
 
 
-@njit(cache=True, fastmath=False)
+@njit(cache=True, parallel=True, fastmath=False)
 def _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc, thickness,
                    radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, mesh, depth, used, touching,
                    normal, motion, collider, allowance, body, entry, rest, c, Rm, inv_mass,
-                   inv_inertia, moved, X0, clear):
-    """rigid._collider_contacts for every candidate, in order: one loop, not a call per
-    candidate (a call passing the mesh group's arrays cost a microsecond in reference
-    counting, more than the contact). A candidate whose particle, now and a substep ago, is
-    still nearer to where the step started (X0) than its clearance there (clear) is skipped:
-    its contact would change nothing (solve_rigid)."""
-    for jj in range(cand_particle.shape[0]):
-        p = cand_particle[jj]
-        k = cand_collider[jj]
-        b = body[p]
-        e = entry[p]
-        x0 = c[b, 0] + (Rm[b, 0, 0] * rest[e, 0] + Rm[b, 0, 1] * rest[e, 1]
-                        + Rm[b, 0, 2] * rest[e, 2])
-        x1 = c[b, 1] + (Rm[b, 1, 0] * rest[e, 0] + Rm[b, 1, 1] * rest[e, 1]
-                        + Rm[b, 1, 2] * rest[e, 2])
-        x2 = c[b, 2] + (Rm[b, 2, 0] * rest[e, 0] + Rm[b, 2, 1] * rest[e, 1]
-                        + Rm[b, 2, 2] * rest[e, 2])
-        xp0 = Xp[0, p]
-        xp1 = Xp[1, p]
-        xp2 = Xp[2, p]
-        cl = clear[jj]
-        if cl > 0:
-            a0 = x0 - X0[0, p]
-            a1 = x1 - X0[1, p]
-            a2 = x2 - X0[2, p]
-            b0 = xp0 - X0[0, p]
-            b1 = xp1 - X0[1, p]
-            b2 = xp2 - X0[2, p]
-            if cl * cl > max(a0 * a0 + a1 * a1 + a2 * a2, b0 * b0 + b1 * b1 + b2 * b2):
-                continue
-        sh = shape[k]
-        th = thickness[k]
-        rad = radius[p]
-        tri = -1
-        wa = 0.0
-        wb = 0.0
-        wc = 0.0
-        if sh != _MESH and not moving[k]:
-            # a primitive at rest (the common case): _distance's operations on scalars, no
-            # frame views made per candidate
-            d0 = x0 - t[k, 0]
-            d1 = x1 - t[k, 1]
-            d2 = x2 - t[k, 2]
-            q0 = d0 * R[k, 0, 0] + d1 * R[k, 1, 0] + d2 * R[k, 2, 0]
-            q1 = d0 * R[k, 0, 1] + d1 * R[k, 1, 1] + d2 * R[k, 2, 1]
-            q2 = d0 * R[k, 0, 2] + d1 * R[k, 1, 2] + d2 * R[k, 2, 2]
-            if approximate[k]:
-                phi, g0, g1, g2 = _approx_sdf(sh, abc[k, 0], abc[k, 1], abc[k, 2], s[k, 0],
-                                              s[k, 1], q0, q1, q2)
-            else:
-                phi, g0, g1, g2 = _local_sdf(sh, abc[k, 0], abc[k, 1], abc[k, 2], q0, q1, q2)
-            n0 = R[k, 0, 0] * g0 + R[k, 0, 1] * g1 + R[k, 0, 2] * g2
-            n1 = R[k, 1, 0] * g0 + R[k, 1, 1] * g1 + R[k, 1, 2] * g2
-            n2 = R[k, 2, 0] * g0 + R[k, 2, 1] * g1 + R[k, 2, 2] * g2
-            pen = phi - th - rad
-            e0 = x0 - xp0
-            e1 = x1 - xp1
-            e2 = x2 - xp2
-            length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
-            if length > max(th + rad, GUARD_MIN_MOTION) and pen < length:
-                hit, pen_h, h0, h1, h2, htri, ha, hb, hc = _trace(
-                    sh, approximate[k], abc[k, 0], abc[k, 1], abc[k, 2], R[k], t[k], s[k], Rb[k],
-                    tb[k], th, rad, xp0, xp1, xp2, e0, e1, e2, length, x0, x1, x2, xp0, xp1, xp2,
-                    k, mesh)
-                if hit and not (pen < 0 and n0 * h0 + n1 * h1 + n2 * h2 > 0):
-                    pen = pen_h
-                    n0 = h0
-                    n1 = h1
-                    n2 = h2
-            if not pen < 0:
-                continue
-            m0 = 0.0
-            m1 = 0.0
-            m2 = 0.0
-        else:
-            Rk, tk, sk, Rbk, tbk, sbk = R[k], t[k], s[k], Rb[k], tb[k], sb[k]
-            if moving[k]:
-                p0, p1, p2 = _carried(Rk, tk, sk, Rbk, tbk, sbk, xp0, xp1, xp2)
-            else:
-                p0 = xp0
-                p1 = xp1
-                p2 = xp2
-            if sh == _MESH and mesh_far(x0, x1, x2, p0, p1, p2, p, k, th + rad, mesh):
-                continue
-            a, bq, cq = abc[k, 0], abc[k, 1], abc[k, 2]
-            phi, n0, n1, n2, tri, wa, wb, wc = _distance(sh, approximate[k], a, bq, cq, Rk, tk,
-                                                         sk, Rbk, tbk, x0, x1, x2, xp0, xp1, xp2,
-                                                         k, mesh, p)
-            pen = phi - th - rad
-            if not (sh == _MESH and not mesh[14][k]):
-                e0 = x0 - p0
-                e1 = x1 - p1
-                e2 = x2 - p2
+                   inv_inertia, moved, X0, clear, by_body, body_start):
+    """rigid._collider_contacts for every candidate: one loop, not a call per candidate (a
+    call passing the mesh group's arrays cost a microsecond in reference counting, more than
+    the contact). The bodies in parallel, each body's candidates in their order (by_body,
+    body_start: RigidContacts.cand_by_body, cand_body_start): a collider contact reads and
+    moves its own body and writes its own particle's contact state only, so each body sees
+    the operations of the NumPy kernel's colour-by-colour order, and the bits do not depend
+    on the thread count. A candidate whose particle, now and a substep ago, is still nearer
+    to where the step started (X0) than its clearance there (clear) is skipped: its contact
+    would change nothing (solve_rigid)."""
+    for g in prange(body_start.shape[0] - 1):
+        for gg in range(body_start[g], body_start[g + 1]):
+            jj = by_body[gg]
+            p = cand_particle[jj]
+            k = cand_collider[jj]
+            b = body[p]
+            e = entry[p]
+            x0 = c[b, 0] + (Rm[b, 0, 0] * rest[e, 0] + Rm[b, 0, 1] * rest[e, 1]
+                            + Rm[b, 0, 2] * rest[e, 2])
+            x1 = c[b, 1] + (Rm[b, 1, 0] * rest[e, 0] + Rm[b, 1, 1] * rest[e, 1]
+                            + Rm[b, 1, 2] * rest[e, 2])
+            x2 = c[b, 2] + (Rm[b, 2, 0] * rest[e, 0] + Rm[b, 2, 1] * rest[e, 1]
+                            + Rm[b, 2, 2] * rest[e, 2])
+            xp0 = Xp[0, p]
+            xp1 = Xp[1, p]
+            xp2 = Xp[2, p]
+            cl = clear[jj]
+            if cl > 0:
+                a0 = x0 - X0[0, p]
+                a1 = x1 - X0[1, p]
+                a2 = x2 - X0[2, p]
+                b0 = xp0 - X0[0, p]
+                b1 = xp1 - X0[1, p]
+                b2 = xp2 - X0[2, p]
+                if cl * cl > max(a0 * a0 + a1 * a1 + a2 * a2, b0 * b0 + b1 * b1 + b2 * b2):
+                    continue
+            sh = shape[k]
+            th = thickness[k]
+            rad = radius[p]
+            tri = -1
+            wa = 0.0
+            wb = 0.0
+            wc = 0.0
+            if sh != _MESH and not moving[k]:
+                # a primitive at rest (the common case): _distance's operations on scalars, no
+                # frame views made per candidate
+                d0 = x0 - t[k, 0]
+                d1 = x1 - t[k, 1]
+                d2 = x2 - t[k, 2]
+                q0 = d0 * R[k, 0, 0] + d1 * R[k, 1, 0] + d2 * R[k, 2, 0]
+                q1 = d0 * R[k, 0, 1] + d1 * R[k, 1, 1] + d2 * R[k, 2, 1]
+                q2 = d0 * R[k, 0, 2] + d1 * R[k, 1, 2] + d2 * R[k, 2, 2]
+                if approximate[k]:
+                    phi, g0, g1, g2 = _approx_sdf(sh, abc[k, 0], abc[k, 1], abc[k, 2], s[k, 0],
+                                                  s[k, 1], q0, q1, q2)
+                else:
+                    phi, g0, g1, g2 = _local_sdf(sh, abc[k, 0], abc[k, 1], abc[k, 2], q0, q1, q2)
+                n0 = R[k, 0, 0] * g0 + R[k, 0, 1] * g1 + R[k, 0, 2] * g2
+                n1 = R[k, 1, 0] * g0 + R[k, 1, 1] * g1 + R[k, 1, 2] * g2
+                n2 = R[k, 2, 0] * g0 + R[k, 2, 1] * g1 + R[k, 2, 2] * g2
+                pen = phi - th - rad
+                e0 = x0 - xp0
+                e1 = x1 - xp1
+                e2 = x2 - xp2
                 length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
                 if length > max(th + rad, GUARD_MIN_MOTION) and pen < length:
                     hit, pen_h, h0, h1, h2, htri, ha, hb, hc = _trace(
-                        sh, approximate[k], a, bq, cq, Rk, tk, sk, Rbk, tbk, th, rad, p0, p1, p2,
-                        e0, e1, e2, length, x0, x1, x2, xp0, xp1, xp2, k, mesh)
+                        sh, approximate[k], abc[k, 0], abc[k, 1], abc[k, 2], R[k], t[k], s[k],
+                        Rb[k], tb[k], th, rad, xp0, xp1, xp2, e0, e1, e2, length, x0, x1, x2,
+                        xp0, xp1, xp2, k, mesh)
                     if hit and not (pen < 0 and n0 * h0 + n1 * h1 + n2 * h2 > 0):
                         pen = pen_h
                         n0 = h0
                         n1 = h1
                         n2 = h2
-                        tri = htri
-                        wa = ha
-                        wb = hb
-                        wc = hc
-            if not pen < 0:
-                continue
+                if not pen < 0:
+                    continue
+                m0 = 0.0
+                m1 = 0.0
+                m2 = 0.0
+            else:
+                Rk, tk, sk, Rbk, tbk, sbk = R[k], t[k], s[k], Rb[k], tb[k], sb[k]
+                if moving[k]:
+                    p0, p1, p2 = _carried(Rk, tk, sk, Rbk, tbk, sbk, xp0, xp1, xp2)
+                else:
+                    p0 = xp0
+                    p1 = xp1
+                    p2 = xp2
+                if sh == _MESH and mesh_far(x0, x1, x2, p0, p1, p2, p, k, th + rad, mesh):
+                    continue
+                a, bq, cq = abc[k, 0], abc[k, 1], abc[k, 2]
+                phi, n0, n1, n2, tri, wa, wb, wc = _distance(
+                    sh, approximate[k], a, bq, cq, Rk, tk, sk, Rbk, tbk, x0, x1, x2, xp0, xp1,
+                    xp2, k, mesh, p)
+                pen = phi - th - rad
+                if not (sh == _MESH and not mesh[14][k]):
+                    e0 = x0 - p0
+                    e1 = x1 - p1
+                    e2 = x2 - p2
+                    length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+                    if length > max(th + rad, GUARD_MIN_MOTION) and pen < length:
+                        hit, pen_h, h0, h1, h2, htri, ha, hb, hc = _trace(
+                            sh, approximate[k], a, bq, cq, Rk, tk, sk, Rbk, tbk, th, rad, p0, p1,
+                            p2, e0, e1, e2, length, x0, x1, x2, xp0, xp1, xp2, k, mesh)
+                        if hit and not (pen < 0 and n0 * h0 + n1 * h1 + n2 * h2 > 0):
+                            pen = pen_h
+                            n0 = h0
+                            n1 = h1
+                            n2 = h2
+                            tri = htri
+                            wa = ha
+                            wb = hb
+                            wc = hc
+                if not pen < 0:
+                    continue
+                d = -pen
+                m0, m1, m2 = _collider_motion(sh, Rk, tk, sk, Rbk, tbk, sbk, moving[k],
+                                              x0 + n0 * d, x1 + n1 * d, x2 + n2 * d, tri, wa, wb,
+                                              wc, mesh)
             d = -pen
-            m0, m1, m2 = _collider_motion(sh, Rk, tk, sk, Rbk, tbk, sbk, moving[k], x0 + n0 * d,
-                                          x1 + n1 * d, x2 + n2 * d, tri, wa, wb, wc, mesh)
-        d = -pen
-        into = -((x0 - xp0 - m0) * n0 + (x1 - xp1 - m1) * n1 + (x2 - xp2 - m2) * n2)
-        corr = min(d, max(into + allowance, 0.0))
-        W = _resp(inv_mass[b], c[b, 0], c[b, 1], c[b, 2], Rm[b, 0, 0], Rm[b, 0, 1], Rm[b, 0, 2],
-                  Rm[b, 1, 0], Rm[b, 1, 1], Rm[b, 1, 2], Rm[b, 2, 0], Rm[b, 2, 1], Rm[b, 2, 2],
-                  inv_inertia[b, 0, 0], inv_inertia[b, 0, 1], inv_inertia[b, 0, 2],
-                  inv_inertia[b, 1, 0], inv_inertia[b, 1, 1], inv_inertia[b, 1, 2],
-                  inv_inertia[b, 2, 0], inv_inertia[b, 2, 1], inv_inertia[b, 2, 2], x0, x1, x2,
-                  n0, n1, n2)
-        lam = corr / W
-        _impulse(b, x0, x1, x2, (n0 * lam) * 1.0, (n1 * lam) * 1.0, (n2 * lam) * 1.0, c, Rm,
-                 inv_mass, inv_inertia, moved)
-        # friction (collision/rigid.py), from the point's motion relative to the collider after it
-        y0 = c[b, 0] + (Rm[b, 0, 0] * rest[e, 0] + Rm[b, 0, 1] * rest[e, 1]
-                        + Rm[b, 0, 2] * rest[e, 2])
-        y1 = c[b, 1] + (Rm[b, 1, 0] * rest[e, 0] + Rm[b, 1, 1] * rest[e, 1]
-                        + Rm[b, 1, 2] * rest[e, 2])
-        y2 = c[b, 2] + (Rm[b, 2, 0] * rest[e, 0] + Rm[b, 2, 1] * rest[e, 1]
-                        + Rm[b, 2, 2] * rest[e, 2])
-        r0 = y0 - xp0 - m0
-        r1 = y1 - xp1 - m1
-        r2 = y2 - xp2 - m2
-        rn = r0 * n0 + r1 * n1 + r2 * n2
-        t0 = r0 - n0 * rn
-        t1 = r1 - n1 * rn
-        t2 = r2 - n2 * rn
-        tl = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
-        dep = depth[p] + lam
-        u = used[p]
-        need = 0.0
-        u0 = 0.0
-        u1 = 0.0
-        u2 = 0.0
-        if tl > 1e-300:
-            u0 = t0 / tl
-            u1 = t1 / tl
-            u2 = t2 / tl
-            need = tl / _resp(inv_mass[b], c[b, 0], c[b, 1], c[b, 2], Rm[b, 0, 0], Rm[b, 0, 1],
-                              Rm[b, 0, 2], Rm[b, 1, 0], Rm[b, 1, 1], Rm[b, 1, 2], Rm[b, 2, 0],
-                              Rm[b, 2, 1], Rm[b, 2, 2], inv_inertia[b, 0, 0],
-                              inv_inertia[b, 0, 1], inv_inertia[b, 0, 2], inv_inertia[b, 1, 0],
-                              inv_inertia[b, 1, 1], inv_inertia[b, 1, 2], inv_inertia[b, 2, 0],
-                              inv_inertia[b, 2, 1], inv_inertia[b, 2, 2], y0, y1, y2, u0, u1, u2)
-        if need + u <= mu_s[k] * dep:
-            take = need
-        else:
-            take = min(max(mu_k[k] * dep - u, 0.0), need)
-        if tl > 1e-300:
-            _impulse(b, y0, y1, y2, (u0 * take) * -1.0, (u1 * take) * -1.0, (u2 * take) * -1.0,
-                     c, Rm, inv_mass, inv_inertia, moved)
-        depth[p] = dep
-        used[p] = u + take
-        touching[p] = True
-        normal[p, 0] = n0
-        normal[p, 1] = n1
-        normal[p, 2] = n2
-        motion[p, 0] = m0
-        motion[p, 1] = m1
-        motion[p, 2] = m2
-        collider[p] = k
+            into = -((x0 - xp0 - m0) * n0 + (x1 - xp1 - m1) * n1 + (x2 - xp2 - m2) * n2)
+            corr = min(d, max(into + allowance, 0.0))
+            W = _resp(inv_mass[b], c[b, 0], c[b, 1], c[b, 2], Rm[b, 0, 0], Rm[b, 0, 1],
+                      Rm[b, 0, 2], Rm[b, 1, 0], Rm[b, 1, 1], Rm[b, 1, 2], Rm[b, 2, 0],
+                      Rm[b, 2, 1], Rm[b, 2, 2], inv_inertia[b, 0, 0], inv_inertia[b, 0, 1],
+                      inv_inertia[b, 0, 2], inv_inertia[b, 1, 0], inv_inertia[b, 1, 1],
+                      inv_inertia[b, 1, 2], inv_inertia[b, 2, 0], inv_inertia[b, 2, 1],
+                      inv_inertia[b, 2, 2], x0, x1, x2, n0, n1, n2)
+            lam = corr / W
+            _impulse(b, x0, x1, x2, (n0 * lam) * 1.0, (n1 * lam) * 1.0, (n2 * lam) * 1.0, c, Rm,
+                     inv_mass, inv_inertia, moved)
+            # friction (collision/rigid.py), from the point's motion relative to the collider
+            # after it
+            y0 = c[b, 0] + (Rm[b, 0, 0] * rest[e, 0] + Rm[b, 0, 1] * rest[e, 1]
+                            + Rm[b, 0, 2] * rest[e, 2])
+            y1 = c[b, 1] + (Rm[b, 1, 0] * rest[e, 0] + Rm[b, 1, 1] * rest[e, 1]
+                            + Rm[b, 1, 2] * rest[e, 2])
+            y2 = c[b, 2] + (Rm[b, 2, 0] * rest[e, 0] + Rm[b, 2, 1] * rest[e, 1]
+                            + Rm[b, 2, 2] * rest[e, 2])
+            r0 = y0 - xp0 - m0
+            r1 = y1 - xp1 - m1
+            r2 = y2 - xp2 - m2
+            rn = r0 * n0 + r1 * n1 + r2 * n2
+            t0 = r0 - n0 * rn
+            t1 = r1 - n1 * rn
+            t2 = r2 - n2 * rn
+            tl = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+            dep = depth[p] + lam
+            u = used[p]
+            need = 0.0
+            u0 = 0.0
+            u1 = 0.0
+            u2 = 0.0
+            if tl > 1e-300:
+                u0 = t0 / tl
+                u1 = t1 / tl
+                u2 = t2 / tl
+                need = tl / _resp(inv_mass[b], c[b, 0], c[b, 1], c[b, 2], Rm[b, 0, 0], Rm[b, 0, 1],
+                                  Rm[b, 0, 2], Rm[b, 1, 0], Rm[b, 1, 1], Rm[b, 1, 2], Rm[b, 2, 0],
+                                  Rm[b, 2, 1], Rm[b, 2, 2], inv_inertia[b, 0, 0],
+                                  inv_inertia[b, 0, 1], inv_inertia[b, 0, 2], inv_inertia[b, 1, 0],
+                                  inv_inertia[b, 1, 1], inv_inertia[b, 1, 2], inv_inertia[b, 2, 0],
+                                  inv_inertia[b, 2, 1], inv_inertia[b, 2, 2], y0, y1, y2, u0, u1,
+                                  u2)
+            if need + u <= mu_s[k] * dep:
+                take = need
+            else:
+                take = min(max(mu_k[k] * dep - u, 0.0), need)
+            if tl > 1e-300:
+                _impulse(b, y0, y1, y2, (u0 * take) * -1.0, (u1 * take) * -1.0, (u2 * take) * -1.0,
+                         c, Rm, inv_mass, inv_inertia, moved)
+            depth[p] = dep
+            used[p] = u + take
+            touching[p] = True
+            normal[p, 0] = n0
+            normal[p, 1] = n1
+            normal[p, 2] = n2
+            motion[p, 0] = m0
+            motion[p, 1] = m1
+            motion[p, 2] = m2
+            collider[p] = k
 
 
 @njit(cache=True, fastmath=False)
@@ -500,7 +511,7 @@ def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approx
         _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc, thickness,
                        radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, mesh, depth, used,
                        touching, normal, motion, collider, allowance, body, entry, rest_offset,
-                       c, Rm, inv_mass, inv_inertia, moved, X0, clear)
+                       c, Rm, inv_mass, inv_inertia, moved, X0, clear, rigid[23], rigid[24])
     # the moved bodies' particles on their poses, and the poses for the joints
     for m in range(bodies.shape[0]):
         b = bodies[m]

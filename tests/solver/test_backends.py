@@ -495,19 +495,23 @@ def test_backend_choice(monkeypatch):
     assert backend.choose() == "numba"           # the fastest available by default
 
 
-def test_thread_count_does_not_change_results():
-    """Parallel loops only run over items that touch disjoint particles, so one thread and all
-    cores give the same bits; configure(threads=...) sets the count the kernels use."""
+@pytest.mark.parametrize("build", [cloth_on_sphere_in_wind, contact_between_bodies,
+                                   ragdoll_on_stairs, bodies_on_a_ramp],
+                         ids=lambda f: f.__name__)
+def test_thread_count_does_not_change_results(build):
+    """Parallel loops only run over items that touch disjoint particles (or, for the rigid
+    bodies' collider contacts, disjoint bodies), so one thread and all cores give the same bits;
+    configure(threads=...) sets the count the kernels use."""
     import numba
     backend.numba_kernels()                  # configure applies the count to loaded kernels
     top = numba.config.NUMBA_NUM_THREADS
     try:
         backend.configure(threads=1)
         assert numba.get_num_threads() == 1
-        one = _run(cloth_on_sphere_in_wind, "numba")
+        one = _run(build, "numba")
         backend.configure(threads=top)
         assert numba.get_num_threads() == top
-        many = _run(cloth_on_sphere_in_wind, "numba")
+        many = _run(build, "numba")
     finally:
         backend.configure(threads=0)          # back to the default: VERLET_THREADS or all cores
     assert np.array_equal(one, many)
