@@ -20,9 +20,10 @@ largest joint gap [mm] (the two bodies' copies of the anchor) and the largest li
 [deg] (how far a joint lies outside its limits, a hinge's turn off its axis included). Ours also
 prints Simulation.joint_error() as a cross-check.
 
-Differences to keep in mind: Bullet collides the ragdolls with one another and each ragdoll's
-non-adjacent bones with each other; our solver does not yet (the coupled-solver issue), so the
-ragdolls are spaced to meet rarely.
+Both collide the ragdolls with one another and each ragdoll's non-adjacent bones with each
+other (ours leaves out the pairs of bones that overlap in the rest pose, addon/ragdoll_sim.py
+OVERLAP_MARGIN). The ragdolls start spaced apart, in rows of ten across the stairs; at 100 they
+pile up at the foot of the stairs.
 
     .venv/bin/python benchmarks/ragdolls_blender.py              # 1, 10, 100 ragdolls, 60 frames
     .venv/bin/python benchmarks/ragdolls_blender.py --counts 10 --frames 48

@@ -38,8 +38,7 @@ from .constraints.pins import SoftPinSolver
 from .constraints.shapes import ShapeSolver
 from .constraints.sticks import StickSolver
 from .constraints.volume import VolumeSolver
-from .forces import (Wind, drag_drift, drag_particles, drag_terms, explosion_kick,
-                     vertex_triangles)
+from .forces import DragInputs, Wind, explosion_kick
 from .guard import StepGuard
 from .joint_control import JointControl
 from .kernels import table
@@ -110,9 +109,6 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
         self._radius = model.particle_radius        # (n,) float64 [m]
         self._radius_max = float(self._radius.max()) if n else 0.0
         self._collidable = self._free & ~model.particle_shielded   # (n,) bool collider reach
-        self._has_surface = np.bincount(model.surface_tris.ravel(), minlength=n) > 0  # (n,) bool
-        # (n + 1,), (3F,) int64 each particle's surface triangles, for the normals kernel
-        self._tri_start, self._vertex_tris = vertex_triangles(model.surface_tris, n)
 
         self._soft = model.soft_pin_particles         # (s,) int64 soft-pinned particles
         self._soft_slot = np.full(n, -1, np.int64)    # (n,) index into _soft or -1
@@ -160,11 +156,7 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
         self._acc_rows = np.zeros((3, n))
         self._acc = self._acc_rows.T
         self._motion2 = np.zeros(n)                 # (n,) [m^2] squared_motion's output
-        self._normals_out = np.zeros((3, 0))        # (3, q) surface_normals' output for drag
-        # drag's inputs kept between steps (_drag_terms): ((drag, h), drag_particles' tuple,
-        # (uniform wind?, wind velocity, gravity), drift (3, q) [m]), or None
-        self._drag_kept = None
-        self._any_area = bool(np.any(model.particle_area > 0))
+        self._drag = DragInputs(model)              # air drag's inputs, kept between steps
         # _velocity_kept's: ((damping, h), particle_damping (n,) copied, keep (n,)), or None
         self._keep_kept = None
         # the state before the step (restored when a step fails; sleep reads it), its arrays
@@ -521,7 +513,7 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
             inv_mass[asleep] = body_inv_mass[asleep] = 0.0
         lim = self.max_speed * h if self.max_speed is not None else np.zeros(0)
         pins = (self._pinned, st.x[self._pinned].copy(), ctl.pin_target)
-        drag = self._drag_terms(h, inv_mass) or _NO_DRAG
+        drag = self._drag.terms(st, ctl, self.gravity, h, self.kernels, inv_mass) or _NO_DRAG
         return ((st.X, st.X_prev), (a_h2, keep, lim), drag, pins,
                 self.soft_pins.kernel_args(ctl, h), self.sticks.kernel_args(self.over_relaxation),
                 self.volumes.kernel_args(ctl.volume_rest), self.shapes.kernel_args(),
@@ -548,7 +540,7 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
 
     def _external_acceleration(self, dt):
         """(n, 3) [m/s^2] gravity and force fields for the step of dt [s] (air drag and wind act
-        every substep: _drag_terms), its largest norm [m/s^2], and the (n,) velocity fraction
+        every substep: forces.DragInputs), its largest norm [m/s^2], and the (n,) velocity fraction
         the fields' drag keeps per substep (or None)."""
         acc = self._acc
         acc[:] = self.gravity
@@ -561,45 +553,3 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
         rows = np.ascontiguousarray(acc if ctl.fields is not None else acc[:1])
         acc_max = float(np.sqrt(np.max(np.einsum("ij,ij->i", rows, rows)))) if len(rows) else 0.0
         return acc, acc_max, field_keep
-
-    def _drag_terms(self, h, inv_mass=None):
-        """The per-step inputs of the apply_drag kernel (forces.drag_terms); None when no
-        particle feels the air (inv_mass (n,): the model's, 0 for sleeping particles). What
-        depends only on the masses, the drag coefficient, h (and, in a wind without turbulence,
-        the wind and gravity) is kept from the step before when those have not changed: for a
-        65k-particle cloth it was a millisecond of serial NumPy a step."""
-        m, ctl = self.model, self.control
-        if not ctl.air_drag > 0 or not self._any_area:
-            return None
-        tris = m.surface_tris
-
-        def normals(ids):                                # (3, q) unit normals of ids
-            out = self._normals_out
-            if out.shape[1] != ids.size:
-                out = self._normals_out = np.zeros((3, ids.size))
-            if len(tris):
-                self.kernels.surface_normals(self.state.X, tris, self._tri_start,
-                                             self._vertex_tris, ids, out)
-            return out
-        model_mass = inv_mass is None or inv_mass is m.particle_inv_mass
-        inv_mass = m.particle_inv_mass if inv_mass is None else inv_mass
-        key = (float(ctl.air_drag), h)
-        kept = self._drag_kept
-        if model_mass and kept is not None and kept[0] == key:
-            particles = kept[1]
-        else:
-            particles = drag_particles(inv_mass, m.particle_area, self._has_surface,
-                                       ctl.air_drag, h)
-            kept = self._drag_kept = (key, particles, None, None) if model_mass else None
-        if not particles[0].size:
-            return None
-        wind = ctl.wind
-        still = (wind.turbulence == 0.0, tuple(wind.velocity), tuple(self.gravity))
-        if kept is not None and kept[2] == still and still[0]:
-            drift = kept[3]
-        else:
-            drift = drag_drift(self.state.x, self.state.time, particles[0], particles[1], wind,
-                               self.gravity, h)
-            if kept is not None:
-                self._drag_kept = (key, particles, still, drift)
-        return drag_terms(particles, drift, self.gravity, h, normals)
