@@ -493,7 +493,7 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
                               self.contacts.body_idx)
         self.colliders.collide(ctl, x, free, each + self._radius, self.contacts, self.kernels)
         # the contacts of rigid bodies leave the particle solves for the bodies' (rigid.py)
-        self.rigid.select(self.contacts, self._awake if asleep is None else ~sleep.asleep(st))
+        self.rigid.select(self.contacts, self._awake if asleep is None else ~sleep.asleep(st), x)
         return asleep
 
     def _loop_args(self, h, field_keep=None, asleep=None):

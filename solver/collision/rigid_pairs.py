@@ -7,11 +7,12 @@ and capsule axes C = (P - Q) . n - D at the closest points, particle pairs C = |
 and the impulses collision/rigid.py's (Mueller et al., "Detailed Rigid Body Simulation with
 Extended Position Based Dynamics", SCA 2020): the normal impulse c / (w_a + w_b) first, then
 friction from the contact points' relative motion after it, min(mu lambda_n, |t| / (w_a(t) +
-w_b(t))). A colour holds a handful of contacts (a four-cube stack: 14 colours for 20 contacts),
-so a NumPy batch per colour paid the call overhead of a few dozen array operations for one or
-two contacts (1.2 s a frame for the stack; 0.2 s so); Python floats round as the compiled kernel
-does (IEEE 754 doubles, correctly rounded square roots, no fused operations), so the backends
-keep the same bits.
+w_b(t))). Gauss-Seidel takes them one at a time in the order of collision/rigid.py's
+_nested_order, and batches of independent contacts are small (a four-cube stack: 14 colours
+for 20 contacts, when they were coloured), so a NumPy batch paid the call overhead of a few
+dozen array operations for one or two contacts (1.2 s a frame for the stack; 0.2 s so); Python
+floats round as the compiled kernel does (IEEE 754 doubles, correctly rounded square roots, no
+fused operations), so the backends keep the same bits.
 """
 
 import math
@@ -24,11 +25,8 @@ from .bodies import (ACTIVE, DEGENERATE, EDGES, PAIR, PARALLEL, SEGMENT_PARALLEL
 
 class Pairs:
     """The contacts between bodies, solved one after another in plain floats: the compiled
-    kernel's loop (kernels/compiled_rigid._body_pass), operation for operation. A colour is a
-    handful of contacts (a four-cube stack: 14 colours for 20 contacts), so a batch per colour
-    paid NumPy's call overhead for one or two contacts at a time (1.2 s a frame for the stack);
-    Python floats round as the compiled kernel does (IEEE 754 doubles, correctly rounded
-    square roots), so the bits stay the same."""
+    kernel's loop (kernels/compiled_rigid._body_pass), operation for operation (module
+    docstring)."""
 
     def __init__(self, st, idx, kind, side, dist, mu, jit):
         self.idx = idx.tolist()
@@ -51,20 +49,23 @@ class Pairs:
                 self.corner[pid] = (-1, None, xs[j], xps[j])
         self.bodies = sorted({b for b in bs if b >= 0})
 
-    def solve(self, st, color_start, reverse, allowance, touch):
-        """One pass over the colours (reversed: last colour first)."""
+    def solve(self, st, part_start, level_start, reverse, allowance, touch):
+        """One pass over the levels of parts (collision/rigid.py, RigidContacts.select), each
+        part's contacts in their order; reversed: the last level first, each part's contacts
+        last first."""
         c = {b: st.c[b].tolist() for b in self.bodies}
         R = {b: st.R[b].ravel().tolist() for b in self.bodies}
         Ii = {b: st.inv_inertia[b].ravel().tolist() for b in self.bodies}
         im = {b: float(st.inv_mass[b]) for b in self.bodies}
         moved = set()
         touched = set()
-        starts = color_start.tolist()
-        colors = len(starts) - 1
-        for ci in range(colors):
-            col = colors - 1 - ci if reverse else ci
-            for q in range(starts[col], starts[col + 1]):
-                self._contact(q, c, R, Ii, im, moved, touched, allowance)
+        starts, levels = part_start.tolist(), level_start.tolist()
+        for li in range(len(levels) - 1):
+            lv = len(levels) - 2 - li if reverse else li
+            for part in range(levels[lv], levels[lv + 1]):
+                lo, hi = starts[part], starts[part + 1]
+                for q in (range(hi - 1, lo - 1, -1) if reverse else range(lo, hi)):
+                    self._contact(q, c, R, Ii, im, moved, touched, allowance)
         for b in moved:
             st.c[b] = c[b]
             st.R[b] = np.array(R[b]).reshape(3, 3)

@@ -1,14 +1,17 @@
 """The compiled mirror of collision/rigid.solve_rigid: contacts of rigid bodies solved on the
 bodies (that module's docstring gives the constraints, the impulses and the order; Mueller et
-al. 2020). The NumPy kernel solves a colour of collider candidates as one batch and the
-contacts between bodies one after another in plain floats (collision/rigid_pairs.py); this one
-solves the contacts of each body one after another, which is the same, since no two contacts
-of a colour share a movable body, with every expression of the NumPy kernel in its order (no
-fastmath), so the backends agree bit for bit. The collider contacts run with the bodies in parallel, each body's in their order
-(_collider_pass: a collider contact moves its own body only); the contacts between bodies run
-serially, colour after colour (a colour's in parallel cost more than they gained: a parallel
-region per colour, 720 a frame at 100 ragdolls, about 7 us each on Blender's oneTBB pool; the
-body pass went 11.8 to 13.6 ms a frame on two threads, measured 2026-11-26).
+al. 2020), with every expression of the NumPy kernel in its order (no fastmath), so the
+backends agree bit for bit, whatever the thread count:
+
+- the contacts between bodies level by level of rigid._nested_order, the parts of a level in
+  parallel (they share no movable body), each part's contacts one after another as the NumPy
+  kernel takes them (collision/rigid_pairs.py). One parallel region per level, at most five:
+  a region per colour of a greedy colouring (9 colours at 100 ragdolls, 720 regions a frame,
+  about 7 us each on Blender's oneTBB pool) cost more than it gained on two threads (that
+  body pass 11.8 to 13.6 ms a frame, measured 2026-11-26);
+- the collider contacts with the bodies in parallel, each body's candidates in their order
+  (_collider_pass: a collider contact moves its own body only), which is what the NumPy
+  kernel's batches colour by colour do to each body.
 
 The per-contact work is written out in two loops (_body_pass, _collider_pass) with the bodies'
 poses in local scalars, and its helpers take scalars only: Numba counts references on every
@@ -168,127 +171,138 @@ def _impulse(b, P0, P1, P2, p0, p1, p2, c, R, inv_mass, inv_inertia, moved):
     moved[b] = True
 
 
-@njit(cache=True, fastmath=False)
-def _body_pass(X, Xp, color_start, reverse, idx, kind, side, dist, mu, jit, allowance, touch,
-               body, entry, rest, c, R, inv_mass, inv_inertia, moved):
-    """rigid_pairs.Pairs.solve: every colour in order (reversed: last colour first), the
-    contacts of a colour one after another."""
-    x = np.empty((3, 4))
-    xp = np.empty((3, 4))
-    w = np.empty(4)
-    S = np.empty((3, 3))
-    colors = color_start.shape[0] - 1
-    for ci in range(colors):
-        col = colors - 1 - ci if reverse else ci
-        for q in range(color_start[col], color_start[col + 1]):
-            kd = kind[q]
-            two = kd == _EDGES or kd == _SEGMENTS
-            for j in range(4):
-                p = idx[q, j]
-                if p < 0:
+@njit(cache=True, parallel=True, fastmath=False)
+def _body_pass(X, Xp, part_start, level_start, reverse, idx, kind, side, dist, mu, jit,
+               allowance, touch, body, entry, rest, c, R, inv_mass, inv_inertia, moved):
+    """rigid_pairs.Pairs.solve: level by level (reversed: the last level first), the parts of
+    a level in parallel (they share no movable body: rigid._nested_order), each part's
+    contacts one after another (reversed: last first)."""
+    levels = level_start.shape[0] - 1
+    for li in range(levels):
+        lv = levels - 1 - li if reverse else li
+        if part_start[level_start[lv]] == part_start[level_start[lv + 1]]:
+            continue                      # no contact at this level: no parallel region
+        for part in prange(level_start[lv], level_start[lv + 1]):
+            x = np.empty((3, 4))
+            xp = np.empty((3, 4))
+            w = np.empty(4)
+            S = np.empty((3, 3))
+            lo = part_start[part]
+            hi = part_start[part + 1]
+            for qq in range(hi - lo):
+                q = hi - 1 - qq if reverse else lo + qq
+                kd = kind[q]
+                two = kd == _EDGES or kd == _SEGMENTS
+                for j in range(4):
+                    p = idx[q, j]
+                    if p < 0:
+                        for i in range(3):
+                            x[i, j] = 0.0
+                            xp[i, j] = 0.0
+                        continue
+                    b = body[p]
+                    if b < 0:
+                        for i in range(3):
+                            x[i, j] = X[i, p]
+                    else:
+                        e = entry[p]
+                        for i in range(3):
+                            x[i, j] = c[b, i] + (R[b, i, 0] * rest[e, 0] + R[b, i, 1] * rest[e, 1]
+                                                 + R[b, i, 2] * rest[e, 2])
                     for i in range(3):
-                        x[i, j] = 0.0
-                        xp[i, j] = 0.0
+                        xp[i, j] = Xp[i, p]
+                ok, m0, m1, m2, pen, w[0], w[1], w[2], w[3] = _geometry(
+                    kd, side[q], dist[q], jit[q, 0], jit[q, 1], jit[q, 2], x[0, 0], x[1, 0],
+                    x[2, 0], x[0, 1], x[1, 1], x[2, 1], x[0, 2], x[1, 2], x[2, 2], x[0, 3],
+                    x[1, 3], x[2, 3])
+                if not (ok and pen > _ACTIVE):
                     continue
-                b = body[p]
-                if b < 0:
+                for j in range(4):
+                    if idx[q, j] < 0:
+                        w[j] = 0.0
+                ba = body[idx[q, 0]]
+                bb = body[idx[q, 2]] if two else body[idx[q, 1]]
+                lam = 0.0
+                tl = 0.0
+                for sweep in range(2):             # 0: the normal impulse; 1: friction after it
+                    if sweep == 1:
+                        for j in range(4):
+                            p = idx[q, j]
+                            if p < 0:
+                                continue
+                            b = body[p]
+                            if b >= 0:
+                                e = entry[p]
+                                for i in range(3):
+                                    x[i, j] = c[b, i] + (R[b, i, 0] * rest[e, 0]
+                                                         + R[b, i, 1] * rest[e, 1]
+                                                         + R[b, i, 2] * rest[e, 2])
+                    # the contact points on each side and their relative motion
+                    # (rigid_pairs.Pairs._contact)
                     for i in range(3):
-                        x[i, j] = X[i, p]
-                else:
-                    e = entry[p]
-                    for i in range(3):
-                        x[i, j] = c[b, i] + (R[b, i, 0] * rest[e, 0] + R[b, i, 1] * rest[e, 1]
-                                             + R[b, i, 2] * rest[e, 2])
-                for i in range(3):
-                    xp[i, j] = Xp[i, p]
-            ok, m0, m1, m2, pen, w[0], w[1], w[2], w[3] = _geometry(
-                kd, side[q], dist[q], jit[q, 0], jit[q, 1], jit[q, 2], x[0, 0], x[1, 0], x[2, 0],
-                x[0, 1], x[1, 1], x[2, 1], x[0, 2], x[1, 2], x[2, 2], x[0, 3], x[1, 3], x[2, 3])
-            if not (ok and pen > _ACTIVE):
-                continue
-            for j in range(4):
-                if idx[q, j] < 0:
-                    w[j] = 0.0
-            ba = body[idx[q, 0]]
-            bb = body[idx[q, 2]] if two else body[idx[q, 1]]
-            lam = 0.0
-            tl = 0.0
-            for sweep in range(2):             # 0: the normal impulse; 1: friction after it
-                if sweep == 1:
-                    for j in range(4):
-                        p = idx[q, j]
-                        if p < 0:
+                        pa = w[0] * x[i, 0]
+                        pa = pa + (w[1] * x[i, 1] if two else 0.0)
+                        pb = 0.0 if two else -w[1] * x[i, 1]
+                        pb = pb - w[2] * x[i, 2]
+                        pb = pb - w[3] * x[i, 3]
+                        u = w[0] * (x[i, 0] - xp[i, 0])
+                        u = u + w[1] * (x[i, 1] - xp[i, 1])
+                        u = u + w[2] * (x[i, 2] - xp[i, 2])
+                        u = u + w[3] * (x[i, 3] - xp[i, 3])
+                        S[0, i] = pa
+                        S[1, i] = pb
+                        S[2, i] = u
+                    if sweep == 0:
+                        n0 = m0
+                        n1 = m1
+                        n2 = m2
+                    else:
+                        un = S[2, 0] * m0 + S[2, 1] * m1 + S[2, 2] * m2
+                        t0 = S[2, 0] - m0 * un
+                        t1 = S[2, 1] - m1 * un
+                        t2 = S[2, 2] - m2 * un
+                        tl = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+                        if not tl > 1e-300:
+                            break
+                        n0 = t0 / tl
+                        n1 = t1 / tl
+                        n2 = t2 / tl
+                    W = 0.0
+                    for side_ in range(2):
+                        b = ba if side_ == 0 else bb
+                        if b < 0:
                             continue
-                        b = body[p]
-                        if b >= 0:
-                            e = entry[p]
-                            for i in range(3):
-                                x[i, j] = c[b, i] + (R[b, i, 0] * rest[e, 0]
-                                                     + R[b, i, 1] * rest[e, 1]
-                                                     + R[b, i, 2] * rest[e, 2])
-                # the contact points on each side and their relative motion (rigid_pairs.Pairs._contact)
-                for i in range(3):
-                    pa = w[0] * x[i, 0]
-                    pa = pa + (w[1] * x[i, 1] if two else 0.0)
-                    pb = 0.0 if two else -w[1] * x[i, 1]
-                    pb = pb - w[2] * x[i, 2]
-                    pb = pb - w[3] * x[i, 3]
-                    u = w[0] * (x[i, 0] - xp[i, 0])
-                    u = u + w[1] * (x[i, 1] - xp[i, 1])
-                    u = u + w[2] * (x[i, 2] - xp[i, 2])
-                    u = u + w[3] * (x[i, 3] - xp[i, 3])
-                    S[0, i] = pa
-                    S[1, i] = pb
-                    S[2, i] = u
-                if sweep == 0:
-                    n0 = m0
-                    n1 = m1
-                    n2 = m2
-                else:
-                    un = S[2, 0] * m0 + S[2, 1] * m1 + S[2, 2] * m2
-                    t0 = S[2, 0] - m0 * un
-                    t1 = S[2, 1] - m1 * un
-                    t2 = S[2, 2] - m2 * un
-                    tl = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
-                    if not tl > 1e-300:
-                        break
-                    n0 = t0 / tl
-                    n1 = t1 / tl
-                    n2 = t2 / tl
-                W = 0.0
-                for side_ in range(2):
-                    b = ba if side_ == 0 else bb
-                    if b < 0:
-                        continue
-                    W = W + _resp(inv_mass[b], c[b, 0], c[b, 1], c[b, 2], R[b, 0, 0], R[b, 0, 1],
-                                  R[b, 0, 2], R[b, 1, 0], R[b, 1, 1], R[b, 1, 2], R[b, 2, 0],
-                                  R[b, 2, 1], R[b, 2, 2], inv_inertia[b, 0, 0],
-                                  inv_inertia[b, 0, 1], inv_inertia[b, 0, 2], inv_inertia[b, 1, 0],
-                                  inv_inertia[b, 1, 1], inv_inertia[b, 1, 2], inv_inertia[b, 2, 0],
-                                  inv_inertia[b, 2, 1], inv_inertia[b, 2, 2], S[side_, 0],
-                                  S[side_, 1], S[side_, 2], n0, n1, n2)
-                if sweep == 0:
-                    if not W > 0:
-                        break
-                    for j in range(4):
-                        if idx[q, j] >= 0:
-                            touch[idx[q, j]] = True
-                    into = -(S[2, 0] * m0 + S[2, 1] * m1 + S[2, 2] * m2)
-                    corr = min(pen, max(into + allowance, 0.0))
-                    lam = corr / W
-                    imp = lam
-                    sign = 1.0
-                else:
-                    imp = min(mu[q] * lam, tl / W)
-                    sign = -1.0
-                # the impulse sign imp n on a at P_a, its opposite on b at P_b (_Solve.push)
-                for side_ in range(2):
-                    b = ba if side_ == 0 else bb
-                    if b < 0:
-                        continue
-                    sg = sign if side_ == 0 else -sign
-                    _impulse(b, S[side_, 0], S[side_, 1], S[side_, 2], (n0 * imp) * sg,
-                             (n1 * imp) * sg, (n2 * imp) * sg, c, R, inv_mass, inv_inertia, moved)
+                        W = W + _resp(inv_mass[b], c[b, 0], c[b, 1], c[b, 2], R[b, 0, 0],
+                                      R[b, 0, 1], R[b, 0, 2], R[b, 1, 0], R[b, 1, 1], R[b, 1, 2],
+                                      R[b, 2, 0], R[b, 2, 1], R[b, 2, 2], inv_inertia[b, 0, 0],
+                                      inv_inertia[b, 0, 1], inv_inertia[b, 0, 2],
+                                      inv_inertia[b, 1, 0], inv_inertia[b, 1, 1],
+                                      inv_inertia[b, 1, 2], inv_inertia[b, 2, 0],
+                                      inv_inertia[b, 2, 1], inv_inertia[b, 2, 2], S[side_, 0],
+                                      S[side_, 1], S[side_, 2], n0, n1, n2)
+                    if sweep == 0:
+                        if not W > 0:
+                            break
+                        for j in range(4):
+                            if idx[q, j] >= 0:
+                                touch[idx[q, j]] = True
+                        into = -(S[2, 0] * m0 + S[2, 1] * m1 + S[2, 2] * m2)
+                        corr = min(pen, max(into + allowance, 0.0))
+                        lam = corr / W
+                        imp = lam
+                        sign = 1.0
+                    else:
+                        imp = min(mu[q] * lam, tl / W)
+                        sign = -1.0
+                    # the impulse sign imp n on a at P_a, its opposite on b at P_b (_Solve.push)
+                    for side_ in range(2):
+                        b = ba if side_ == 0 else bb
+                        if b < 0:
+                            continue
+                        sg = sign if side_ == 0 else -sign
+                        _impulse(b, S[side_, 0], S[side_, 1], S[side_, 2], (n0 * imp) * sg,
+                                 (n1 * imp) * sg, (n2 * imp) * sg, c, R, inv_mass, inv_inertia,
+                                 moved)
 
 
 @njit(cache=True, parallel=True, fastmath=False)
@@ -491,7 +505,7 @@ def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approx
     which takes every candidate). At 100 ragdolls on the stairs: 6,700 candidates a step, most
     of them clear."""
     (body, entry, inv_mass, inv_inertia, bodies, entries, entry_body, c, Rm, moved, idx, kind,
-     side, dist, mu, jit, color_start, cand_particle, cand_collider, cand_start, touch,
+     side, dist, mu, jit, part_start, cand_particle, cand_collider, cand_start, touch,
      passes) = (rigid[0], rigid[1], rigid[2], rigid[3], rigid[4], rigid[5], rigid[6],
                  rigid[7], rigid[8], rigid[9], rigid[10], rigid[11], rigid[12], rigid[13],
                  rigid[14], rigid[15], rigid[16], rigid[17], rigid[18], rigid[19], rigid[20],
@@ -506,8 +520,9 @@ def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approx
                 Rm[b, i, j] = rot[b, i, j]
         moved[b] = False
     for p in range(passes):
-        _body_pass(X, Xp, color_start, p % 2 == 1, idx, kind, side, dist, mu, jit, allowance,
-                   touch, body, entry, rest_offset, c, Rm, inv_mass, inv_inertia, moved)
+        _body_pass(X, Xp, part_start, rigid[25], p % 2 == 1, idx, kind, side, dist, mu, jit,
+                   allowance, touch, body, entry, rest_offset, c, Rm, inv_mass, inv_inertia,
+                   moved)
         _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc, thickness,
                        radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, mesh, depth, used,
                        touching, normal, motion, collider, allowance, body, entry, rest_offset,

@@ -396,3 +396,37 @@ def test_a_rigid_cube_bounces_by_its_collider_restitution(backend, e):
         assert rise < 0.01, rise
     else:
         assert 0.6 * e * e * drop < rise < 1.2 * e * e * drop, rise
+
+
+def test_contacts_between_bodies_are_ordered_in_parts_that_share_no_body():
+    """collision/rigid._nested_order: a 10 x 10 grid of bodies in a chain of contacts (each
+    with its right and upper neighbour, some against a fixed corner) is cut into 16 parts; the
+    parts of one level share no movable body (so the compiled kernel may solve them in
+    parallel), every contact lies in the smallest part holding its bodies, and the levels come
+    smallest parts first, each part's contacts in the collide stage's order."""
+    from solver.collision.rigid import _nested_order
+    side = 10
+    where = np.array([(i % side, i // side, 0.0) for i in range(side * side)], float)
+    cb = []
+    for i in range(side * side):
+        if i % side < side - 1:
+            cb.append((i, i, i + 1, -1))
+        if i // side < side - 1:
+            cb.append((i, -1, i + side, i + side))
+        if i % 7 == 0:
+            cb.append((i, -1, -1, -1))                 # against something immovable
+    cb = np.array(cb, np.int64)
+    order, part_start, level_start = _nested_order(cb, where)
+    assert sorted(order.tolist()) == list(range(len(cb)))
+    assert level_start.tolist() == [0, 8, 12, 14, 15]       # 100 bodies: 3 halvings
+    assert part_start[-1] == len(cb) and np.all(np.diff(part_start) >= 0)
+    ordered = cb[order]
+    for lv in range(len(level_start) - 1):
+        seen = {}
+        for part in range(level_start[lv], level_start[lv + 1]):
+            lo, hi = part_start[part], part_start[part + 1]
+            assert np.all(np.diff(order[lo:hi]) > 0)            # the stage's order
+            for b in set(ordered[lo:hi].ravel().tolist()) - {-1}:
+                assert seen.setdefault(b, part) == part, (lv, b)
+    # most contacts lie within the smallest parts: a neighbour is mostly in one's own part
+    assert part_start[level_start[1]] > 0.6 * len(cb)
