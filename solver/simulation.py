@@ -124,7 +124,7 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
         self.contacts = Contacts(n, self.points.count, self.colliders.count)
         self.bodies = BodyContacts(model, self.kernels)
         # contacts of rigid bodies, solved on the bodies (after the fit, before the joints)
-        self.rigid = RigidContacts(model, self.shapes, self.joints, self.backend)
+        self.rigid = RigidContacts(model, self.shapes, self.joints)
         self._awake = np.ones(n, bool)                  # (n,) bool all awake
         self.sleep = Sleep(model, sleep, self.kernels.islands)   # at rest: frozen till woken
         self.state = State.at_rest(model.particle_x0, self.sleep.count)

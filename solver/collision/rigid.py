@@ -113,14 +113,15 @@ VELOCITY_SWEEPS = 4
 
 
 class RigidContacts:
-    """Which contacts of this step are solved on the bodies, their colours, and the solve's
-    arrays (n = particles, K = clusters, e = cluster entries, B = bodies in the solve, Q the
-    contacts between bodies, Qc the collider candidates)."""
+    """Which contacts of this step are solved on the bodies, their order (parts of space for
+    the contacts between bodies, colours for the collider candidates), and the solve's arrays
+    (n = particles, K = clusters, e = cluster entries, B = bodies in the solve, Q the contacts
+    between bodies, Qc the collider candidates, S parts, L levels)."""
 
-    def __init__(self, model, shapes, joints, backend=None):
+    def __init__(self, model, shapes, joints):
         n = model.particle_count
         k = len(shapes.start) - 1
-        self._shapes, self._backend, self._k = shapes, backend, k
+        self._shapes, self._k = shapes, k
         # (n,) int64 each particle's cluster entry when it is in exactly one cluster, else -1
         self.entry = np.full(n, -1, np.int64)
         count = np.bincount(shapes.particles, minlength=n)
@@ -259,7 +260,8 @@ def _nested_order(cb, where):
     parts of one level share no movable body, so the compiled kernel solves them in parallel
     (one parallel region per level, not one per colour) with the bits of this order, whatever
     the thread count. cb (Q, 4) int64 each contact's corners' movable bodies (-1: none or
-    immovable); where (K, 3) [m] a point of each body (its first particle). Returns order
+    immovable), at least one per contact (select keeps only those); where (K, 3) [m] a point
+    of each body (its first particle). Returns order
     (Q,) int64 into the contacts, part_start (S + 1,) int64 each part's run in that order,
     level_start (L + 2,) int64 each level's run of parts."""
     Q = len(cb)

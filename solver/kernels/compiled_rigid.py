@@ -176,7 +176,9 @@ def _body_pass(X, Xp, part_start, level_start, reverse, idx, kind, side, dist, m
                allowance, touch, body, entry, rest, c, R, inv_mass, inv_inertia, moved):
     """rigid_pairs.Pairs.solve: level by level (reversed: the last level first), the parts of
     a level in parallel (they share no movable body: rigid._nested_order), each part's
-    contacts one after another (reversed: last first)."""
+    contacts one after another (reversed: last first). What two parts may share is an
+    immovable corner (a sleeping or pinned particle, read from X, which no contact writes),
+    whose touch flag both may set: the same value, read after the pass."""
     levels = level_start.shape[0] - 1
     for li in range(levels):
         lv = levels - 1 - li if reverse else li

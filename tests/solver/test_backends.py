@@ -385,6 +385,28 @@ def contact_between_bodies():
     return b, dict(substeps=10), None
 
 
+def pile_of_boxes():
+    """Contacts between rigid bodies in parallel parts (collision/rigid._nested_order splits
+    the bodies in contact once 16 touch, twice from 32): 36 boxes in four layers of 3 x 3,
+    each turned a little, dropped onto the ground and onto each other, with friction."""
+    b = Builder()
+    cube = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+    quads = np.array([[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4],
+                      [1, 5, 7, 3]])
+    for i in range(36):
+        layer, row, col = i // 9, (i // 3) % 3, i % 3
+        c, s = np.cos(0.3 * i), np.sin(0.3 * i)
+        rot = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]])
+        tilt = 0.05 * ((i % 5) - 2)
+        rot = rot @ np.array([[1, 0, 0], [0, np.cos(tilt), -np.sin(tilt)],
+                              [0, np.sin(tilt), np.cos(tilt)]])
+        centre = [0.45 * col + 0.04 * layer, 0.45 * row, 0.16 + 0.34 * layer]
+        ids = b.add_particles((cube * 0.15) @ rot.T + centre, mass=0.2, friction=0.6)
+        b.add_shape_match(ids, surface=ids[quads])
+    b.add_collider("plane", friction=0.5)
+    return b, dict(substeps=10), None
+
+
 def ragdoll_on_stairs():
     """Rigid-body joints (solver/constraints/joints.py): capsule bodies joined by hinges with
     limits (knee, elbow) and ball joints with swing and twist limits, one body hard-pinned
@@ -451,7 +473,7 @@ def cloth_and_bodies_on_deforming_meshes():
     return b, dict(substeps=6), drive
 
 
-SCENARIOS = [ragdoll_on_stairs, cloth_and_bodies_on_deforming_meshes,
+SCENARIOS = [ragdoll_on_stairs, pile_of_boxes, cloth_and_bodies_on_deforming_meshes,
              fast_particles_plates_and_sleep, contact_between_bodies,
              animated_settings, started_inside_colliders, soft_pinned_cloth,
              tree_of_strands_in_wind, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp,
@@ -496,7 +518,7 @@ def test_backend_choice(monkeypatch):
 
 
 @pytest.mark.parametrize("build", [cloth_on_sphere_in_wind, contact_between_bodies,
-                                   ragdoll_on_stairs, bodies_on_a_ramp],
+                                   ragdoll_on_stairs, bodies_on_a_ramp, pile_of_boxes],
                          ids=lambda f: f.__name__)
 def test_thread_count_does_not_change_results(build):
     """Parallel loops only run over items that touch disjoint particles (or, for the rigid

@@ -400,10 +400,10 @@ def test_a_rigid_cube_bounces_by_its_collider_restitution(backend, e):
 
 def test_contacts_between_bodies_are_ordered_in_parts_that_share_no_body():
     """collision/rigid._nested_order: a 10 x 10 grid of bodies in a chain of contacts (each
-    with its right and upper neighbour, some against a fixed corner) is cut into 16 parts; the
-    parts of one level share no movable body (so the compiled kernel may solve them in
-    parallel), every contact lies in the smallest part holding its bodies, and the levels come
-    smallest parts first, each part's contacts in the collide stage's order."""
+    with its right and upper neighbour, some against a fixed corner) is cut into 8 parts, 3
+    halvings; every contact appears once, the parts of one level share no movable body (so
+    the compiled kernel may solve them in parallel), each part's contacts keep the collide
+    stage's order, and most contacts lie in the smallest parts."""
     from solver.collision.rigid import _nested_order
     side = 10
     where = np.array([(i % side, i // side, 0.0) for i in range(side * side)], float)
