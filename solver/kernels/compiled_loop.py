@@ -22,7 +22,8 @@ from .compiled import (damp_shapes, solve_shapes, solve_soft_pins, solve_sticks,
 from .compiled_forces import close_substep, drag_and_predict
 from .compiled_bodies import solve_bodies
 from .compiled_joints import solve_joints
-from .compiled_rigid import rigid_velocities, solve_rigid
+from .compiled_impacts import rigid_velocities
+from .compiled_rigid import solve_rigid
 from .compiled_mesh import place_meshes
 from .compiled_candidates import candidate_clearance
 from .compiled_contact import project_colliders, project_points, restitution
