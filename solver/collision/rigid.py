@@ -223,12 +223,12 @@ class RigidContacts:
         self.cand_particle = np.ascontiguousarray(pp[order])
         self.cand_collider = np.ascontiguousarray(pk[order])
         self.cand_start = _starts(rank[order])
-        pb = pb[order]
-        self.cand_by_body = np.argsort(pb, kind="stable").astype(np.int64)
-        runs = np.nonzero(np.diff(pb[self.cand_by_body]))[0] + 1 if len(pb) else \
-            np.zeros(0, np.int64)
-        self.cand_body_start = np.concatenate(([0], runs, [len(pb)])).astype(np.int64) \
-            if len(pb) else np.zeros(1, np.int64)
+        # by body, each body's in their order: by_body's runs, moved to where order put them
+        # (a body's ranks rise along by_body, and order sorts by rank first)
+        where = np.empty(len(order), np.int64)
+        where[order] = np.arange(len(order))
+        self.cand_by_body = where[by_body]
+        self.cand_body_start = np.append(np.nonzero(first)[0], len(pb)).astype(np.int64)
         # the bodies in the solve and their entries
         touched = np.concatenate([cb[q][cb[q] >= 0], pb])
         self.bodies = np.unique(touched).astype(np.int64)
