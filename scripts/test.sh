@@ -19,11 +19,35 @@ bash scripts/setup.sh
 # in a parameter (tests/conftest.py: --skip-named-backends)
 VERLET_BACKEND=numpy .venv/bin/python -m pytest -p no:pytest-blender tests/solver \
   --ignore=tests/solver/test_backends.py --skip-named-backends "$@" || [ $? -eq 5 ]
+# The smoke tracks' zips: each track's build compiles the shipped kernels with its own Python
+# (about two minutes); tracks whose requirements name the same Python and NumPy (4.2 and 5.0:
+# 3.11, NumPy 1.26.4) would compile the same kernels, so one build serves them, unless
+# VERLET_EXTENSION_DIST names zips built elsewhere.
+dist_root=$(mktemp -d)
+trap 'rm -rf "$dist_root"' EXIT
+declare -A dist_of
 for track in bpy50 bpy42; do
   skip=VERLET_SKIP_${track^^}
   if [ "${VERLET_SKIP_SMOKE:-0}" = 1 ] || [ "${!skip:-0}" = 1 ]; then
     continue
   fi
-  bash scripts/setup.sh ".venv-$track" "requirements-$track.txt"
-  ".venv-$track/bin/python" -m pytest -p no:pytest-blender tests/smoke "$@" || [ $? -eq 5 ]
+  req="requirements-$track.txt"
+  bash scripts/setup.sh ".venv-$track" "$req"
+  dist=${VERLET_EXTENSION_DIST:-}
+  kernels=${VERLET_EXTENSION_DIST_KERNELS:-0}
+  if [ -z "$dist" ]; then
+    kernels=1
+    key=$(grep -E '^# python:|^numpy==' "$req" | tr -d ' \n')
+    if [ -z "${dist_of[$key]:-}" ]; then
+      dist_of[$key]="$dist_root/$track"
+      echo "smoke: building the zips, kernels compiled by .venv-$track's Python"
+      .venv/bin/python scripts/build_extension.py --output-dir "${dist_of[$key]}" \
+        --kernel-python "$(pwd)/.venv-$track/bin/python" > "$dist_root/$track.log" 2>&1 \
+        || { cat "$dist_root/$track.log"; exit 1; }
+    fi
+    dist=${dist_of[$key]}
+  fi
+  VERLET_EXTENSION_DIST="$dist" VERLET_EXTENSION_DIST_KERNELS=$kernels \
+    ".venv-$track/bin/python" -m pytest -p no:pytest-blender \
+    tests/smoke "$@" || [ $? -eq 5 ]
 done

@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT, import_bpy
 
 bpy = import_bpy()
@@ -68,19 +70,40 @@ os._exit(0)
 '''
 
 
-def _child(mode, tmp_path):
-    env = dict(os.environ, VERLET_CACHE_DIR=str(tmp_path / "kernels"))
+def _start(mode, cache_dir):
+    """A child Blender session in ``mode`` with its kernel cache at ``cache_dir``, running."""
+    env = dict(os.environ, VERLET_CACHE_DIR=str(cache_dir / "kernels"))
     env.pop("VERLET_BACKEND", None)
     code = f"ROOT = {ROOT!r}\nMODE = {mode!r}\n" + CHILD
-    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=str(tmp_path),
-                          capture_output=True, text=True, timeout=600)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert lines, f"no RESULT (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return subprocess.Popen([sys.executable, "-c", code], env=env, cwd=str(cache_dir),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _result(proc):
+    """The child's RESULT dict, once it has ended."""
+    try:
+        out, err = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    lines = [ln for ln in out.splitlines() if ln.startswith("RESULT ")]
+    assert lines, f"no RESULT (exit {proc.returncode}):\n{out[-3000:]}\n{err[-3000:]}"
     return json.loads(lines[-1][len("RESULT "):])
 
 
-def test_background_blender_starts_nothing_and_worker_compiles_off_the_main_thread(tmp_path):
-    out = _child("background", tmp_path)
+@pytest.fixture(scope="module")
+def cold_children(tmp_path_factory):
+    """Both cold-cache children, started together: each compiles every kernel from an empty
+    cache of its own (about two minutes on one core), and the compile is single-threaded, so
+    two cores run both in the time of one. {mode: (RESULT, its cache folder)}."""
+    folders = {m: tmp_path_factory.mktemp(f"cold-{m}") for m in ("background", "bake")}
+    procs = {m: _start(m, folders[m]) for m in folders}
+    return {m: (_result(procs[m]), folders[m]) for m in procs}
+
+
+def test_background_blender_starts_nothing_and_worker_compiles_off_the_main_thread(
+        cold_children):
+    out = cold_children["background"][0]
     # bpy as a module is a background Blender: registering starts no timer and no thread
     assert out["background"] is True
     assert out["timer_after_register"] is False and out["thread_after_register"] is False
@@ -94,14 +117,14 @@ def test_background_blender_starts_nothing_and_worker_compiles_off_the_main_thre
     assert any("compiling solver kernels" in p for p in out["printed"])
 
 
-def test_first_bake_pauses_to_show_the_compile_message(tmp_path):
-    out = _child("bake", tmp_path)
+def test_first_bake_pauses_to_show_the_compile_message(cold_children):
+    out, folder = cold_children["bake"]
     assert out["paused_before_build"] is True and out["first_yield"] == 1
     assert out["frames"] == 3 and out["compiled"] is True
     # printed once (it used to be twice: before the pause and again by the warm-up)
     assert sum("compiling solver kernels" in p for p in out["printed"]) == 1, out["printed"]
     # the next process finds the kernels in the cache: loading them is no compile, no message
-    again = _child("bake", tmp_path)
+    again = _result(_start("bake", folder))
     assert again["frames"] == 3 and again["compiled"] is True
     assert again["paused_before_build"] is False
     assert not any("compiling solver kernels" in p for p in again["printed"]), again["printed"]
