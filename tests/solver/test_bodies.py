@@ -430,3 +430,14 @@ def test_contacts_between_bodies_are_ordered_in_parts_that_share_no_body():
                 assert seen.setdefault(b, part) == part, (lv, b)
     # most contacts lie within the smallest parts: a neighbour is mostly in one's own part
     assert part_start[level_start[1]] > 0.6 * len(cb)
+
+
+def test_the_candidates_sort_is_lexsorts_order():
+    """collision/rigid._lexsort3 (the collider candidates' order: rank, collider, body) gives
+    np.lexsort's order, ties in their given order, with many ties and with keys too large
+    for its combined key (lexsort itself then)."""
+    from solver.collision.rigid import _lexsort3
+    rng = np.random.default_rng(3)
+    for n, top in ((0, 1), (1, 1), (500, 3), (5000, 40), (300, 1 << 30)):
+        a, b, c = (rng.integers(0, top, n) for _ in range(3))
+        assert np.array_equal(_lexsort3(c, b, a), np.lexsort((c, b, a))), (n, top)
