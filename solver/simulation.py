@@ -480,10 +480,15 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
         reach = scene_reach(motion2, st.h, dt, acc_max, ctl.wind.max_speed)
         sleep.wake_by_drivers(st, ctl, self._pinned, self._soft, self.colliders,
                               reach + self._radius_max)
-        # contact between bodies (collision/bodies.py); a moving body wakes what it touches
-        self.bodies.collide(x, xp, st.h, dt, acc, acc_max, self._pinned, ctl.pin_target,
-                            self.contacts)
-        sleep.wake_by_contacts(st, self.contacts)
+        # contact between bodies (collision/bodies.py); a moving body wakes what it touches.
+        # Pairs of sleeping bodies are left out (a settled pile costs its awake bodies only),
+        # unless a body woke: then they are found, so it wakes the stack it rests in
+        dormant = sleep.asleep(st) if st.island_asleep.any() else None
+        args = (x, xp, st.h, dt, acc, acc_max, self._pinned, ctl.pin_target, self.contacts)
+        self.bodies.collide(*args, asleep=dormant)
+        if sleep.wake_by_contacts(st, self.contacts) and dormant is not None:
+            self.bodies.collide(*args)
+            sleep.wake_by_contacts(st, self.contacts)
         asleep = sleep.asleep_ids(st)
         free = self._collidable if asleep is None else self._collidable & ~sleep.asleep(st)
         # the colliders' margin per particle: its island's speed, not the scene's fastest

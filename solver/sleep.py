@@ -176,12 +176,13 @@ class Sleep:
         is 0), repeatedly, so a body woken this way wakes the sleeping bodies it touches; then
         drop the contacts between sleeping particles only (they would move nothing). A body
         that is awake but resting does not wake its sleeping neighbours: they would otherwise
-        wake each other in turn and never sleep."""
+        wake each other in turn and never sleep. Returns whether an island woke."""
         idx = contacts.body_idx
         if not len(idx) or not state.island_asleep.any():
-            return
+            return False
         valid = idx >= 0
         isl = self.island[np.where(valid, idx, 0)]
+        woke = False
         while True:
             asleep = valid & state.island_asleep[isl]
             moving = valid & ~asleep & (state.island_still[isl] == 0.0)
@@ -189,11 +190,13 @@ class Sleep:
             if not mixed.any():
                 break
             self.wake_particles(state, idx[mixed][asleep[mixed]])
+            woke = True
         keep = (valid & ~asleep).any(axis=1)
         if not keep.all():
             contacts.set_body_contacts(idx[keep], contacts.body_kind[keep],
                                        contacts.body_side[keep], contacts.body_dist[keep],
                                        contacts.body_mu[keep], contacts.body_jit[keep])
+        return woke
 
 
 def same_fields(a, b):

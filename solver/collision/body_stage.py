@@ -383,9 +383,13 @@ class BodyContacts:
             lo, hi, self.tris, self.edges, self.radius, self.self_group, self.runs, ga, gb,
             np.ascontiguousarray(glo), np.ascontiguousarray(ghi), pairs is None)
 
-    def collide(self, x, xp, h, dt, acc, acc_max, pinned, pin_target, contacts):
+    def collide(self, x, xp, h, dt, acc, acc_max, pinned, pin_target, contacts, asleep=None):
         """Find this step's body contacts into ``contacts`` (set_body_contacts). acc (n, 3)
-        [m/s^2] the step's acceleration, acc_max [m/s^2] its largest norm."""
+        [m/s^2] the step's acceleration, acc_max [m/s^2] its largest norm. asleep (n,) bool
+        the sleeping particles, or None: two groups that both sleep are no pair (a contact
+        between sleeping bodies moves nothing, and the sleep stage drops it; but it is what
+        wakes a sleeping stack with the body a moving one touches, so Simulation finds the
+        contacts again without this when something woke)."""
         self.g_dt2 = 0.5 * acc_max * dt * dt                  # [m]
         if self.never or len(x) == 0:
             contacts.clear_body_contacts()
@@ -397,6 +401,11 @@ class BodyContacts:
         lo, hi = np.ascontiguousarray(lo), np.ascontiguousarray(hi)
         boxes = self._group_boxes(lo, hi)
         pairs = None if boxes is None else self._group_pairs(*boxes)
+        if pairs is not None and asleep is not None and len(pairs[0]):
+            # (G,) bool groups whose every particle sleeps (_group_boxes: every group has one)
+            dormant = np.logical_and.reduceat(asleep[self.by_group], self.group_start)
+            keep = ~(dormant[pairs[0]] & dormant[pairs[1]])
+            pairs = pairs[0][keep], pairs[1][keep]
         segments = self._segment_pairs(x, lo, hi, reach, pairs)
         # only what may touch another group (or its own, self-colliding) is hashed and queried:
         # a cloth that lies near a crate with one corner costs that corner, not the whole cloth

@@ -350,3 +350,25 @@ def test_a_stack_sleeps_as_one_and_wakes_as_one(kind):
         assert not near(sim.control, sim.x[boxes[1]], 0.01).any()   # it never nears the middle
         sim.step(DT)
     assert not sim.sleeping.any()
+
+
+def test_the_collide_stage_pairs_no_two_sleeping_bodies():
+    """Contacts between two sleeping bodies move nothing, so the collide stage does not look
+    for them (BodyContacts.collide's asleep): two stacked cubes that touch give their
+    contacts with nobody asleep or one of them asleep, none with both. (Waking a sleeping
+    stack through them is test_a_stack_sleeps_as_one_and_wakes_as_one's.)"""
+    b = Builder()
+    lower = b.add_particles(CUBE * 0.5 + [0, 0, 0.5], mass=1.0 / 8)
+    b.add_shape_match(lower, surface=lower[QUADS])
+    upper = b.add_particles(CUBE * 0.5 + [0, 0, 1.505], mass=1.0 / 8)
+    b.add_shape_match(upper, surface=upper[QUADS])
+    sim = Simulation(b.build(), backend=BACKENDS[-1])
+    x, n = np.array(sim.x), sim.model.particle_count
+    acc = np.tile([0.0, 0.0, -9.81], (n, 1))
+    found = {}
+    for name, asleep in (("none", None), ("lower", np.isin(np.arange(n), lower)),
+                         ("both", np.ones(n, bool))):
+        sim.bodies.collide(x, x, DT / sim.substeps, DT, acc, 9.81, np.zeros(0, np.int64),
+                           np.zeros((0, 3)), sim.contacts, asleep=asleep)
+        found[name] = len(sim.contacts.body_idx)
+    assert found["none"] > 0 and found["lower"] == found["none"] and found["both"] == 0, found
