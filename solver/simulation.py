@@ -512,16 +512,22 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
         a_h2 = self._acc_rows * (h * h)
         # contacts between bodies weigh a rigid body's particles as the body (shapes.py)
         inv_mass, body_inv_mass = self.model.particle_inv_mass, self.shapes.contact_inv_mass
+        skip = None
         if asleep is not None:               # restored after the substeps: no work for them,
             a_h2[:, asleep] = 0.0            # no drag, and immovable in contacts with bodies
             inv_mass, body_inv_mass = inv_mass.copy(), body_inv_mass.copy()   # that are awake
             inv_mass[asleep] = body_inv_mass[asleep] = 0.0
+            # and still: no velocity in the substeps (x* = x), so the awake bodies that touch
+            # them meet them where they sleep, and the shape solve skips their clusters
+            keep = keep.copy()
+            keep[asleep] = 0.0
+            skip = self.shapes.asleep_clusters(asleep)
         lim = self.max_speed * h if self.max_speed is not None else np.zeros(0)
         pins = (self._pinned, st.x[self._pinned].copy(), ctl.pin_target)
         drag = self._drag.terms(st, ctl, self.gravity, h, self.kernels, inv_mass) or _NO_DRAG
         return ((st.X, st.X_prev), (a_h2, keep, lim), drag, pins,
                 self.soft_pins.kernel_args(ctl, h), self.sticks.kernel_args(self.over_relaxation),
-                self.volumes.kernel_args(ctl.volume_rest), self.shapes.kernel_args(),
+                self.volumes.kernel_args(ctl.volume_rest), self.shapes.kernel_args(skip),
                 self.joints.kernel_args(ctl.joint_target),
                 self.colliders.kernel_args(ctl, S, self._radius, self.contacts),
                 self.points.kernel_args(), self.contacts.kernel_args(),

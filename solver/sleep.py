@@ -17,8 +17,9 @@ freezing it at 1 cm/s would leave it visibly short of it (a contact or a hard pi
 motion it resists within a substep). Asleep, an island is paused: its x and x* are restored
 exactly after every step (it does not creep; Simulation.v reads 0 for it), and waking resumes
 it from that state, so a stack whose contacts hold it with a steady x - x* (split impulse)
-wakes without a jolt. The step skips it where that is cheap (no gravity or drag, no collider
-candidates). Waking (Simulation): a collider that moves near it, a pin whose target moves,
+wakes without a jolt. Inside the step it is still too: no acceleration, drag or velocity in
+the substeps (x* = x), no collider candidates, no shape solve of its clusters, no search for
+contacts with another sleeping body (Simulation._loop_args, _collide). Waking (Simulation): a collider that moves near it, a pin whose target moves,
 another body coming into contact, a changed force setting (gravity, wind, air drag, damping,
 force fields, compliance, friction, restitution, pressure), a kick (explode, set_velocities),
 a hand move (move_particles), or Simulation.wake(). The sleep state (the island clocks and

@@ -260,6 +260,7 @@ class ShapeSolver:
         # rest second moment, so from there Jacobi checks one sweep and stops, where from the
         # identity it turned for four (a third of 100 ragdolls' frame)
         self.basis = rest_basis(self.rest_offset, cluster, self.mass, k)
+        self._no_skip = np.zeros(k, bool)                     # (K,) bool: every cluster solved
         self._inv_mass = model.particle_inv_mass              # (n,) float64 [1/kg]
         # (n,) float64 [1/kg] what contacts between bodies weigh each particle (begin_step)
         self.contact_inv_mass = self._inv_mass
@@ -312,12 +313,23 @@ class ShapeSolver:
                 np.minimum.at(self.contact_inv_mass, p, np.where(
                     self._inv_mass[p] > 0, 1.0 / self.cluster_mass[self.cluster[e]], 0.0))
 
-    def kernel_args(self):
-        """The shapes group of loop.run_substeps' arguments."""
+    def asleep_clusters(self, asleep):
+        """(K,) bool the clusters whose particles sleep, from asleep (s,) int64 sleeping
+        particles (a cluster lies in one island: its members are joined)."""
+        mask = np.zeros(len(self._inv_mass), bool)
+        mask[asleep] = True
+        first = self.particles[np.minimum(self.start[:-1], max(len(self.particles) - 1, 0))]
+        return mask[first] & (np.diff(self.start) > 0) if len(self.particles) else \
+            np.zeros(len(self.start) - 1, bool)
+
+    def kernel_args(self, skip=None):
+        """The shapes group of loop.run_substeps' arguments. skip (K,) bool the clusters the
+        solve leaves alone this step (sleeping ones), or None for none."""
         return (self.particles, self.rest_offset, self.start, self.color_offsets, self.mass,
                 self.collider_boost, self.w, self.alpha, self.lam, self.body_boost,
                 self.damping, self.keep,
-                self.any_damped, self.origin, self.rot, self.exact, self.basis)
+                self.any_damped, self.origin, self.rot, self.exact, self.basis,
+                self._no_skip if skip is None else skip)
 
 
 def rest_basis(rest_offset, cluster, mass, k):
@@ -343,19 +355,31 @@ def _color_entries(start, c0, c1):
 
 
 def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, collider_boost, w, alpha,
-                 lam, touching, body_touch, body_boost, origin, rot, basis):
+                 lam, touching, body_touch, body_boost, origin, rot, basis, skip):
     """The NumPy kernel: one pass over all clusters, colour after colour, each colour one
     batched solve, in place on X (3, n) [m]. particles (e,) int64, rest_offset (e, 3) [m],
     start (K + 1,) int64, color_offsets (colours + 1,) int64, mass (e,) [kg], w (e,) [1/kg],
     alpha (e,) alpha / h^2, lam (e, 3) accumulated, touching and body_touch (n,) bool the
     particles that touched a collider and another body this substep, collider_boost and
     body_boost (e,) each entry's weight factor for them (ShapeSolver.begin_step), basis
-    (K, 3, 3) where each cluster's Jacobi starts (ShapeSolver.basis). Writes each cluster's
-    goal pose: origin (K, 3) [m] and rot (K, 3, 3), with goal g_e = origin + rot q_e."""
+    (K, 3, 3) where each cluster's Jacobi starts (ShapeSolver.basis); skip (K,) bool clusters
+    left alone (sleeping ones: Simulation keeps their particles still in the substeps). Writes
+    each cluster's goal pose: origin (K, 3) [m] and rot (K, 3, 3), with goal g_e = origin +
+    rot q_e (a skipped cluster keeps the last)."""
     x = X.T
     for c0, c1 in zip(color_offsets[:-1], color_offsets[1:]):
         s, local = _color_entries(start, c0, c1)
         k = int(c1 - c0)
+        cl = slice(c0, c1)                          # the colour's clusters that take part
+        live = ~skip[c0:c1]
+        if not live.all():                          # the others' entries left out; the sums
+            if not live.any():                      # per cluster keep their order
+                continue
+            keep = live[local]
+            s = np.arange(s.start, s.stop)[keep]
+            local = (np.cumsum(live) - 1)[local[keep]]
+            cl = np.nonzero(live)[0] + c0
+            k = len(cl)
         pid = particles[s]
         xs = x[pid]
         q = rest_offset[s]
@@ -370,11 +394,11 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, collider
         for i in range(3):
             for j in range(3):
                 a[:, i, j] = _sums(local, k, dx[i] * wq[j])
-        rk = polar_rotation(a, basis[c0:c1])
-        rot[c0:c1] = rk
+        rk = polar_rotation(a, basis[cl])
+        rot[cl] = rk
         for i in range(3):
-            origin[c0:c1, i] = centre[i] - (rk[:, i, 0] * qbar[0] + rk[:, i, 1] * qbar[1]
-                                            + rk[:, i, 2] * qbar[2])
+            origin[cl, i] = centre[i] - (rk[:, i, 0] * qbar[0] + rk[:, i, 1] * qbar[1]
+                                         + rk[:, i, 2] * qbar[2])
         rk = rk[local]
         qc = [q[:, j] - qbar[j][local] for j in range(3)]
         we = w[s]

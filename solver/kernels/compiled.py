@@ -307,7 +307,7 @@ def _rotation_of(a, v, rot):
 
 @njit(cache=True, parallel=True, fastmath=False)
 def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, collider_boost, w, alpha,
-                 lam, touching, body_touch, body_boost, origin, rot, basis):
+                 lam, touching, body_touch, body_boost, origin, rot, basis, skip):
     """Scalar mirror of constraints/shapes.solve_shapes: colour after colour, the clusters of a
     colour in parallel (they share no particle, so the thread count changes no bit), each
     cluster's sums in member order. Parallel since 100 ragdolls (1,200 rigid bones, nearly all
@@ -315,6 +315,8 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, collider
     scratch = np.empty((rot.shape[0], 2, 3, 3))      # (K, 2, 3, 3) each cluster's A and V
     for col in range(color_offsets.shape[0] - 1):
         for k in prange(color_offsets[col], color_offsets[col + 1]):
+            if skip[k]:
+                continue
             s0 = start[k]
             s1 = start[k + 1]
             wsum = 0.0

@@ -42,7 +42,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     v_particles, v_particle_start, v_tris, v_tri_start, v_w, v_rest, v_alpha, v_lam = volumes
     (m_particles, m_rest_offset, m_start, m_color_offsets, m_mass, m_collider_boost, m_w,
      m_alpha, m_lam, m_body_boost, m_damping, m_keep, m_any_damped, m_origin, m_rot, m_exact,
-     m_basis) = shapes
+     m_basis, m_skip) = shapes
     (j_bodies, j_entries, j_entry_start, j_inv_mass, j_inv_inertia, j_free, j_c0, j_R0, j_c, j_R,
      j_moved, j_body, j_anchor, j_axis, j_perp, j_kind, j_swing, j_range, j_alpha, j_drive_on,
      j_drive_alpha, j_target, j_lam, j_order, j_color_offsets, j_island, j_island_done,
@@ -148,7 +148,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             if m_particles.shape[0]:
                 solve_shapes(X, m_particles, m_rest_offset, m_start, m_color_offsets, m_mass,
                              m_collider_boost, m_w, m_alpha, m_lam, touching, b_touch,
-                             m_body_boost, m_origin, m_rot, m_basis)
+                             m_body_boost, m_origin, m_rot, m_basis, m_skip)
             # contacts of rigid bodies, on the bodies (collision/rigid.py): after the fit, which
             # gives their poses, and before the joints, which read them
             if r_bodies.shape[0]:

@@ -57,7 +57,8 @@ def test_goal_pose_is_the_particles_frame_after_the_shape_solve(backend):
     assert (body_boost > 1).all()
     sim.kernels.solve_shapes(X, particles, rest_offset, start, color_offsets, mass,
                              collider_boost, w, alpha, lam.copy(), np.zeros_like(contact),
-                             contact, body_boost, origin, rot, sh.basis)
+                             contact, body_boost, origin, rot, sh.basis,
+                             np.zeros(len(start) - 1, bool))
     bodies = np.arange(len(start) - 1)
     entries = np.arange(len(particles))
     c, R = body_frames_of(X, particles, rest_offset, mass, entries, start.astype(np.int64),

@@ -372,3 +372,35 @@ def test_the_collide_stage_pairs_no_two_sleeping_bodies():
                            np.zeros((0, 3)), sim.contacts, asleep=asleep)
         found[name] = len(sim.contacts.body_idx)
     assert found["none"] > 0 and found["lower"] == found["none"] and found["both"] == 0, found
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_sleeping_bodies_stay_still_inside_the_step(kind):
+    """A sleeping body is paused inside the step too, not only restored after it: its
+    particles do not move in the substeps (Simulation gives them no velocity, x* = x), so an
+    awake body meets it where it sleeps, and the shape solve leaves its cluster alone (its
+    goal pose is not written). The box sleeps on the slope with a small x - x* (the contacts
+    hold it), which the substeps would otherwise carry on; a particle falling far away keeps
+    the substeps running."""
+    b, ids = _slope_scene()
+    b.add_particles(np.array([[5.0, 0.0, 1000.0]]))
+    sim = Simulation(b.build(), backend=kind)
+    _settle(sim)
+    assert sim.sleeping[ids].all() and not sim.sleeping.all()
+    st = sim.state
+    assert np.abs(st.X[:, ids] - st.X_prev[:, ids]).max() > 0      # what would carry on
+    seen = {}
+    real = sim.kernels.run_substeps
+
+    def spy(*args):
+        before = np.array(args[0][0][:, ids])
+        pose = (sim.shapes.origin.copy(), sim.shapes.rot.copy())
+        out = real(*args)
+        seen["still"] = np.array_equal(args[0][0][:, ids], before)
+        seen["pose"] = np.array_equal(sim.shapes.origin, pose[0]) and \
+            np.array_equal(sim.shapes.rot, pose[1])
+        return out
+    sim.kernels.run_substeps = spy
+    sim.step(DT)
+    sim.kernels.run_substeps = real
+    assert seen == {"still": True, "pose": True}
