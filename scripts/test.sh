@@ -20,8 +20,8 @@ bash scripts/setup.sh
 VERLET_BACKEND=numpy .venv/bin/python -m pytest -p no:pytest-blender tests/solver \
   --ignore=tests/solver/test_backends.py --skip-named-backends "$@" || [ $? -eq 5 ]
 # The smoke tracks' zips: each track's build compiles the shipped kernels with its own Python
-# (about two minutes); tracks whose requirements name the same Python and NumPy (4.2 and 5.0:
-# 3.11, NumPy 1.26.4) would compile the same kernels, so one build serves them, unless
+# (about two minutes); tracks whose venvs run the same Python and NumPy (4.2 and 5.0: 3.11,
+# NumPy 1.26.4) would compile the same kernels, so one build serves them, unless
 # VERLET_EXTENSION_DIST names zips built elsewhere.
 dist_root=$(mktemp -d)
 trap 'rm -rf "$dist_root"' EXIT
@@ -37,7 +37,8 @@ for track in bpy50 bpy42; do
   kernels=${VERLET_EXTENSION_DIST_KERNELS:-0}
   if [ -z "$dist" ]; then
     kernels=1
-    key=$(grep -E '^# python:|^numpy==' "$req" | tr -d ' \n')
+    key=$(".venv-$track/bin/python" -c \
+      'import sys, numpy; print("{}.{}-{}".format(*sys.version_info[:2], numpy.__version__))')
     if [ -z "${dist_of[$key]:-}" ]; then
       dist_of[$key]="$dist_root/$track"
       echo "smoke: building the zips, kernels compiled by .venv-$track's Python"

@@ -18,8 +18,9 @@ motion it resists within a substep). Asleep, an island is paused: its x and x* a
 exactly after every step (it does not creep; Simulation.v reads 0 for it), and waking resumes
 it from that state, so a stack whose contacts hold it with a steady x - x* (split impulse)
 wakes without a jolt. Inside the step it is still too: no acceleration, drag or velocity in
-the substeps (x* = x), no collider candidates, no shape solve of its clusters, no search for
-contacts with another sleeping body (Simulation._loop_args, _collide). Waking (Simulation): a collider that moves near it, a pin whose target moves,
+the substeps (x* = x), no collider candidates, no shape solve of its clusters (but those of a
+joint's bodies, whose frames the joint solve reads from it), no search for contacts with
+another sleeping body (Simulation._loop_args, _collide). Waking (Simulation): a collider that moves near it, a pin whose target moves,
 another body coming into contact, a changed force setting (gravity, wind, air drag, damping,
 force fields, compliance, friction, restitution, pressure), a kick (explode, set_velocities),
 a hand move (move_particles), or Simulation.wake(). The sleep state (the island clocks and

@@ -98,7 +98,13 @@ def cold_children(tmp_path_factory):
     two cores run both in the time of one. {mode: (RESULT, its cache folder)}."""
     folders = {m: tmp_path_factory.mktemp(f"cold-{m}") for m in ("background", "bake")}
     procs = {m: _start(m, folders[m]) for m in folders}
-    return {m: (_result(procs[m]), folders[m]) for m in procs}
+    try:
+        return {m: (_result(procs[m]), folders[m]) for m in procs}
+    finally:                      # one that failed must not leave the other running
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
 
 
 def test_background_blender_starts_nothing_and_worker_compiles_off_the_main_thread(
