@@ -414,16 +414,8 @@ def test_a_sleeping_jointed_chain_stays_nearly_still_inside_the_step(kind):
     now by well under a micrometre (what the joints still correct). Three capsule bones joined
     by ball joints, asleep on the ground; a particle falling far away keeps the substeps
     running."""
-    b = Builder()
-    bodies = []
-    for i in range(3):
-        head = np.array([0.3 * i, 0.0, 0.12 + 0.02 * i])
-        _, body = b.add_capsule_body(head, head + (0.3, 0.0, 0.02), 0.05, mass=2.0)
-        bodies.append(body)
-    for i in range(2):
-        b.add_joint(bodies[i], bodies[i + 1], (0.3 * (i + 1), 0.0, 0.12 + 0.02 * (i + 1)),
-                    kind="ball", axis=(1.0, 0.0, 0.0), limits=(0.5, -0.3, 0.3))
-    b.add_collider("plane", friction=0.6)
+    from test_joint_frames import _chain             # three bones lying on a plane
+    b = _chain()
     far = b.add_particles(np.array([[5.0, 0.0, 1e4]]))
     sim = Simulation(b.build(), backend=kind)
     chain = np.setdiff1d(np.arange(sim.model.particle_count), far)
