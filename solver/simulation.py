@@ -490,7 +490,8 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
             self.bodies.collide(*args)
             sleep.wake_by_contacts(st, self.contacts)
         asleep = sleep.asleep_ids(st)
-        free = self._collidable if asleep is None else self._collidable & ~sleep.asleep(st)
+        awake = self._awake if asleep is None else ~sleep.asleep(st)     # (n,) bool
+        free = self._collidable & awake
         # the colliders' margin per particle: its island's speed, not the scene's fastest
         pins = [(self._pinned, x[self._pinned], ctl.pin_target),
                 (self._soft, ctl.soft_pin_anchor, ctl.soft_pin_target)]
@@ -498,7 +499,7 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
                               self.contacts.body_idx)
         self.colliders.collide(ctl, x, free, each + self._radius, self.contacts, self.kernels)
         # the contacts of rigid bodies leave the particle solves for the bodies' (rigid.py)
-        self.rigid.select(self.contacts, self._awake if asleep is None else ~sleep.asleep(st), x)
+        self.rigid.select(self.contacts, awake, x)
         return asleep
 
     def _loop_args(self, h, field_keep=None, asleep=None):

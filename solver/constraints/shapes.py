@@ -323,9 +323,9 @@ class ShapeSolver:
         step (1.5 mm at 5 substeps; found by review)."""
         mask = np.zeros(len(self._inv_mass), bool)
         mask[asleep] = True
-        first = self.particles[np.minimum(self.start[:-1], max(len(self.particles) - 1, 0))]
-        return mask[first] & (np.diff(self.start) > 0) & ~self._jointed_cluster \
-            if len(self.particles) else np.zeros(len(self.start) - 1, bool)
+        k = len(self.start) - 1
+        awake_entries = np.bincount(self.cluster[~mask[self.particles]], minlength=k)
+        return (awake_entries == 0) & (np.diff(self.start) > 0) & ~self._jointed_cluster
 
     def kernel_args(self, skip=None):
         """The shapes group of loop.run_substeps' arguments. skip (K,) bool the clusters the
