@@ -125,6 +125,9 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             r_touch.fill(False)
         v_lam.fill(0.0)
         m_lam.fill(0.0)
+        if r_bodies.size:
+            rigid[30][~rigid[28]] = 0.0         # the body contacts' friction sums: a held
+            #                                     contact's run on while it holds
         j_lam.fill(0.0)
         # relax
         for it in range(iterations):

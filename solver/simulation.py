@@ -533,7 +533,8 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
                 self.colliders.kernel_args(ctl, S, self._radius, self.contacts),
                 self.points.kernel_args(), self.contacts.kernel_args(),
                 self.contacts.body_args(body_inv_mass, self.max_depenetration_speed * h),
-                self.rigid.kernel_args(self.contact_iterations),
+                self.rigid.kernel_args(self.contact_iterations,
+                                       2.0 * float(np.linalg.norm(self.gravity)) * h * h),
                 (S, self.iterations, self.contact_iterations),
                 (h, float(np.linalg.norm(self.gravity)), self.max_depenetration_speed * h))
 

@@ -6,8 +6,10 @@ The constraints are collision/bodies.py's (vertex-triangle C = s (x_v - p) . n -
 and capsule axes C = (P - Q) . n - D at the closest points, particle pairs C = |x_i - x_j| - D)
 and the impulses collision/rigid.py's (Mueller et al., "Detailed Rigid Body Simulation with
 Extended Position Based Dynamics", SCA 2020): the normal impulse c / (w_a + w_b) first, then
-friction from the contact points' relative motion after it, min(mu lambda_n, |t| / (w_a(t) +
-w_b(t))). Gauss-Seidel takes them one at a time in the order of collision/rigid.py's
+friction from the contact points' relative motion after it (or, while a resting contact holds
+an anchor, from the anchors' gap), |t| / (w_a(t) + w_b(t)) within Coulomb's bound over the
+substep or the anchor's span (collision/rigid.py, "Static friction"). Gauss-Seidel takes them
+one at a time in the order of collision/rigid.py's
 _nested_order, and batches of independent contacts are small (a four-cube stack: 14 colours
 for 20 contacts, when they were coloured), so a NumPy batch paid the call overhead of a few
 dozen array operations for one or two contacts (1.2 s a frame for the stack; 0.2 s so); Python
@@ -49,7 +51,8 @@ class Pairs:
                 self.corner[pid] = (-1, None, xs[j], xps[j])
         self.bodies = sorted({b for b in bs if b >= 0})
 
-    def solve(self, st, part_start, level_start, reverse, allowance, touch):
+    def solve(self, st, part_start, level_start, reverse, allowance, touch, first, anchor_on,
+              anchor, sums, resting):
         """One pass over the levels of parts (collision/rigid.py, RigidContacts.select), each
         part's contacts in their order; reversed: the last level first, each part's contacts
         last first."""
@@ -65,7 +68,8 @@ class Pairs:
             for part in range(levels[lv], levels[lv + 1]):
                 lo, hi = starts[part], starts[part + 1]
                 for q in (range(hi - 1, lo - 1, -1) if reverse else range(lo, hi)):
-                    self._contact(q, c, R, Ii, im, moved, touched, allowance)
+                    self._contact(q, c, R, Ii, im, moved, touched, allowance, first,
+                                  anchor_on, anchor, sums, resting)
         for b in moved:
             st.c[b] = c[b]
             st.R[b] = np.array(R[b]).reshape(3, 3)
@@ -85,7 +89,8 @@ class Pairs:
                 cb[1] + (r[3] * q[0] + r[4] * q[1] + r[5] * q[2]),
                 cb[2] + (r[6] * q[0] + r[7] * q[1] + r[8] * q[2]))
 
-    def _contact(self, q, c, R, Ii, im, moved, touched, allowance):
+    def _contact(self, q, c, R, Ii, im, moved, touched, allowance, first, anchor_on, anchor,
+                 sums, resting):
         ix = self.idx[q]
         kd = self.kind[q]
         two = kd == EDGES or kd == SEGMENTS
@@ -95,6 +100,8 @@ class Pairs:
         ok, m0, m1, m2, pen, w0, w1, w2, w3 = _scalar_geometry(
             kd, self.side[q], self.dist[q], j0, j1, j2, x)
         if not (ok and pen > ACTIVE):
+            if first:
+                anchor_on[q] = False      # apart at a substep's start: the anchor lets go
             return
         w = [w0 if ix[0] >= 0 else 0.0, w1 if ix[1] >= 0 else 0.0, w2 if ix[2] >= 0 else 0.0,
              w3 if ix[3] >= 0 else 0.0]
@@ -102,10 +109,20 @@ class Pairs:
         bb = self.corner[ix[2]][0] if two else self.corner[ix[1]][0]
         lam = 0.0
         tl = 0.0
-        for sweep in range(2):             # 0: the normal impulse; 1: friction after it
-            if sweep == 1:
+        # 0: the normal impulse; 1: friction after it; 2: a resting contact that held takes an
+        # anchor where its points are now (collision/rigid.py, "Static friction")
+        static = False
+        for sweep in range(3):
+            if sweep == 2:
+                if not static or into > resting:
+                    anchor_on[q] = False
+                    break
+                if anchor_on[q] or not (kd == VERTEX_TRI or kd == EDGES):
+                    break
+            if sweep >= 1:
                 x = [self._point(p, c, R) for p in ix]
             S = [[0.0] * 3 for _ in range(3)]
+            held = sweep == 1 and anchor_on[q]
             for i in range(3):
                 pa = w[0] * x[0][i]
                 pa = pa + (w[1] * x[1][i] if two else 0.0)
@@ -119,6 +136,30 @@ class Pairs:
                 S[0][i] = pa
                 S[1][i] = pb
                 S[2][i] = u
+            if sweep == 2:
+                for side_, b in enumerate((ba, bb)):
+                    if b < 0:
+                        anchor[q, 3 * side_:3 * side_ + 3] = S[side_]
+                    else:
+                        cb, r = c[b], R[b]
+                        d = [S[side_][i] - cb[i] for i in range(3)]
+                        for i in range(3):
+                            anchor[q, 3 * side_ + i] = r[i] * d[0] + r[3 + i] * d[1] \
+                                + r[6 + i] * d[2]
+                anchor_on[q] = True
+                break
+            if held:
+                # the anchors' gap: the slip since the contact was last held (all substeps of
+                # this step), applied at the anchor points
+                for side_, b in enumerate((ba, bb)):
+                    a3 = anchor[q, 3 * side_:3 * side_ + 3]
+                    if b < 0:
+                        S[side_] = [float(a3[0]), float(a3[1]), float(a3[2])]
+                    else:
+                        cb, r = c[b], R[b]
+                        S[side_] = [cb[i] + (r[3 * i] * a3[0] + r[3 * i + 1] * a3[1]
+                                             + r[3 * i + 2] * a3[2]) for i in range(3)]
+                S[2] = [S[0][i] - S[1][i] for i in range(3)]
             if sweep == 0:
                 n0, n1, n2 = m0, m1, m2
             else:
@@ -147,8 +188,18 @@ class Pairs:
                 lam = corr / W
                 imp = lam
                 sign = 1.0
+                sums[q, 0] += lam
             else:
-                imp = min(self.mu[q] * lam, tl / W)
+                need = tl / W
+                dep = sums[q, 0]
+                used = sums[q, 1]
+                if need + used <= self.mu[q] * dep:
+                    imp = need
+                    static = True
+                else:
+                    imp = min(max(self.mu[q] * dep - used, 0.0), need)
+                    static = False
+                sums[q, 1] = used + imp
                 sign = -1.0
             for side_, b in enumerate((ba, bb)):
                 if b < 0:

@@ -85,6 +85,13 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         candidate_clearance(X0, r_particle, np.arange(r_particle.shape[0] + 1), r_collider,
                             c_shape, approximate, abc, c_thickness, radius, R, t, sc, moving,
                             mesh, r_clear)
+        # and each particle's least clearance over its candidates (compiled_rigid's skip of a
+        # clear particle's candidates at once)
+        r_pclear = rigid[26]
+        for jj in range(r_particle.shape[0]):
+            r_pclear[r_particle[jj]] = np.inf
+        for jj in range(r_particle.shape[0]):
+            r_pclear[r_particle[jj]] = min(r_pclear[r_particle[jj]], r_clear[jj])
     # the shape solve weighs body contacts by these flags: none may be left from a step before
     # that had contacts between bodies, when this one has none (then it never clears them)
     b_touch[:] = False
@@ -109,6 +116,12 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             b_touch[:] = False
         if r_bodies.shape[0]:
             r_touch[:] = False
+            # the body contacts' friction sums: a held contact's run on while it holds
+            r_held, r_sums = rigid[28], rigid[30]
+            for q in range(r_held.shape[0]):
+                if not r_held[q]:
+                    r_sums[q, 0] = 0.0
+                    r_sums[q, 1] = 0.0
         point_depth[:] = 0.0
         point_used[:] = 0.0
         v_lam[:] = 0.0

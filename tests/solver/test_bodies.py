@@ -441,3 +441,69 @@ def test_the_candidates_sort_is_lexsorts_order():
     for n, top in ((0, 1), (1, 1), (500, 3), (5000, 40), (300, 1 << 30)):
         a, b, c = (rng.integers(0, top, n) for _ in range(3))
         assert np.array_equal(_lexsort3(c, b, a), np.lexsort((c, b, a))), (n, top)
+
+
+def _turned_stack(yaws, half=0.25, mass=20.0):
+    """Boxes set down exactly on one another (no gap), each turned about the vertical and
+    shifted a little, on the ground: at rest from the start."""
+    b = Builder()
+    for i, yaw in enumerate(yaws):
+        _box(b, np.array([0.1 * i, 0.05 * i, half * (2 * i + 1)]), half, _rz(yaw), mass=mass)
+    b.add_collider("plane", friction=0.5)
+    return b
+
+
+def _yaw(x):
+    """[rad] a box's turn about the vertical, from its corners (8, 3)."""
+    centred = x - x.mean(axis=0)
+    u, _, vt = np.linalg.svd(centred.T @ CUBE)
+    r = u @ vt
+    return np.arctan2(r[1, 0], r[0, 0])
+
+
+def test_a_resting_stack_does_not_creep(backend):
+    """Two and three boxes at rest on one another, each turned differently: nothing pushes
+    them sideways, so they must stay where they are. With the friction of each substep alone
+    (the contacts' Gauss-Seidel leaves a small slip every substep, always the same way) the
+    upper boxes crept at 2 to 5 mm/s and the bottom one on the ground at 0.5 to 1.5 mm/s,
+    forever, so a pile never fell asleep; the anchors of resting contacts (collision/rigid.py,
+    "Static friction") hold them to 0.1 mm/s or less. Sleep is off, so the solve itself must
+    hold them."""
+    for yaws in ((0.3, 1.1), (0.3, 1.1, 0.7)):
+        k = len(yaws)
+        sim = Simulation(_turned_stack(yaws).build(), backend=backend, sleep=False)
+        for _ in range(12):                       # 0.5 s to settle the contact state
+            sim.step(1 / 24)
+        x0 = sim.x.reshape(k, 8, 3).copy()
+        for _ in range(48):                       # 2 s
+            sim.step(1 / 24)
+        x1 = sim.x.reshape(k, 8, 3)
+        drift = np.linalg.norm((x1 - x0).mean(axis=1)[:, :2], axis=1)
+        assert drift.max() < 5e-4, (yaws, drift)
+        turn = np.degrees([abs(_yaw(x1[i]) - _yaw(x0[i])) for i in range(k)])
+        assert max(turn) < 0.05, (yaws, turn)
+
+
+@pytest.mark.parametrize("on", ["ground", "box"])
+def test_a_pushed_box_slides_its_kinetic_distance(backend, on):
+    """A box at rest (its contacts anchored) pushed at 1 m/s along the ground, or along the
+    top of another box, must let go and slide v^2 / (2 mu g) = 0.102 m (mu = 0.5), not stop
+    at once nor be pulled back toward where it rested."""
+    b = Builder()
+    if on == "box":                               # a wider box under it, held (pinned)
+        _box(b, np.array([0.0, 0.0, 0.5]), 0.5, _rz(0.3), mass=20.0, pinned=True)
+    top = _box(b, np.array([-0.1, 0.0, 1.25 if on == "box" else 0.25]), 0.25, mass=20.0)
+    b.add_collider("plane", friction=0.5)
+    sim = Simulation(b.build(), backend=backend, sleep=False, air_drag=0.0)
+    for _ in range(12):
+        sim.step(1 / 24)
+    start = sim.x[top].mean(axis=0)
+    v = np.zeros((8, 3))
+    v[:, 0] = 1.0
+    sim.set_velocities(top, v)
+    path = []
+    for _ in range(24):
+        sim.step(1 / 24)
+        path.append(sim.x[top].mean(axis=0)[0] - start[0])
+    assert path[-1] == pytest.approx(1.0 / (2 * 0.5 * 9.81), rel=0.15)
+    assert path[-1] >= max(path) - 1e-3            # not pulled back
