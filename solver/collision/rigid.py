@@ -29,28 +29,35 @@ collision/project.py computes them, at the particle's place on its body):
     distances: Coulomb bounds the impulses; bounded in distance it held a box past its
     friction angle wherever the body's response is not the same in every direction).
 
-Static friction (anchors; the friction anchors of persistent contact manifolds, as in Box2D
-and PhysX, applied to position-based friction): u' measures the slip of one substep, and the
+Static friction (anchors; the friction anchors of persistent contact manifolds, as in Box2D and
+PhysX, applied to position-based friction): u' measures the slip of one substep, and the
 contacts' Gauss-Seidel leaves a little of it in every substep, always the same way for a body
 at rest (a corner's normal impulse turns the body, which moves the other corners sideways, and
 each contact can take back only what its share of the load allows), so resting stacks crept:
 two boxes turned on each other drifted 2.4 mm/s (the upper) and 0.5 mm/s (the lower, on the
 ground), without end (4 passes: 0.8, 8 passes: 0.2 mm/s), and most drops of the 100-crate pile
-never fell asleep. So a resting contact that holds (static, closing by at most ``resting`` =
-2 |g| h^2 in the substep: not an impact) anchors its two material points: a vertex-triangle
-or edge-edge contact between bodies the point on each side, in each body's rest frame (world
-space for an immovable side); a collider contact on a primitive collider at rest the
-particle's place. From then on its slip is the anchors' gap, the slip since the anchor was
-set, and its Coulomb sums run over the same span (depth and used are not reset each substep
-while it holds: the load that arrives at one contact in one substep and at another in the next
-holds both). It lets go when the bound is exceeded (kinetic: the slip of each substep again),
-when the contact is apart at a substep's first pass, or on an impact; a step's contacts are
-new, so anchors last a step at most. The same boxes: 0.07 and 0.02 mm/s; twelve drops of the
-pile: every crate asleep by 10 s in 10 (4 before). Not anchored: particle pairs and capsule
-axes, whose contact points roll over the bodies rather than staying on one material point,
-and edge-edge or vertex-triangle contacts through an impact (anchored through landings, a
-tilted crate dropped on another took up to 60 % longer to settle, in one drop of ten sliding
-at 10 to 15 cm/s first); nor a collider contact on a moving collider or a mesh.
+never fell asleep. So a resting contact that holds (static, and closing by at most ``resting``
+= 2 |g| h^2 as the pass that takes the anchor measures it: not an impact) anchors its two
+material points: a vertex-triangle or edge-edge contact between bodies the point on each side,
+in each body's rest frame (world space for an immovable side); a collider contact on a
+primitive collider at rest the particle's place. From then on its slip is the anchors' gap, the
+slip since the anchor was set, and its Coulomb sums run over the same span (depth and used are
+not reset each substep while it holds: the load that arrives at one contact in one substep and
+at another in the next holds both). It lets go when the bound is exceeded (kinetic: the slip of
+each substep again), when the contact is apart at the first pass of a solve (of each relaxation
+iteration), or on an impact; a step's contacts are new, so anchors last a step at most. The
+same boxes: 0.07 and 0.02 mm/s. The pile: every crate asleep by 10 s in 10 of drops 1 to 12 and
+17 of drops 13 to 36 (4 and 5 before). Two choices were measured there: a contact between
+bodies that lets go keeps its sums until the substep ends (the next starts them again; separate
+sums for the substep: 8 and 13); and the approach tested is the anchoring pass's own, after the
+earlier passes' corrections, so an impact's substep may anchor in a later pass with the
+impact's normal impulse in its sums (the largest approach of any pass of the substep instead,
+with separate sums too: 7 of drops 1 to 12). Either way the stored friction lasts a step at
+most. Not anchored: particle pairs and capsule axes, whose contact points roll over the bodies
+rather than staying on one material point; a contact in the pass that measures an impact
+(anchored through landings, a tilted crate dropped on another took up to 60 % longer to settle,
+in one drop of ten sliding at 10 to 15 cm/s first); a collider contact on a moving collider or
+a mesh.
 
 Without the particle projection's split impulse (project.py: the overlap a particle did not
 move into owed to x* as well, so it leaves without speed): moved onto a rigid body's previous

@@ -91,7 +91,10 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         for jj in range(r_particle.shape[0]):
             r_pclear[r_particle[jj]] = np.inf
         for jj in range(r_particle.shape[0]):
-            r_pclear[r_particle[jj]] = min(r_pclear[r_particle[jj]], r_clear[jj])
+            cl = r_clear[jj]
+            # a NaN clearance (a degenerate collider) keeps its candidates tested
+            r_pclear[r_particle[jj]] = min(r_pclear[r_particle[jj]], cl) if cl == cl \
+                else -np.inf
     # the shape solve weighs body contacts by these flags: none may be left from a step before
     # that had contacts between bodies, when this one has none (then it never clears them)
     b_touch[:] = False
