@@ -38,26 +38,29 @@ two boxes turned on each other drifted 2.4 mm/s (the upper) and 0.5 mm/s (the lo
 ground), without end (4 passes: 0.8, 8 passes: 0.2 mm/s), and most drops of the 100-crate pile
 never fell asleep. So a resting contact that holds (static, and closing by at most ``resting``
 = 2 |g| h^2 as the pass that takes the anchor measures it: not an impact) anchors its two
-material points: a vertex-triangle or edge-edge contact between bodies the point on each side,
-in each body's rest frame (world space for an immovable side); a collider contact on a
-primitive collider at rest the particle's place. From then on its slip is the anchors' gap, the
-slip since the anchor was set, and its Coulomb sums run over the same span (depth and used are
-not reset each substep while it holds: the load that arrives at one contact in one substep and
-at another in the next holds both). It lets go when the bound is exceeded (kinetic: the slip of
-each substep again), when the contact is apart at the first pass of a solve (of each relaxation
-iteration), or on an impact; a step's contacts are new, so anchors last a step at most. The
-same boxes: 0.07 and 0.02 mm/s. The pile: every crate asleep by 10 s in 10 of drops 1 to 12 and
-17 of drops 13 to 36 (4 and 5 before). Two choices were measured there: a contact between
-bodies that lets go keeps its sums until the substep ends (the next starts them again; separate
-sums for the substep: 8 and 13); and the approach tested is the anchoring pass's own, after the
-earlier passes' corrections, so an impact's substep may anchor in a later pass with the
-impact's normal impulse in its sums (the largest approach of any pass of the substep instead,
-with separate sums too: 7 of drops 1 to 12). Either way the stored friction lasts a step at
-most. Not anchored: particle pairs and capsule axes, whose contact points roll over the bodies
-rather than staying on one material point; a contact in the pass that measures an impact
-(anchored through landings, a tilted crate dropped on another took up to 60 % longer to settle,
-in one drop of ten sliding at 10 to 15 cm/s first); a collider contact on a moving collider or
-a mesh.
+material points: a vertex-triangle or edge-edge contact between bodies keeps its gradient
+weights on its four corners (the vertex and the face point, the two edge points), which name
+the same material points wherever the corners go, on a body or on pinned particles that move
+(anchored in world space, a box on a moving pinned platform kept slipping, 0.7 mm in 0.5 s); a
+collider contact on a primitive collider at rest keeps the particle's place. From then on its
+slip is the anchors' gap, the slip since the anchor was set, and its Coulomb sums run over the
+same span (depth and used are not reset each substep while it holds: the load that arrives at
+one contact in one substep and at another in the next holds both). It lets go when the bound is
+exceeded (kinetic: the slip of each substep again), when the contact is apart at the first pass
+of a solve (of each relaxation iteration), or on an impact; a step's contacts are new, so
+anchors last a step at most. The same boxes: 0.07 and 0.02 mm/s. The pile: every crate asleep
+by 10 s in 8 of drops 1 to 12 and 20 of drops 13 to 36 (4 and 5 before), 86 and 72 of 100
+asleep at 5 s (61 and 53). Two choices were measured there (with the earlier world-space
+anchors: 10 and 17 drops asleep by 10 s): a contact between bodies that lets go keeps its sums
+until the substep ends (the next starts them again; separate sums for the substep: 8 and 13);
+and the approach tested is the anchoring pass's own, after the earlier passes' corrections, so
+an impact's substep may anchor in a later pass with the impact's normal impulse in its sums
+(the largest approach of any pass of the substep instead, with separate sums too: 7 of drops 1
+to 12). Either way the stored friction lasts a step at most. Not anchored: particle pairs and
+capsule axes, whose contact points roll over the bodies rather than staying on one material
+point; a contact in the pass that measures an impact (anchored through landings, a tilted crate
+dropped on another took up to 60 % longer to settle, in one drop of ten sliding at 10 to 15
+cm/s first); a collider contact on a moving collider or a mesh.
 
 Without the particle projection's split impulse (project.py: the overlap a particle did not
 move into owed to x* as well, so it leaves without speed): moved onto a rigid body's previous
@@ -284,9 +287,9 @@ class RigidContacts:
     def _friction_state(self, q):
         """The static friction state of this step's Q contacts between bodies (Pairs)."""
         self.anchor_on = np.zeros(q, bool)        # (Q,) bool the contact holds an anchor
-        # (Q, 6) [m] its anchor points, on side a then side b, in each body's rest frame
-        # (c + R p is the point now), or in world space for an immovable side
-        self.anchor = np.zeros((q, 6))
+        # (Q, 4) the contact's gradient weights on its four corners when it was anchored
+        # (bodies.py): the same material points, wherever the corners are now
+        self.anchor = np.zeros((q, 4))
         # (Q, 2) [kg m] the normal impulse and the friction taken: this substep's, or since
         # the anchor was set while it holds
         self.fr_sums = np.zeros((q, 2))

@@ -110,15 +110,16 @@ class Pairs:
         lam = 0.0
         tl = 0.0
         # 0: the normal impulse; 1: friction after it; 2: a resting contact that held takes an
-        # anchor where its points are now (collision/rigid.py, "Static friction")
+        # anchor: its weights on its corners now (collision/rigid.py, "Static friction")
         static = False
         for sweep in range(3):
             if sweep == 2:
                 if not static or into > resting:
                     anchor_on[q] = False
-                    break
-                if anchor_on[q] or not (kd == VERTEX_TRI or kd == EDGES):
-                    break
+                elif not anchor_on[q] and (kd == VERTEX_TRI or kd == EDGES):
+                    anchor[q] = w
+                    anchor_on[q] = True
+                break
             if sweep >= 1:
                 x = [self._point(p, c, R) for p in ix]
             S = [[0.0] * 3 for _ in range(3)]
@@ -136,30 +137,18 @@ class Pairs:
                 S[0][i] = pa
                 S[1][i] = pb
                 S[2][i] = u
-            if sweep == 2:
-                for side_, b in enumerate((ba, bb)):
-                    if b < 0:
-                        anchor[q, 3 * side_:3 * side_ + 3] = S[side_]
-                    else:
-                        cb, r = c[b], R[b]
-                        d = [S[side_][i] - cb[i] for i in range(3)]
-                        for i in range(3):
-                            anchor[q, 3 * side_ + i] = r[i] * d[0] + r[3 + i] * d[1] \
-                                + r[6 + i] * d[2]
-                anchor_on[q] = True
-                break
             if held:
-                # the anchors' gap: the slip since the contact was last held (all substeps of
-                # this step), applied at the anchor points
-                for side_, b in enumerate((ba, bb)):
-                    a3 = anchor[q, 3 * side_:3 * side_ + 3]
-                    if b < 0:
-                        S[side_] = [float(a3[0]), float(a3[1]), float(a3[2])]
-                    else:
-                        cb, r = c[b], R[b]
-                        S[side_] = [cb[i] + (r[3 * i] * a3[0] + r[3 * i + 1] * a3[1]
-                                             + r[3 * i + 2] * a3[2]) for i in range(3)]
-                S[2] = [S[0][i] - S[1][i] for i in range(3)]
+                # the same material points: the anchor's weights on the corners now
+                a0, a1, a2, a3 = (float(v) for v in anchor[q])
+                for i in range(3):
+                    pa = a0 * x[0][i]
+                    pa = pa + (a1 * x[1][i] if two else 0.0)
+                    pb = 0.0 if two else -a1 * x[1][i]
+                    pb = pb - a2 * x[2][i]
+                    pb = pb - a3 * x[3][i]
+                    S[0][i] = pa
+                    S[1][i] = pb
+                    S[2][i] = pa - pb
             if sweep == 0:
                 n0, n1, n2 = m0, m1, m2
             else:

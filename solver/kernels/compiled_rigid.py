@@ -234,14 +234,16 @@ def _body_pass(X, Xp, part_start, level_start, reverse, idx, kind, side, dist, m
                 static = False
                 into = 0.0
                 # 0: the normal impulse; 1: friction after it; 2: a resting contact that held
-                # takes an anchor where its points are now (collision/rigid.py)
+                # takes an anchor: its weights on its corners now (collision/rigid.py)
                 for sweep in range(3):
                     if sweep == 2:
                         if not static or into > resting:
                             anchor_on[q] = False
-                            break
-                        if anchor_on[q] or not (kd == _VERTEX_TRI or kd == _EDGES):
-                            break
+                        elif not anchor_on[q] and (kd == _VERTEX_TRI or kd == _EDGES):
+                            for j in range(4):
+                                anchor[q, j] = w[j]
+                            anchor_on[q] = True
+                        break
                     if sweep >= 1:
                         for j in range(4):
                             p = idx[q, j]
@@ -269,38 +271,18 @@ def _body_pass(X, Xp, part_start, level_start, reverse, idx, kind, side, dist, m
                         S[0, i] = pa
                         S[1, i] = pb
                         S[2, i] = u
-                    if sweep == 2:
-                        for side_ in range(2):
-                            b = ba if side_ == 0 else bb
-                            if b < 0:
-                                for i in range(3):
-                                    anchor[q, 3 * side_ + i] = S[side_, i]
-                            else:
-                                d0 = S[side_, 0] - c[b, 0]
-                                d1 = S[side_, 1] - c[b, 1]
-                                d2 = S[side_, 2] - c[b, 2]
-                                for i in range(3):
-                                    anchor[q, 3 * side_ + i] = R[b, 0, i] * d0 \
-                                        + R[b, 1, i] * d1 + R[b, 2, i] * d2
-                        anchor_on[q] = True
-                        break
                     if sweep == 1 and anchor_on[q]:
-                        # held: the anchors' gap, at the anchor points (rigid_pairs.py)
-                        for side_ in range(2):
-                            b = ba if side_ == 0 else bb
-                            a0 = anchor[q, 3 * side_]
-                            a1 = anchor[q, 3 * side_ + 1]
-                            a2 = anchor[q, 3 * side_ + 2]
-                            if b < 0:
-                                S[side_, 0] = a0
-                                S[side_, 1] = a1
-                                S[side_, 2] = a2
-                            else:
-                                for i in range(3):
-                                    S[side_, i] = c[b, i] + (R[b, i, 0] * a0 + R[b, i, 1] * a1
-                                                             + R[b, i, 2] * a2)
+                        # held: the same material points, the anchor's weights on the corners
+                        # now (rigid_pairs.py)
                         for i in range(3):
-                            S[2, i] = S[0, i] - S[1, i]
+                            pa = anchor[q, 0] * x[i, 0]
+                            pa = pa + (anchor[q, 1] * x[i, 1] if two else 0.0)
+                            pb = 0.0 if two else -anchor[q, 1] * x[i, 1]
+                            pb = pb - anchor[q, 2] * x[i, 2]
+                            pb = pb - anchor[q, 3] * x[i, 3]
+                            S[0, i] = pa
+                            S[1, i] = pb
+                            S[2, i] = pa - pb
                     if sweep == 0:
                         n0 = m0
                         n1 = m1
