@@ -134,7 +134,8 @@ KERNEL_SOURCES = ("kernels/compiled.py", "kernels/compiled_forces.py",
                   "kernels/compiled_contact.py", "kernels/compiled_loop.py",
                   "kernels/compiled_bodies.py", "kernels/compiled_broad.py",
                   "kernels/compiled_joints.py", "kernels/compiled_pairs.py",
-                  "kernels/compiled_rigid.py", "kernels/compiled_impacts.py",
+                  "kernels/compiled_rigid.py", "kernels/compiled_rigid_scalar.py",
+                  "kernels/compiled_impacts.py",
                   "kernels/compiled_candidates.py",
                   "kernels/compiled_mesh.py", "kernels/build.py")
 

@@ -9,7 +9,7 @@ Extended Position Based Dynamics", SCA 2020): the normal impulse c / (w_a + w_b)
 friction from the contact points' relative motion after it (or, while a resting contact holds
 an anchor, from the anchors' gap), |t| / (w_a(t) + w_b(t)) within Coulomb's bound over the
 substep or the anchor's span (collision/rigid.py, "Static friction"). Gauss-Seidel takes them
-one at a time in the order of collision/rigid.py's
+one at a time in the order of collision/rigid_order.py's
 _nested_order, and batches of independent contacts are small (a four-cube stack: 14 colours
 for 20 contacts, when they were coloured), so a NumPy batch paid the call overhead of a few
 dozen array operations for one or two contacts (1.2 s a frame for the stack; 0.2 s so); Python
@@ -251,7 +251,7 @@ def _scalar_impulse(im, cb, R, b, ii, P, p0, p1, p2):
 
 def _scalar_geometry(kd, side, D, j0, j1, j2, x):
     """_geometry for one contact from its corners x (4 points): (ok, m0, m1, m2, pen, w0, w1,
-    w2, w3), the compiled kernel's operations (compiled_rigid._geometry)."""
+    w2, w3), the compiled kernel's operations (compiled_rigid_scalar._geometry)."""
     none = (False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     (x00, x10, x20), (x01, x11, x21), (x02, x12, x22), (x03, x13, x23) = x
     if kd == VERTEX_TRI:

@@ -8,7 +8,7 @@ position solve), which it shares the world inverse inertia with.
 import numpy as np
 from numba import njit
 
-from .compiled_rigid import _iw9
+from .compiled_rigid_scalar import _iw9
 
 VELOCITY_SWEEPS = 4   # collision/rigid.VELOCITY_SWEEPS
 

@@ -399,7 +399,7 @@ def test_a_rigid_cube_bounces_by_its_collider_restitution(backend, e):
 
 
 def test_contacts_between_bodies_are_ordered_in_parts_that_share_no_body():
-    """collision/rigid._nested_order: a 10 x 10 grid of bodies in a chain of contacts (each
+    """collision/rigid_order._nested_order: a 10 x 10 grid of bodies in a chain of contacts (each
     with its right and upper neighbour, some against a fixed corner) is cut into 8 parts, 3
     halvings; every contact appears once, the parts of one level share no movable body (so
     the compiled kernel may solve them in parallel), each part's contacts keep the collide
@@ -433,7 +433,7 @@ def test_contacts_between_bodies_are_ordered_in_parts_that_share_no_body():
 
 
 def test_the_candidates_sort_is_lexsorts_order():
-    """collision/rigid._lexsort3 (the collider candidates' order: rank, collider, body) gives
+    """collision/rigid_order._lexsort3 (the collider candidates' order: rank, collider, body) gives
     np.lexsort's order, ties in their given order, with many ties and with keys too large
     for its combined key (lexsort itself then)."""
     from solver.collision.rigid import _lexsort3

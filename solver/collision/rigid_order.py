@@ -1,0 +1,81 @@
+"""The order of one step's rigid contacts (collision/rigid.py, RigidContacts.select): the
+contacts between bodies by nested parts of space, so that the parts of a level share no
+movable body and the compiled kernel solves them in parallel (kernels/compiled_rigid.py), and
+the sorts and run offsets the collider candidates are ordered by. Pure NumPy, once per step,
+no loop over contacts or bodies (at most 2^LEVELS parts)."""
+
+import numpy as np
+
+# the contacts between bodies are ordered by parts of space (_nested_order): at most LEVELS
+# halvings (2^LEVELS parts), each part keeping at least PART_BODIES bodies
+LEVELS = 4
+PART_BODIES = 8
+
+
+def _nested_order(cb, where):
+    """The order of the contacts between bodies for one step (nested dissection): the bodies
+    in contact are cut in two at the median of their longest extent, each half again, LEVELS
+    times at most (while a part keeps PART_BODIES bodies); a contact belongs to the smallest
+    part that holds all its movable bodies. The contacts are solved level by level, the
+    smallest parts first, each part's contacts one after another in the collide stage's order:
+    parts of one level share no movable body, so the compiled kernel solves them in parallel
+    (one parallel region per level, not one per colour) with the bits of this order, whatever
+    the thread count. cb (Q, 4) int64 each contact's corners' movable bodies (-1: none or
+    immovable), at least one per contact (select keeps only those); where (K, 3) [m] a point
+    of each body (its first particle). Returns order
+    (Q,) int64 into the contacts, part_start (S + 1,) int64 each part's run in that order,
+    level_start (L + 2,) int64 each level's run of parts."""
+    Q = len(cb)
+    held = np.zeros(len(where), bool)           # np.unique's result, by a mask
+    held[cb[cb >= 0]] = True
+    bodies = np.nonzero(held)[0]
+    levels = 0
+    while levels < LEVELS and len(bodies) >> (levels + 1) >= PART_BODIES:
+        levels += 1
+    label = np.zeros(len(where), np.int64)      # (K,) each body's smallest part
+    parts = [bodies]
+    for _ in range(levels):
+        halves = []
+        for ids in parts:
+            p = where[ids]
+            axis = int(np.argmax(p.max(axis=0) - p.min(axis=0))) if len(ids) else 0
+            ids = ids[np.argsort(p[:, axis], kind="stable")]
+            halves += [ids[:len(ids) // 2], ids[len(ids) // 2:]]
+        parts = halves
+    for j, ids in enumerate(parts):
+        label[ids] = j
+    lab = np.where(cb >= 0, label[np.where(cb >= 0, cb, 0)], -1)
+    lo = np.where(lab >= 0, lab, np.iinfo(np.int64).max).min(axis=1) if Q else \
+        np.zeros(0, np.int64)
+    hi = lab.max(axis=1) if Q else np.zeros(0, np.int64)
+    level = np.zeros(Q, np.int64)               # the smallest level whose part holds both
+    for k in range(levels):
+        level += (lo >> k) != (hi >> k)
+    counts = 1 << (levels - np.arange(levels + 1))          # parts per level
+    level_start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    part = level_start[level] + (lo >> level)
+    order = np.argsort(part, kind="stable").astype(np.int64)
+    part_start = np.concatenate(([0], np.cumsum(np.bincount(part, minlength=level_start[-1]))))
+    return order, part_start.astype(np.int64), level_start
+
+
+def _lexsort3(c, b, a):
+    """np.lexsort((c, b, a)) of (k,) non-negative int64 keys (a first, then b, then c, ties in
+    the given order): one sort of a combined key, the position last so that no two keys tie
+    (any sort gives the stable order), where it fits in 62 bits: a sixth of the time of
+    lexsort's three passes (0.7 ms a step at 100 ragdolls' 8,000 candidates)."""
+    k = len(a)
+    if not k:
+        return np.zeros(0, np.int64)
+    nb, nc = int(b.max()) + 1, int(c.max()) + 1
+    if (int(a.max()) + 1) * nb * nc * k >= 1 << 62:
+        return np.lexsort((c, b, a))
+    return np.argsort(((a * nb + b) * nc + c) * k + np.arange(k))
+
+
+def _starts(sorted_colors):
+    """(colours + 1,) int64 offsets of each colour's run in sorted (k,) colours 0, 1, ..."""
+    if not len(sorted_colors):
+        return np.zeros(1, np.int64)
+    counts = np.bincount(sorted_colors)
+    return np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
