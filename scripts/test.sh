@@ -5,34 +5,56 @@
 # pass the whole solver suite. Then the smoke tracks (tests/smoke: install the built zips, one bake
 # on the bundled compiled kernels, one PC2 export, the -any zip on NumPy) run on Blender 5.0
 # (.venv-bpy50) and Blender 4.2 LTS (.venv-bpy42), the extension's declared minimum; each venv is
-# created once from its requirements file like .venv. VERLET_SKIP_SMOKE=1 skips both tracks for a
+# created once from its requirements file like .venv, before the main run, whose
+# test_install.py builds the zips that the tracks install. VERLET_SKIP_SMOKE=1 skips both tracks for a
 # quick local run (VERLET_SKIP_BPY42=1 / VERLET_SKIP_BPY50=1 skip one).
 # pytest-blender is disabled because no `blender` binary is needed here: bpy is imported as a
 # module. Extra arguments go to every pytest run (e.g. scripts/test.sh -k friction).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-.venv/bin/python -m pytest -p no:pytest-blender tests "$@"
+dist_root=$(mktemp -d)
+trap 'rm -rf "$dist_root"' EXIT
+tracks=()
+for track in bpy50 bpy42; do
+  skip=VERLET_SKIP_${track^^}
+  if [ "${VERLET_SKIP_SMOKE:-0}" != 1 ] && [ "${!skip:-0}" != 1 ]; then
+    tracks+=("$track")
+    bash scripts/setup.sh ".venv-$track" "requirements-$track.txt"
+  fi
+done
+# The smoke tracks' zips: a build compiles the shipped kernels for each Python it bundles Numba
+# for that has an interpreter on PATH (about two minutes each), and tests/blender/test_install.py
+# builds the zips anyway. Its build finds the first smoke track's Python (3.11) on PATH (a wrapper
+# in $dist_root/bin, so that no other python name changes) and writes to $dist_root/main, and
+# the tracks that run that Python and NumPy install those zips (see below).
+main_key=
+if [ ${#tracks[@]} -gt 0 ] && [ -z "${VERLET_EXTENSION_DIST:-}" ]; then
+  mkdir -p "$dist_root/bin" "$dist_root/main"
+  first=$(pwd)/.venv-${tracks[0]}/bin/python
+  version=$("$first" -c 'import sys; print("{}.{}".format(*sys.version_info[:2]))')
+  printf '#!/bin/sh\nexec "%s" "$@"\n' "$first" > "$dist_root/bin/python$version"
+  chmod +x "$dist_root/bin/python$version"
+  main_key=$("$first" -c \
+    'import sys, numpy; print("{}.{}-{}".format(*sys.version_info[:2], numpy.__version__))')
+fi
+PATH="$dist_root/bin:$PATH" VERLET_TEST_DIST_DIR="$dist_root/main" \
+  .venv/bin/python -m pytest -p no:pytest-blender tests "$@"
 # exit code 5 = no test selected (extra arguments such as -k may deselect a whole run)
 # test_backends.py runs every scenario on both backends by name in the first run, whatever
 # VERLET_BACKEND says, so this run leaves it out, and likewise every test that names its backend
 # in a parameter (tests/conftest.py: --skip-named-backends)
 VERLET_BACKEND=numpy .venv/bin/python -m pytest -p no:pytest-blender tests/solver \
   --ignore=tests/solver/test_backends.py --skip-named-backends "$@" || [ $? -eq 5 ]
-# The smoke tracks' zips: each track's build compiles the shipped kernels with its own Python
-# (about two minutes); tracks whose venvs run the same Python and NumPy (4.2 and 5.0: 3.11,
-# NumPy 1.26.4) would compile the same kernels, so one build serves them, unless
-# VERLET_EXTENSION_DIST names zips built elsewhere.
-dist_root=$(mktemp -d)
-trap 'rm -rf "$dist_root"' EXIT
+# The smoke tracks' zips: tracks whose venvs run the same Python and NumPy (4.2 and 5.0: 3.11,
+# NumPy 1.26.4) would compile the same kernels, so one build serves them: test_install.py's,
+# when it ran (a -k may deselect it) and built the kernels with that Python, else one built here
+# with the track's own Python, unless VERLET_EXTENSION_DIST names zips built elsewhere.
 declare -A dist_of
-for track in bpy50 bpy42; do
-  skip=VERLET_SKIP_${track^^}
-  if [ "${VERLET_SKIP_SMOKE:-0}" = 1 ] || [ "${!skip:-0}" = 1 ]; then
-    continue
-  fi
-  req="requirements-$track.txt"
-  bash scripts/setup.sh ".venv-$track" "$req"
+if [ -n "$main_key" ] && compgen -G "$dist_root/main/*.zip" > /dev/null; then
+  dist_of[$main_key]="$dist_root/main"
+fi
+for track in "${tracks[@]}"; do
   dist=${VERLET_EXTENSION_DIST:-}
   kernels=${VERLET_EXTENSION_DIST_KERNELS:-0}
   if [ -z "$dist" ]; then

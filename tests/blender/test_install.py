@@ -50,7 +50,10 @@ def read_cache(path):
 
 @pytest.fixture(scope="module")
 def built_zips(tmp_path_factory):
-    return build_extension.build(output_dir=str(tmp_path_factory.mktemp("dist")))
+    # scripts/test.sh names the folder, so that the smoke tracks install these same zips
+    # instead of building and compiling them again
+    out = os.environ.get("VERLET_TEST_DIST_DIR") or str(tmp_path_factory.mktemp("dist"))
+    return build_extension.build(output_dir=out)
 
 
 @pytest.fixture(scope="module")
