@@ -77,8 +77,8 @@ the contacts between bodies are ordered once per step by nested parts of space
 (_nested_order: the bodies in contact halved at the median of their longest extent, up to
 four times; a contact belongs to the smallest part holding all its movable bodies, and the
 levels are solved smallest parts first), so the parts of one level share no movable body and
-run in parallel in the compiled kernel; a body's collider candidates are coloured by their
-rank among its own. The NumPy kernel below solves a colour of collider candidates as one
+run in parallel in the compiled kernel; a body's collider candidates (by particle, then
+collider) are coloured by their rank among its own. The NumPy kernel below solves a colour of collider candidates as one
 batch and the contacts between bodies one after another in plain floats
 (collision/rigid_pairs.py); the compiled mirror (kernels/compiled_rigid.py) solves the parts
 of a level, and the bodies' collider contacts, in parallel. The same operations in the same
@@ -174,13 +174,12 @@ class RigidContacts:
         self.R = np.zeros((k, 3, 3))              # (K, 3, 3) scratch: rotations
         self.moved = np.zeros(k, bool)            # (K,) bool scratch: moved this solve
         self.touch = np.zeros(n, bool)            # (n,) bool touched another body (substep)
-        # the compiled kernel's scratch for skipping a clear particle's collider candidates at
-        # once (kernels/compiled_rigid._collider_pass; the NumPy kernel takes every candidate):
-        # (n,) [m] the least clearance of each particle's candidates this step, and (n,) int8
-        # per particle while its body's candidates are taken in a pass (0 not tested, 1 clear,
-        # 2 not), 0 between bodies
+        # for the compiled kernel's skip of a clear particle's collider candidates at once
+        # (kernels/compiled_rigid._collider_pass; the NumPy kernel takes every candidate):
+        # (n,) [m] scratch, the least clearance of each particle's candidates this step, and
+        # (Qc,) int64 for each position in cand_by_body where the next particle's run starts
         self.particle_clear = np.zeros(n)
-        self.particle_status = np.zeros(n, np.int8)
+        self.cand_run_next = np.zeros(0, np.int64)
         self.resting = np.zeros(1)                # (1,) [m] kernel_args' resting
         self.clear()
 
@@ -207,6 +206,7 @@ class RigidContacts:
         # kernel solves the bodies in parallel (a collider contact moves its own body only)
         self.cand_by_body = z                     # (Qc,) int64 candidate indices, by body
         self.cand_body_start = np.zeros(1, np.int64)   # (G + 1,) into cand_by_body per body
+        self.cand_run_next = z                    # (Qc,) int64 (__init__)
 
     def select(self, contacts, awake, x):
         """Take this step's contacts with a movable rigid body out of the particle solves
@@ -254,7 +254,9 @@ class RigidContacts:
         contacts.keep_candidates(~mine)
         pp, pk = pp[mine], pk[mine]
         pb = body[pp]
-        by_body = np.argsort(pb, kind="stable")
+        # a body's candidates by particle, then collider: a particle's come together, so the
+        # compiled kernel skips a clear particle's at once (cand_run_next)
+        by_body = _lexsort3(pk, pp, pb)
         first = np.r_[True, pb[by_body][1:] != pb[by_body][:-1]] if len(pb) else \
             np.zeros(0, bool)
         run = np.cumsum(first) - 1
@@ -271,6 +273,11 @@ class RigidContacts:
         where[order] = np.arange(len(order))
         self.cand_by_body = where[by_body]
         self.cand_body_start = np.append(np.nonzero(first)[0], len(pb)).astype(np.int64)
+        pq = pp[by_body]
+        new_run = np.r_[True, pq[1:] != pq[:-1]] if len(pq) else np.zeros(0, bool)
+        run_start = np.nonzero(new_run)[0]
+        self.cand_run_next = np.append(run_start[1:], len(pq)).astype(np.int64)[
+            np.cumsum(new_run) - 1]
         # the bodies in the solve and their entries
         touched = np.zeros(len(sh.start) - 1, bool)     # np.unique's result, by a mask
         touched[cb[q][cb[q] >= 0]] = True
@@ -313,7 +320,7 @@ class RigidContacts:
                 self.dist, self.mu, self.jit, self.part_start, self.cand_particle,
                 self.cand_collider, self.cand_start, self.touch, PASSES * contact_iterations,
                 self.impact_body, self.cand_by_body, self.cand_body_start, self.level_start,
-                self.particle_clear, self.particle_status, self.anchor_on, self.anchor,
+                self.particle_clear, self.cand_run_next, self.anchor_on, self.anchor,
                 self.fr_sums, self.cand_held, self.cand_anchor, self.cand_sums, self.resting)
 
 
