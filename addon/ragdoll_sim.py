@@ -4,6 +4,7 @@ matrices. See ragdoll.py's docstring for the behaviour; this module holds the so
 """
 
 import math
+import weakref
 
 import numpy as np
 
@@ -39,6 +40,35 @@ def _body_frames(sim):
     _frames.clear()
     _frames[id(sim)] = (sim.time, c, r, sim)
     return c, r
+
+
+# {sim: [RagdollBody]} the ragdolls attached to each Simulation, and {id(sim): (time, sim,
+# {id(body): (k, 4, 4) matrices})}: every ragdoll's bone matrices once per step (result())
+_attached = weakref.WeakKeyDictionary()
+_matrices = {}
+
+
+def _bone_matrices(sim):
+    """{id(body): (k, 4, 4) bone world matrices} of this step for every ragdoll attached to sim,
+    in one batch: a ragdoll's own few array operations cost 18 us, 1.8 ms a frame at 100
+    ragdolls, and the batch the same per matrix (the same operations on each element)."""
+    known = _matrices.get(id(sim))
+    if known is not None and known[0] == sim.time and known[1] is sim:
+        return known[2]
+    bodies = _attached.get(sim, [])
+    c, r = _body_frames(sim)
+    ids = np.concatenate([b.body_ids for b in bodies])
+    c, r = c[ids], r[ids]
+    t = np.zeros((len(c), 4, 4))
+    t[:, :3, :3] = r
+    t[:, :3, 3] = c - np.einsum("kab,kb->ka", r, np.concatenate([b.centre0 for b in bodies]))
+    t[:, 3, 3] = 1.0
+    t = t @ np.concatenate([b.world0 for b in bodies])
+    ends = np.cumsum([len(b.body_ids) for b in bodies])
+    out = {id(b): m for b, m in zip(bodies, np.split(t, ends[:-1]))}
+    _matrices.clear()
+    _matrices[id(sim)] = (sim.time, sim, out)
+    return out
 
 
 class RagdollBody:
@@ -148,6 +178,8 @@ class RagdollBody:
         self._inv0 = None               # animated_positions' cache, built from rest
         self.body_ids = np.asarray(self.body_ids, dtype=np.int64)
         self.centre0 = _body_frames(sim)[0][self.body_ids]         # (k, 3) at the build
+        _attached.setdefault(sim, []).append(self)
+        _matrices.pop(id(sim), None)
 
     # ------------------------------------------------------------------ per frame
     def animated_pose(self, obj, depsgraph):
@@ -240,10 +272,4 @@ class RagdollBody:
         """(k, 4, 4) float64 world matrices of the simulated bones: each body's rotation R and
         centre c from its build pose (Simulation.body_frames, read once per step for every
         ragdoll), x = c + R (x0 - c0), applied to the bone's build matrix."""
-        c, r = _body_frames(sim)
-        c, r = c[self.body_ids], r[self.body_ids]
-        t = np.zeros((len(c), 4, 4))
-        t[:, :3, :3] = r
-        t[:, :3, 3] = c - np.einsum("kab,kb->ka", r, self.centre0)
-        t[:, 3, 3] = 1.0
-        return t @ self.world0
+        return _bone_matrices(sim)[id(self)].copy()
