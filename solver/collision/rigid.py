@@ -207,6 +207,9 @@ class RigidContacts:
         self.cand_by_body = z                     # (Qc,) int64 candidate indices, by body
         self.cand_body_start = np.zeros(1, np.int64)   # (G + 1,) into cand_by_body per body
         self.cand_run_next = z                    # (Qc,) int64 (__init__)
+        # (I,) int64 the candidates whose particle's impacts the velocity pass takes (its body
+        # carries no joint: impact_body), rising: the compiled pass visits these alone
+        self.cand_impact = z
 
     def select(self, contacts, awake, x):
         """Take this step's contacts with a movable rigid body out of the particle solves
@@ -266,6 +269,8 @@ class RigidContacts:
         self.cand_particle = np.ascontiguousarray(pp[order])
         self.cand_collider = np.ascontiguousarray(pk[order])
         self.cand_start = _starts(rank[order])
+        self.cand_impact = np.nonzero(self.impact_body[self.cand_particle] >= 0)[0].astype(
+            np.int64)
         self._candidate_friction_state(len(order))
         # by body, each body's in their order: by_body's runs, moved to where order put them
         # (a body's ranks rise along by_body, and order sorts by rank first)
@@ -321,7 +326,8 @@ class RigidContacts:
                 self.cand_collider, self.cand_start, self.touch, PASSES * contact_iterations,
                 self.impact_body, self.cand_by_body, self.cand_body_start, self.level_start,
                 self.particle_clear, self.cand_run_next, self.anchor_on, self.anchor,
-                self.fr_sums, self.cand_held, self.cand_anchor, self.cand_sums, self.resting)
+                self.fr_sums, self.cand_held, self.cand_anchor, self.cand_sums, self.resting,
+                self.cand_impact)
 
 
 # ------------------------------------------------------------------ the kernel (NumPy)
