@@ -56,7 +56,8 @@ import numpy as np
 from .collision.bodies import solve_bodies
 from .collision.mesh_query import place_meshes
 from .collision.project import project_collider, project_points, release_overlap, restitution
-from .collision.rigid import rigid_velocities, solve_rigid
+from .collision.impacts import rigid_velocities
+from .collision.rigid import solve_rigid
 from .constraints.joints import solve_joints
 from .constraints.pins import solve_soft_pins
 from .constraints.shapes import damp_shapes, solve_shapes

@@ -78,8 +78,8 @@ the contacts between bodies are ordered once per step by nested parts of space
 four times; a contact belongs to the smallest part holding all its movable bodies, and the
 levels are solved smallest parts first), so the parts of one level share no movable body and
 run in parallel in the compiled kernel; a body's collider candidates (by particle, then
-collider) are coloured by their rank among its own. The NumPy kernel below solves a colour of collider candidates as one
-batch and the contacts between bodies one after another in plain floats
+collider) are coloured by their rank among its own. The NumPy kernel below solves a colour of
+collider candidates as one batch and the contacts between bodies one after another in plain floats
 (collision/rigid_pairs.py); the compiled mirror (kernels/compiled_rigid.py) solves the parts
 of a level, and the bodies' collider contacts, in parallel. The same operations in the same
 order on each body: bit for bit. The spatial order replaced a greedy colouring, whose
@@ -99,19 +99,18 @@ contact pull its particle back within the substep (projected Gauss-Seidel on the
 sum) was measured and left out: it made a block sliding on a slope take 23 % too much
 friction (the pulled corner kept the friction it had taken, its neighbours took more).
 
-The velocity pass (rigid_velocities, after a substep's relaxation; Mueller et al. 2020,
-section 3.6): every collider contact of the substep that arrived faster than 2 |g| h (an
-impact; its arrival measured from x' before any correction) gets the impulse that sets its
-normal speed to the collider's restitution target, whatever its sign after the position
-solve,
+The velocity pass (collision/impacts.rigid_velocities, after a substep's relaxation; Mueller et
+al. 2020, section 3.6): every collider contact of the substep that arrived faster than 2 |g| h
+(an impact; its arrival measured from x' before any correction) gets the impulse that sets its
+normal speed to the collider's restitution target, whatever its sign after the position solve,
 
     v_n = (x - x* - m) . n   [m per substep]   x* the position a substep ago, m the collider
                                                 surface's motion over the substep
     target = -e v_arrive >= 0,   lambda = (target - v_n) / w_b(x, n),
     x* of each particle j of the body -= lambda n / M + (I^-1 (r x lambda n)) x (x_j - c_b)
 
-(its velocity changes, not x), VELOCITY_SWEEPS Gauss-Seidel sweeps over the impacts in the
-candidates' order. The restitution of a rigid body's collider contacts is this, not the
+(its velocity changes, not x), impacts.VELOCITY_SWEEPS Gauss-Seidel sweeps over the impacts in
+the candidates' order. The restitution of a rigid body's collider contacts is this, not the
 particle pass (project.restitution leaves its particles out). Why: a position solve stops only
 the part of a substep's approach that went below the surface, and its corrections of several
 corners leave the body turning; a crate dropped on an edge onto an 18 degree ramp at 20
@@ -138,8 +137,6 @@ from .rigid_order import _lexsort3, _nested_order, _starts
 from .rigid_pairs import Pairs
 
 PASSES = 2
-# Gauss-Seidel sweeps of the velocity pass over the impacts (rigid_velocities)
-VELOCITY_SWEEPS = 4
 
 
 class RigidContacts:
@@ -557,53 +554,3 @@ def _place(st, particles, bodies, entries, entry_body, origin, rot):
     for i in range(3):
         st.X[i, pid] = cb[:, i] + (Rb[:, i, 0] * q[:, 0] + Rb[:, i, 1] * q[:, 1]
                                    + Rb[:, i, 2] * q[:, 2])
-
-
-def rigid_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, touching, collider,
-                     normal, motion, e_restitution, slow):
-    """The velocity pass at rigid bodies' collider contacts (module docstring), on x* only:
-    X, Xp, X_pred (3, n) [m] positions, positions a substep ago (updated) and right after
-    integration; particles (e,) int64 and start (K + 1,) int64 the clusters' entries
-    (ShapeSolver's); origin (K, 3) [m] and rot (K, 3, 3) the bodies' poses; rigid
-    RigidContacts.kernel_args(); touching, collider, normal (n, 3), motion (n, 3) [m] this
-    substep's contacts (solve_rigid's); e_restitution (C,) per collider; slow [m] 2 |g| h^2:
-    an arrival slower than that is a resting contact, left alone. VELOCITY_SWEEPS sweeps; a
-    colour's candidates are on different bodies: one batch."""
-    body, inv_mass, inv_inertia = rigid[22], rigid[2], rigid[3]
-    cand_particle, cand_collider, cand_start = rigid[17], rigid[18], rigid[19]
-    p = cand_particle
-    # the impacts, and their arrival along the normal [m per substep], before any impulse
-    fast = touching[p] & (collider[p] == cand_collider) & (body[p] >= 0)
-    arrive = ((X_pred[0, p] - Xp[0, p] - motion[p, 0]) * normal[p, 0]
-              + (X_pred[1, p] - Xp[1, p] - motion[p, 1]) * normal[p, 1]
-              + (X_pred[2, p] - Xp[2, p] - motion[p, 2]) * normal[p, 2])
-    fast &= arrive < -slow
-    if not fast.any():
-        return
-    target = -e_restitution[cand_collider] * arrive       # (Qc,) [m per substep] leaving
-    for _ in range(VELOCITY_SWEEPS):
-        for col in range(len(cand_start) - 1):
-            m = np.arange(cand_start[col], cand_start[col + 1])
-            m = m[fast[m]]
-            if not m.size:
-                continue
-            ids = cand_particle[m]
-            n = [normal[ids, i] for i in range(3)]
-            u = [X[i, ids] - Xp[i, ids] - motion[ids, i] for i in range(3)]
-            un = u[0] * n[0] + u[1] * n[1] + u[2] * n[2]
-            b = body[ids]
-            r = [X[i, ids] - origin[b, i] for i in range(3)]
-            x = _cross(r, n)
-            a = _iw(rot[b], inv_inertia[b], x)
-            w = inv_mass[b] + (x[0] * a[0] + x[1] * a[1] + x[2] * a[2])
-            lam = (target[m] - un) / w
-            dc = [n[i] * lam * inv_mass[b] for i in range(3)]
-            dth = [a[i] * lam for i in range(3)]
-            sizes = start[b + 1] - start[b]
-            rep = np.repeat(np.arange(len(b)), sizes)
-            first = np.repeat(start[b] - (np.cumsum(sizes) - sizes), sizes)
-            pid = particles[np.arange(len(rep)) + first]
-            rr = [X[i, pid] - origin[b[rep], i] for i in range(3)]
-            cr = _cross([v[rep] for v in dth], rr)
-            for i in range(3):
-                Xp[i, pid] -= dc[i][rep] + cr[i]

@@ -35,7 +35,8 @@ def _numpy_table():
     from ..collision.mesh import mesh_normals, refit_meshes
     from ..collision.mesh_query import mesh_distances, place_meshes
     from ..collision.project import project_collider, project_points, release_overlap, restitution
-    from ..collision.rigid import rigid_velocities, solve_rigid
+    from ..collision.impacts import rigid_velocities
+    from ..collision.rigid import solve_rigid
     from ..constraints.joints import body_frames_of, solve_joints
     from ..constraints.pins import solve_soft_pins
     from ..constraints.shapes import damp_shapes, solve_shapes

@@ -143,16 +143,20 @@ def close_substep(X, Xp, lift, lifted):
     bad = 0
     if X.shape[1] < LOOP_SERIAL_BELOW:
         for i in range(X.shape[1]):
-            release_one(Xp, lift, lifted, i)
-            if not (math.isfinite(X[0, i]) and math.isfinite(X[1, i])
-                    and math.isfinite(X[2, i])):
-                bad += 1
+            bad += _close_one(X, Xp, lift, lifted, i)
         return bad
     for i in prange(X.shape[1]):
-        release_one(Xp, lift, lifted, i)
-        if not (math.isfinite(X[0, i]) and math.isfinite(X[1, i]) and math.isfinite(X[2, i])):
-            bad += 1
+        bad += _close_one(X, Xp, lift, lifted, i)
     return bad
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _close_one(X, Xp, lift, lifted, i):
+    """close_substep for particle i: 1 when a coordinate is not finite, else 0."""
+    release_one(Xp, lift, lifted, i)
+    if math.isfinite(X[0, i]) and math.isfinite(X[1, i]) and math.isfinite(X[2, i]):
+        return 0
+    return 1
 
 
 # below this many particles squared_motion runs on the calling thread: called from Python, a

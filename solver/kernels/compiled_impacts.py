@@ -1,4 +1,4 @@
-"""The compiled mirror of collision/rigid.rigid_velocities: the velocity pass of rigid bodies'
+"""The compiled mirror of collision/impacts.rigid_velocities: the velocity pass of rigid bodies'
 collider impacts after each substep (Mueller et al. 2020, section 3.6; that function's docstring
 gives the impulses and why), with every expression of the NumPy kernel in its order (no
 fastmath), so the backends agree bit for bit. A module of its own beside compiled_rigid.py (the
@@ -10,13 +10,13 @@ from numba import njit
 
 from .compiled_rigid_scalar import _iw9
 
-VELOCITY_SWEEPS = 4   # collision/rigid.VELOCITY_SWEEPS
+VELOCITY_SWEEPS = 4   # collision/impacts.VELOCITY_SWEEPS
 
 
 @njit(cache=True, fastmath=False)
 def rigid_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, touching, collider,
                      normal, motion, e_restitution, slow):
-    """Scalar mirror of collision/rigid.rigid_velocities (the same arguments): the candidates
+    """Scalar mirror of collision/impacts.rigid_velocities (the same arguments): the candidates
     one after another in each sweep, which is the NumPy kernel's colour by colour (a colour's
     are on different bodies). Only the candidates of bodies without a joint can take an
     impact (rigid[35], RigidContacts.cand_impact, in the candidates' order): a ragdoll's
