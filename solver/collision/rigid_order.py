@@ -70,7 +70,7 @@ def _lexsort3(c, b, a):
     nb, nc = int(b.max()) + 1, int(c.max()) + 1
     if (int(a.max()) + 1) * nb * nc * k >= 1 << 62:
         return np.lexsort((c, b, a))
-    return np.argsort(((a * nb + b) * nc + c) * k + np.arange(k))
+    return np.argsort(((a * nb + b) * nc + c) * k + np.arange(k), kind="stable")
 
 
 def _starts(sorted_colors):

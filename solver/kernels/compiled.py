@@ -32,6 +32,8 @@ from .build import islands  # noqa: F401
 from .compiled_mesh import mesh_distances, mesh_normals, place_meshes, refit_meshes  # noqa: F401
 
 _EPS = 1e-12
+# a colour of fewer clusters than this is fitted on the calling thread (solve_shapes)
+SERIAL_CLUSTERS = 48
 
 
 @njit(cache=True, fastmath=False, inline="always")
@@ -311,86 +313,104 @@ def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, collider
     """Scalar mirror of constraints/shapes.solve_shapes: colour after colour, the clusters of a
     colour in parallel (they share no particle, so the thread count changes no bit), each
     cluster's sums in member order. Parallel since 100 ragdolls (1,200 rigid bones, nearly all
-    in one colour) spent 12 ms a frame here on one thread."""
+    in one colour) spent 12 ms a frame here on one thread; a colour of fewer than
+    SERIAL_CLUSTERS clusters runs on the calling thread (a twelve-bone ragdoll's colour is
+    less work than a parallel region costs)."""
     scratch = np.empty((rot.shape[0], 2, 3, 3))      # (K, 2, 3, 3) each cluster's A and V
     for col in range(color_offsets.shape[0] - 1):
-        for k in prange(color_offsets[col], color_offsets[col + 1]):
-            if skip[k]:
-                continue
-            s0 = start[k]
-            s1 = start[k + 1]
-            wsum = 0.0
-            c0 = 0.0
-            c1 = 0.0
-            c2 = 0.0
-            qb0 = 0.0
-            qb1 = 0.0
-            qb2 = 0.0
-            for e in range(s0, s1):
-                p = particles[e]
-                wg = mass[e] * (body_boost[e] if body_touch[p] else
-                                 (collider_boost[e] if touching[p] else 1.0))
-                wsum += wg
-                c0 += X[0, p] * wg
-                c1 += X[1, p] * wg
-                c2 += X[2, p] * wg
-                qb0 += rest_offset[e, 0] * wg
-                qb1 += rest_offset[e, 1] * wg
-                qb2 += rest_offset[e, 2] * wg
-            c0 /= wsum
-            c1 /= wsum
-            c2 /= wsum
-            qb0 /= wsum
-            qb1 /= wsum
-            qb2 /= wsum
-            a = scratch[k, 0]
-            for i in range(3):
-                for j in range(3):
-                    a[i, j] = 0.0
-            for e in range(s0, s1):
-                p = particles[e]
-                wg = mass[e] * (body_boost[e] if body_touch[p] else
-                                 (collider_boost[e] if touching[p] else 1.0))
-                dx0 = X[0, p] - c0
-                dx1 = X[1, p] - c1
-                dx2 = X[2, p] - c2
-                wq0 = wg * (rest_offset[e, 0] - qb0)
-                wq1 = wg * (rest_offset[e, 1] - qb1)
-                wq2 = wg * (rest_offset[e, 2] - qb2)
-                a[0, 0] += dx0 * wq0
-                a[0, 1] += dx0 * wq1
-                a[0, 2] += dx0 * wq2
-                a[1, 0] += dx1 * wq0
-                a[1, 1] += dx1 * wq1
-                a[1, 2] += dx1 * wq2
-                a[2, 0] += dx2 * wq0
-                a[2, 1] += dx2 * wq1
-                a[2, 2] += dx2 * wq2
-            r = rot[k]
-            _polar3_from(a, r, scratch[k, 1], basis[k])
-            for i in range(3):
-                origin[k, i] = (c0 if i == 0 else (c1 if i == 1 else c2)) \
-                    - (r[i, 0] * qb0 + r[i, 1] * qb1 + r[i, 2] * qb2)
-            for e in range(s0, s1):
-                p = particles[e]
-                q0 = rest_offset[e, 0] - qb0
-                q1 = rest_offset[e, 1] - qb1
-                q2 = rest_offset[e, 2] - qb2
-                we = w[e]
-                al = alpha[e]
-                inv_denom = 1.0 / (we + al + 1e-300)
-                g0 = r[0, 0] * q0 + r[0, 1] * q1 + r[0, 2] * q2 + c0
-                g1 = r[1, 0] * q0 + r[1, 1] * q1 + r[1, 2] * q2 + c1
-                g2 = r[2, 0] * q0 + r[2, 1] * q1 + r[2, 2] * q2 + c2
-                d0 = (g0 - X[0, p] - al * lam[e, 0]) * inv_denom
-                d1 = (g1 - X[1, p] - al * lam[e, 1]) * inv_denom
-                d2 = (g2 - X[2, p] - al * lam[e, 2]) * inv_denom
-                lam[e, 0] = lam[e, 0] + d0
-                lam[e, 1] = lam[e, 1] + d1
-                lam[e, 2] = lam[e, 2] + d2
-                X[0, p] = X[0, p] + we * d0
-                X[1, p] = X[1, p] + we * d1
-                X[2, p] = X[2, p] + we * d2
+        if color_offsets[col + 1] - color_offsets[col] < SERIAL_CLUSTERS:
+            for k in range(color_offsets[col], color_offsets[col + 1]):
+                if not skip[k]:
+                    _shape_one(k, X, particles, rest_offset, start, mass, collider_boost, w,
+                               alpha, lam, touching, body_touch, body_boost, origin, rot, basis,
+                               scratch)
+        else:
+            for k in prange(color_offsets[col], color_offsets[col + 1]):
+                if not skip[k]:
+                    _shape_one(k, X, particles, rest_offset, start, mass, collider_boost, w,
+                               alpha, lam, touching, body_touch, body_boost, origin, rot, basis,
+                               scratch)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _shape_one(k, X, particles, rest_offset, start, mass, collider_boost, w, alpha, lam,
+               touching, body_touch, body_boost, origin, rot, basis, scratch):
+    """solve_shapes for cluster k: its weighted centre and covariance, the polar rotation
+    (warm-started at basis[k]), its pose (origin, rot) and the XPBD move of its particles."""
+    s0 = start[k]
+    s1 = start[k + 1]
+    wsum = 0.0
+    c0 = 0.0
+    c1 = 0.0
+    c2 = 0.0
+    qb0 = 0.0
+    qb1 = 0.0
+    qb2 = 0.0
+    for e in range(s0, s1):
+        p = particles[e]
+        wg = mass[e] * (body_boost[e] if body_touch[p] else
+                         (collider_boost[e] if touching[p] else 1.0))
+        wsum += wg
+        c0 += X[0, p] * wg
+        c1 += X[1, p] * wg
+        c2 += X[2, p] * wg
+        qb0 += rest_offset[e, 0] * wg
+        qb1 += rest_offset[e, 1] * wg
+        qb2 += rest_offset[e, 2] * wg
+    c0 /= wsum
+    c1 /= wsum
+    c2 /= wsum
+    qb0 /= wsum
+    qb1 /= wsum
+    qb2 /= wsum
+    a = scratch[k, 0]
+    for i in range(3):
+        for j in range(3):
+            a[i, j] = 0.0
+    for e in range(s0, s1):
+        p = particles[e]
+        wg = mass[e] * (body_boost[e] if body_touch[p] else
+                         (collider_boost[e] if touching[p] else 1.0))
+        dx0 = X[0, p] - c0
+        dx1 = X[1, p] - c1
+        dx2 = X[2, p] - c2
+        wq0 = wg * (rest_offset[e, 0] - qb0)
+        wq1 = wg * (rest_offset[e, 1] - qb1)
+        wq2 = wg * (rest_offset[e, 2] - qb2)
+        a[0, 0] += dx0 * wq0
+        a[0, 1] += dx0 * wq1
+        a[0, 2] += dx0 * wq2
+        a[1, 0] += dx1 * wq0
+        a[1, 1] += dx1 * wq1
+        a[1, 2] += dx1 * wq2
+        a[2, 0] += dx2 * wq0
+        a[2, 1] += dx2 * wq1
+        a[2, 2] += dx2 * wq2
+    r = rot[k]
+    _polar3_from(a, r, scratch[k, 1], basis[k])
+    for i in range(3):
+        origin[k, i] = (c0 if i == 0 else (c1 if i == 1 else c2)) \
+            - (r[i, 0] * qb0 + r[i, 1] * qb1 + r[i, 2] * qb2)
+    for e in range(s0, s1):
+        p = particles[e]
+        q0 = rest_offset[e, 0] - qb0
+        q1 = rest_offset[e, 1] - qb1
+        q2 = rest_offset[e, 2] - qb2
+        we = w[e]
+        al = alpha[e]
+        inv_denom = 1.0 / (we + al + 1e-300)
+        g0 = r[0, 0] * q0 + r[0, 1] * q1 + r[0, 2] * q2 + c0
+        g1 = r[1, 0] * q0 + r[1, 1] * q1 + r[1, 2] * q2 + c1
+        g2 = r[2, 0] * q0 + r[2, 1] * q1 + r[2, 2] * q2 + c2
+        d0 = (g0 - X[0, p] - al * lam[e, 0]) * inv_denom
+        d1 = (g1 - X[1, p] - al * lam[e, 1]) * inv_denom
+        d2 = (g2 - X[2, p] - al * lam[e, 2]) * inv_denom
+        lam[e, 0] = lam[e, 0] + d0
+        lam[e, 1] = lam[e, 1] + d1
+        lam[e, 2] = lam[e, 2] + d2
+        X[0, p] = X[0, p] + we * d0
+        X[1, p] = X[1, p] + we * d1
+        X[2, p] = X[2, p] + we * d2
 
 
 @njit(cache=True, fastmath=False)

@@ -12,6 +12,9 @@ from .compiled import _polar3
 _TINY = 1e-12
 _HALF_TURN = 1e-12
 _HINGE = 1
+# below this many bodies the joint solve finds their frames and moves their particles on the
+# calling thread (the islands still run in parallel)
+SERIAL_BODIES = 64
 
 
 @njit(cache=True, fastmath=False, inline="always")
@@ -340,17 +343,16 @@ def solve_joints(X, particles, rest_offset, mass, shape_origin, shape_rot, shape
     _solve_one's twenty arrays per joint were a sixth of the joint solve at 100 ragdolls
     (_turn and _limit stay calls: inlined too they saved a few percent more and cost 25 s
     more of a cold compile)."""
-    for q in prange(bodies.shape[0]):
-        b = bodies[q]
-        if shape_exact[b]:
-            for i in range(3):
-                c0[b, i] = shape_origin[b, i]
-                c[b, i] = shape_origin[b, i]
-                for k in range(3):
-                    R0[b, i, k] = shape_rot[b, i, k]
-                    R[b, i, k] = shape_rot[b, i, k]
-        else:
-            _frame(X, particles, rest_offset, mass, entries, entry_start, q, b, c0, R0, c, R)
+    # a few hundred bodies' frames and moves are less work than a parallel region costs
+    serial = bodies.shape[0] < SERIAL_BODIES
+    if serial:
+        for q in range(bodies.shape[0]):
+            _frame_of(X, particles, rest_offset, mass, shape_origin, shape_rot, shape_exact,
+                      entries, entry_start, q, bodies[q], c0, R0, c, R)
+    else:
+        for q in prange(bodies.shape[0]):
+            _frame_of(X, particles, rest_offset, mass, shape_origin, shape_rot, shape_exact,
+                      entries, entry_start, q, bodies[q], c0, R0, c, R)
     # plain loops: in a parallel function an array expression or allocation becomes a
     # parallel region of its own, and these cost more than the whole frame copy above
     for b in range(moved.shape[0]):
@@ -369,7 +371,7 @@ def solve_joints(X, particles, rest_offset, mass, shape_origin, shape_rot, shape
             if worst < 1.0:
                 island_done[g] = True
                 break
-    if disjoint:
+    if disjoint and not serial:
         for q in prange(bodies.shape[0]):
             if moved[bodies[q]]:
                 _move_body(X, particles, entries, entry_start, q, bodies[q], c0, R0, c, R)
@@ -377,6 +379,21 @@ def solve_joints(X, particles, rest_offset, mass, shape_origin, shape_rot, shape
         for q in range(bodies.shape[0]):
             if moved[bodies[q]]:
                 _move_body(X, particles, entries, entry_start, q, bodies[q], c0, R0, c, R)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _frame_of(X, particles, rest_offset, mass, shape_origin, shape_rot, shape_exact, entries,
+              entry_start, q, b, c0, R0, c, R):
+    """Body b's frame (its entries q): a rigid cluster's is the shape solve's goal pose."""
+    if shape_exact[b]:
+        for i in range(3):
+            c0[b, i] = shape_origin[b, i]
+            c[b, i] = shape_origin[b, i]
+            for k in range(3):
+                R0[b, i, k] = shape_rot[b, i, k]
+                R[b, i, k] = shape_rot[b, i, k]
+    else:
+        _frame(X, particles, rest_offset, mass, entries, entry_start, q, b, c0, R0, c, R)
 
 
 @njit(cache=True, fastmath=False, inline="always")

@@ -37,6 +37,8 @@ from .compiled_rigid_scalar import (_ACTIVE, _EDGES, _SEGMENTS, _VERTEX_TRI, _co
 # (100 ragdolls: levels of 6 to 70 contacts, 0.25 us each, cost 3.6 ms a frame as regions and
 # 2.4 ms on one thread; measured 2026-11-27)
 PARALLEL_MIN = 96
+# fewer collider candidates of rigid bodies than this are solved on the calling thread
+SERIAL_CANDIDATES = 256
 
 @njit(cache=True, fastmath=False)
 def _solve_part(part, X, Xp, part_start, reverse, idx, kind, side, dist, mu, jit, allowance,
@@ -244,221 +246,249 @@ def _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc,
     on its body's pose now skips them all in one test, as each candidate's own test would
     (its clearance is at least the least): the same candidates are taken, the same bits.
     Visiting each candidate to find its particle clear was 70 % of this pass at 100
-    ragdolls (measured 2026-11-27)."""
-    for g in prange(body_start.shape[0] - 1):
-        gg = body_start[g]
-        while gg < body_start[g + 1]:
-            nxt = run_next[gg]          # the particle's candidates: by_body[gg:nxt]
-            p = cand_particle[by_body[gg]]
-            b = body[p]
-            e = entry[p]
-            pc = pclear[p]
-            if pc > 0:
-                y0 = c[b, 0] + (Rm[b, 0, 0] * rest[e, 0] + Rm[b, 0, 1] * rest[e, 1]
-                                + Rm[b, 0, 2] * rest[e, 2]) - X0[0, p]
-                y1 = c[b, 1] + (Rm[b, 1, 0] * rest[e, 0] + Rm[b, 1, 1] * rest[e, 1]
-                                + Rm[b, 1, 2] * rest[e, 2]) - X0[1, p]
-                y2 = c[b, 2] + (Rm[b, 2, 0] * rest[e, 0] + Rm[b, 2, 1] * rest[e, 1]
-                                + Rm[b, 2, 2] * rest[e, 2]) - X0[2, p]
-                z0 = Xp[0, p] - X0[0, p]
-                z1 = Xp[1, p] - X0[1, p]
-                z2 = Xp[2, p] - X0[2, p]
-                if pc * pc > max(y0 * y0 + y1 * y1 + y2 * y2, z0 * z0 + z1 * z1 + z2 * z2):
+    ragdolls (measured 2026-11-27). Fewer than SERIAL_CANDIDATES candidates run on the calling
+    thread (one ragdoll's are less work than a parallel region costs)."""
+    # grouped in tuples: a call with more than 30 arguments is made with *args, which
+    # Numba cannot inline into a parallel loop (nor pass it a tuple holding a tuple: mesh)
+    geo = (cand_particle, cand_collider, shape, approximate, abc, thickness, radius, R, t, s, Rb,
+           tb, sb, moving, mu_s, mu_k)
+    state = (depth, used, touching, normal, motion, collider)
+    bodies = (body, entry, rest, c, Rm, inv_mass, inv_inertia, moved, X0, clear, by_body,
+              body_start, pclear, run_next)
+    fric = (held, anchor, sums)
+    if by_body.shape[0] < SERIAL_CANDIDATES:
+        for g in range(body_start.shape[0] - 1):
+            _collider_body(g, X, Xp, geo, state, bodies, fric, mesh, allowance, first,
+                           resting)
+    else:
+        for g in prange(body_start.shape[0] - 1):
+            _collider_body(g, X, Xp, geo, state, bodies, fric, mesh, allowance, first,
+                           resting)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _collider_body(g, X, Xp, geo, state, bodies, held_state, mesh, allowance, first,
+                   resting):
+    """_collider_pass for body g's candidates (by_body[body_start[g]:body_start[g + 1]])."""
+    (cand_particle, cand_collider, shape, approximate, abc, thickness, radius, R, t, s, Rb, tb, sb,
+     moving, mu_s, mu_k) = geo
+    (depth, used, touching, normal, motion, collider) = state
+    (body, entry, rest, c, Rm, inv_mass, inv_inertia, moved, X0, clear, by_body, body_start,
+     pclear, run_next) = bodies
+    held, anchor, sums = held_state
+    gg = body_start[g]
+    while gg < body_start[g + 1]:
+        nxt = run_next[gg]          # the particle's candidates: by_body[gg:nxt]
+        p = cand_particle[by_body[gg]]
+        b = body[p]
+        e = entry[p]
+        pc = pclear[p]
+        if pc > 0:
+            y0 = c[b, 0] + (Rm[b, 0, 0] * rest[e, 0] + Rm[b, 0, 1] * rest[e, 1]
+                            + Rm[b, 0, 2] * rest[e, 2]) - X0[0, p]
+            y1 = c[b, 1] + (Rm[b, 1, 0] * rest[e, 0] + Rm[b, 1, 1] * rest[e, 1]
+                            + Rm[b, 1, 2] * rest[e, 2]) - X0[1, p]
+            y2 = c[b, 2] + (Rm[b, 2, 0] * rest[e, 0] + Rm[b, 2, 1] * rest[e, 1]
+                            + Rm[b, 2, 2] * rest[e, 2]) - X0[2, p]
+            z0 = Xp[0, p] - X0[0, p]
+            z1 = Xp[1, p] - X0[1, p]
+            z2 = Xp[2, p] - X0[2, p]
+            if pc * pc > max(y0 * y0 + y1 * y1 + y2 * y2, z0 * z0 + z1 * z1 + z2 * z2):
+                if first:
+                    for g2 in range(gg, nxt):
+                        held[by_body[g2]] = False   # apart (the NumPy kernel finds it so)
+                gg = nxt
+                continue
+        for g2 in range(gg, nxt):
+            jj = by_body[g2]
+            k = cand_collider[jj]
+            x0 = c[b, 0] + (Rm[b, 0, 0] * rest[e, 0] + Rm[b, 0, 1] * rest[e, 1]
+                            + Rm[b, 0, 2] * rest[e, 2])
+            x1 = c[b, 1] + (Rm[b, 1, 0] * rest[e, 0] + Rm[b, 1, 1] * rest[e, 1]
+                            + Rm[b, 1, 2] * rest[e, 2])
+            x2 = c[b, 2] + (Rm[b, 2, 0] * rest[e, 0] + Rm[b, 2, 1] * rest[e, 1]
+                            + Rm[b, 2, 2] * rest[e, 2])
+            xp0 = Xp[0, p]
+            xp1 = Xp[1, p]
+            xp2 = Xp[2, p]
+            cl = clear[jj]
+            if cl > 0:
+                a0 = x0 - X0[0, p]
+                a1 = x1 - X0[1, p]
+                a2 = x2 - X0[2, p]
+                b0 = xp0 - X0[0, p]
+                b1 = xp1 - X0[1, p]
+                b2 = xp2 - X0[2, p]
+                if cl * cl > max(a0 * a0 + a1 * a1 + a2 * a2, b0 * b0 + b1 * b1 + b2 * b2):
                     if first:
-                        for g2 in range(gg, nxt):
-                            held[by_body[g2]] = False   # apart (the NumPy kernel finds it so)
-                    gg = nxt
+                        held[jj] = False
                     continue
-            for g2 in range(gg, nxt):
-                jj = by_body[g2]
-                k = cand_collider[jj]
-                x0 = c[b, 0] + (Rm[b, 0, 0] * rest[e, 0] + Rm[b, 0, 1] * rest[e, 1]
-                                + Rm[b, 0, 2] * rest[e, 2])
-                x1 = c[b, 1] + (Rm[b, 1, 0] * rest[e, 0] + Rm[b, 1, 1] * rest[e, 1]
-                                + Rm[b, 1, 2] * rest[e, 2])
-                x2 = c[b, 2] + (Rm[b, 2, 0] * rest[e, 0] + Rm[b, 2, 1] * rest[e, 1]
-                                + Rm[b, 2, 2] * rest[e, 2])
-                xp0 = Xp[0, p]
-                xp1 = Xp[1, p]
-                xp2 = Xp[2, p]
-                cl = clear[jj]
-                if cl > 0:
-                    a0 = x0 - X0[0, p]
-                    a1 = x1 - X0[1, p]
-                    a2 = x2 - X0[2, p]
-                    b0 = xp0 - X0[0, p]
-                    b1 = xp1 - X0[1, p]
-                    b2 = xp2 - X0[2, p]
-                    if cl * cl > max(a0 * a0 + a1 * a1 + a2 * a2, b0 * b0 + b1 * b1 + b2 * b2):
-                        if first:
-                            held[jj] = False
-                        continue
-                sh = shape[k]
-                th = thickness[k]
-                rad = radius[p]
-                tri = -1
-                wa = 0.0
-                wb = 0.0
-                wc = 0.0
-                if sh != _MESH and not moving[k]:
-                    # a primitive at rest (the common case): _distance's operations on scalars, no
-                    # frame views made per candidate
-                    d0 = x0 - t[k, 0]
-                    d1 = x1 - t[k, 1]
-                    d2 = x2 - t[k, 2]
-                    q0 = d0 * R[k, 0, 0] + d1 * R[k, 1, 0] + d2 * R[k, 2, 0]
-                    q1 = d0 * R[k, 0, 1] + d1 * R[k, 1, 1] + d2 * R[k, 2, 1]
-                    q2 = d0 * R[k, 0, 2] + d1 * R[k, 1, 2] + d2 * R[k, 2, 2]
-                    if approximate[k]:
-                        phi, g0, g1, g2 = _approx_sdf(sh, abc[k, 0], abc[k, 1], abc[k, 2], s[k, 0],
-                                                      s[k, 1], q0, q1, q2)
-                    else:
-                        phi, g0, g1, g2 = _local_sdf(sh, abc[k, 0], abc[k, 1], abc[k, 2], q0,
-                                                     q1, q2)
-                    n0 = R[k, 0, 0] * g0 + R[k, 0, 1] * g1 + R[k, 0, 2] * g2
-                    n1 = R[k, 1, 0] * g0 + R[k, 1, 1] * g1 + R[k, 1, 2] * g2
-                    n2 = R[k, 2, 0] * g0 + R[k, 2, 1] * g1 + R[k, 2, 2] * g2
-                    pen = phi - th - rad
-                    e0 = x0 - xp0
-                    e1 = x1 - xp1
-                    e2 = x2 - xp2
+            sh = shape[k]
+            th = thickness[k]
+            rad = radius[p]
+            tri = -1
+            wa = 0.0
+            wb = 0.0
+            wc = 0.0
+            if sh != _MESH and not moving[k]:
+                # a primitive at rest (the common case): _distance's operations on scalars, no
+                # frame views made per candidate
+                d0 = x0 - t[k, 0]
+                d1 = x1 - t[k, 1]
+                d2 = x2 - t[k, 2]
+                q0 = d0 * R[k, 0, 0] + d1 * R[k, 1, 0] + d2 * R[k, 2, 0]
+                q1 = d0 * R[k, 0, 1] + d1 * R[k, 1, 1] + d2 * R[k, 2, 1]
+                q2 = d0 * R[k, 0, 2] + d1 * R[k, 1, 2] + d2 * R[k, 2, 2]
+                if approximate[k]:
+                    phi, g0, g1, g2 = _approx_sdf(sh, abc[k, 0], abc[k, 1], abc[k, 2], s[k, 0],
+                                                  s[k, 1], q0, q1, q2)
+                else:
+                    phi, g0, g1, g2 = _local_sdf(sh, abc[k, 0], abc[k, 1], abc[k, 2], q0,
+                                                 q1, q2)
+                n0 = R[k, 0, 0] * g0 + R[k, 0, 1] * g1 + R[k, 0, 2] * g2
+                n1 = R[k, 1, 0] * g0 + R[k, 1, 1] * g1 + R[k, 1, 2] * g2
+                n2 = R[k, 2, 0] * g0 + R[k, 2, 1] * g1 + R[k, 2, 2] * g2
+                pen = phi - th - rad
+                e0 = x0 - xp0
+                e1 = x1 - xp1
+                e2 = x2 - xp2
+                length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+                if length > max(th + rad, GUARD_MIN_MOTION) and pen < length:
+                    hit, pen_h, h0, h1, h2, htri, ha, hb, hc = _trace(
+                        sh, approximate[k], abc[k, 0], abc[k, 1], abc[k, 2], R[k], t[k], s[k],
+                        Rb[k], tb[k], th, rad, xp0, xp1, xp2, e0, e1, e2, length, x0, x1, x2,
+                        xp0, xp1, xp2, k, mesh)
+                    if hit and not (pen < 0 and n0 * h0 + n1 * h1 + n2 * h2 > 0):
+                        pen = pen_h
+                        n0 = h0
+                        n1 = h1
+                        n2 = h2
+                if not pen < 0:
+                    if first:
+                        held[jj] = False
+                    continue
+                m0 = 0.0
+                m1 = 0.0
+                m2 = 0.0
+            else:
+                Rk, tk, sk, Rbk, tbk, sbk = R[k], t[k], s[k], Rb[k], tb[k], sb[k]
+                if moving[k]:
+                    p0, p1, p2 = _carried(Rk, tk, sk, Rbk, tbk, sbk, xp0, xp1, xp2)
+                else:
+                    p0 = xp0
+                    p1 = xp1
+                    p2 = xp2
+                if sh == _MESH and mesh_far(x0, x1, x2, p0, p1, p2, p, k, th + rad, mesh):
+                    continue
+                a, bq, cq = abc[k, 0], abc[k, 1], abc[k, 2]
+                phi, n0, n1, n2, tri, wa, wb, wc = _distance(
+                    sh, approximate[k], a, bq, cq, Rk, tk, sk, Rbk, tbk, x0, x1, x2, xp0, xp1,
+                    xp2, k, mesh, p)
+                pen = phi - th - rad
+                if not (sh == _MESH and not mesh[14][k]):
+                    e0 = x0 - p0
+                    e1 = x1 - p1
+                    e2 = x2 - p2
                     length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
                     if length > max(th + rad, GUARD_MIN_MOTION) and pen < length:
                         hit, pen_h, h0, h1, h2, htri, ha, hb, hc = _trace(
-                            sh, approximate[k], abc[k, 0], abc[k, 1], abc[k, 2], R[k], t[k], s[k],
-                            Rb[k], tb[k], th, rad, xp0, xp1, xp2, e0, e1, e2, length, x0, x1, x2,
-                            xp0, xp1, xp2, k, mesh)
+                            sh, approximate[k], a, bq, cq, Rk, tk, sk, Rbk, tbk, th, rad, p0,
+                            p1, p2, e0, e1, e2, length, x0, x1, x2, xp0, xp1, xp2, k, mesh)
                         if hit and not (pen < 0 and n0 * h0 + n1 * h1 + n2 * h2 > 0):
                             pen = pen_h
                             n0 = h0
                             n1 = h1
                             n2 = h2
-                    if not pen < 0:
-                        if first:
-                            held[jj] = False
-                        continue
-                    m0 = 0.0
-                    m1 = 0.0
-                    m2 = 0.0
-                else:
-                    Rk, tk, sk, Rbk, tbk, sbk = R[k], t[k], s[k], Rb[k], tb[k], sb[k]
-                    if moving[k]:
-                        p0, p1, p2 = _carried(Rk, tk, sk, Rbk, tbk, sbk, xp0, xp1, xp2)
-                    else:
-                        p0 = xp0
-                        p1 = xp1
-                        p2 = xp2
-                    if sh == _MESH and mesh_far(x0, x1, x2, p0, p1, p2, p, k, th + rad, mesh):
-                        continue
-                    a, bq, cq = abc[k, 0], abc[k, 1], abc[k, 2]
-                    phi, n0, n1, n2, tri, wa, wb, wc = _distance(
-                        sh, approximate[k], a, bq, cq, Rk, tk, sk, Rbk, tbk, x0, x1, x2, xp0, xp1,
-                        xp2, k, mesh, p)
-                    pen = phi - th - rad
-                    if not (sh == _MESH and not mesh[14][k]):
-                        e0 = x0 - p0
-                        e1 = x1 - p1
-                        e2 = x2 - p2
-                        length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
-                        if length > max(th + rad, GUARD_MIN_MOTION) and pen < length:
-                            hit, pen_h, h0, h1, h2, htri, ha, hb, hc = _trace(
-                                sh, approximate[k], a, bq, cq, Rk, tk, sk, Rbk, tbk, th, rad, p0,
-                                p1, p2, e0, e1, e2, length, x0, x1, x2, xp0, xp1, xp2, k, mesh)
-                            if hit and not (pen < 0 and n0 * h0 + n1 * h1 + n2 * h2 > 0):
-                                pen = pen_h
-                                n0 = h0
-                                n1 = h1
-                                n2 = h2
-                                tri = htri
-                                wa = ha
-                                wb = hb
-                                wc = hc
-                    if not pen < 0:
-                        if first:
-                            held[jj] = False
-                        continue
-                    d = -pen
-                    m0, m1, m2 = _collider_motion(sh, Rk, tk, sk, Rbk, tbk, sbk, moving[k],
-                                                  x0 + n0 * d, x1 + n1 * d, x2 + n2 * d, tri,
-                                                  wa, wb, wc, mesh)
+                            tri = htri
+                            wa = ha
+                            wb = hb
+                            wc = hc
+                if not pen < 0:
+                    if first:
+                        held[jj] = False
+                    continue
                 d = -pen
-                into = -((x0 - xp0 - m0) * n0 + (x1 - xp1 - m1) * n1 + (x2 - xp2 - m2) * n2)
-                corr = min(d, max(into + allowance, 0.0))
-                W = _resp(inv_mass[b], c[b, 0], c[b, 1], c[b, 2], Rm[b, 0, 0], Rm[b, 0, 1],
-                          Rm[b, 0, 2], Rm[b, 1, 0], Rm[b, 1, 1], Rm[b, 1, 2], Rm[b, 2, 0],
-                          Rm[b, 2, 1], Rm[b, 2, 2], inv_inertia[b, 0, 0], inv_inertia[b, 0, 1],
-                          inv_inertia[b, 0, 2], inv_inertia[b, 1, 0], inv_inertia[b, 1, 1],
-                          inv_inertia[b, 1, 2], inv_inertia[b, 2, 0], inv_inertia[b, 2, 1],
-                          inv_inertia[b, 2, 2], x0, x1, x2, n0, n1, n2)
-                lam = corr / W
-                _impulse(b, x0, x1, x2, (n0 * lam) * 1.0, (n1 * lam) * 1.0, (n2 * lam) * 1.0, c,
-                         Rm, inv_mass, inv_inertia, moved)
-                # friction (collision/rigid.py), from the point's motion relative to the collider
-                # after it
-                y0 = c[b, 0] + (Rm[b, 0, 0] * rest[e, 0] + Rm[b, 0, 1] * rest[e, 1]
-                                + Rm[b, 0, 2] * rest[e, 2])
-                y1 = c[b, 1] + (Rm[b, 1, 0] * rest[e, 0] + Rm[b, 1, 1] * rest[e, 1]
-                                + Rm[b, 1, 2] * rest[e, 2])
-                y2 = c[b, 2] + (Rm[b, 2, 0] * rest[e, 0] + Rm[b, 2, 1] * rest[e, 1]
-                                + Rm[b, 2, 2] * rest[e, 2])
-                r0 = y0 - xp0 - m0
-                r1 = y1 - xp1 - m1
-                r2 = y2 - xp2 - m2
-                # a held contact on a collider at rest: the slip since it was anchored
-                still = sh != _MESH and not moving[k]
-                h = still and held[jj]
-                if h:
-                    r0 = y0 - anchor[jj, 0]
-                    r1 = y1 - anchor[jj, 1]
-                    r2 = y2 - anchor[jj, 2]
-                rn = r0 * n0 + r1 * n1 + r2 * n2
-                t0 = r0 - n0 * rn
-                t1 = r1 - n1 * rn
-                t2 = r2 - n2 * rn
-                tl = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
-                dep = sums[jj, 0] + lam if h else depth[p] + lam
-                u = sums[jj, 1] if h else used[p]
-                need = 0.0
-                u0 = 0.0
-                u1 = 0.0
-                u2 = 0.0
-                if tl > 1e-300:
-                    u0 = t0 / tl
-                    u1 = t1 / tl
-                    u2 = t2 / tl
-                    need = tl / _resp(inv_mass[b], c[b, 0], c[b, 1], c[b, 2], Rm[b, 0, 0],
-                                      Rm[b, 0, 1], Rm[b, 0, 2], Rm[b, 1, 0], Rm[b, 1, 1],
-                                      Rm[b, 1, 2], Rm[b, 2, 0], Rm[b, 2, 1], Rm[b, 2, 2],
-                                      inv_inertia[b, 0, 0], inv_inertia[b, 0, 1],
-                                      inv_inertia[b, 0, 2], inv_inertia[b, 1, 0],
-                                      inv_inertia[b, 1, 1], inv_inertia[b, 1, 2],
-                                      inv_inertia[b, 2, 0], inv_inertia[b, 2, 1],
-                                      inv_inertia[b, 2, 2], y0, y1, y2, u0, u1, u2)
-                take, static = _coulomb(need, u, dep, mu_s[k], mu_k[k])
-                if tl > 1e-300:
-                    _impulse(b, y0, y1, y2, (u0 * take) * -1.0, (u1 * take) * -1.0,
-                             (u2 * take) * -1.0, c, Rm, inv_mass, inv_inertia, moved)
-                depth[p] = depth[p] + lam
-                used[p] = used[p] + take
-                if still:
-                    # an anchor holds a resting contact only (collision/rigid.py)
-                    sums[jj, 0] = dep
-                    sums[jj, 1] = u + take
-                    static = static and into <= resting
-                    held[jj] = static
-                    if static and not h:
-                        for i in range(3):
-                            anchor[jj, i] = c[b, i] + (Rm[b, i, 0] * rest[e, 0] + Rm[b, i, 1]
-                                                       * rest[e, 1] + Rm[b, i, 2] * rest[e, 2])
-                touching[p] = True
-                normal[p, 0] = n0
-                normal[p, 1] = n1
-                normal[p, 2] = n2
-                motion[p, 0] = m0
-                motion[p, 1] = m1
-                motion[p, 2] = m2
-                collider[p] = k
-            gg = nxt
+                m0, m1, m2 = _collider_motion(sh, Rk, tk, sk, Rbk, tbk, sbk, moving[k],
+                                              x0 + n0 * d, x1 + n1 * d, x2 + n2 * d, tri,
+                                              wa, wb, wc, mesh)
+            d = -pen
+            into = -((x0 - xp0 - m0) * n0 + (x1 - xp1 - m1) * n1 + (x2 - xp2 - m2) * n2)
+            corr = min(d, max(into + allowance, 0.0))
+            W = _resp(inv_mass[b], c[b, 0], c[b, 1], c[b, 2], Rm[b, 0, 0], Rm[b, 0, 1],
+                      Rm[b, 0, 2], Rm[b, 1, 0], Rm[b, 1, 1], Rm[b, 1, 2], Rm[b, 2, 0],
+                      Rm[b, 2, 1], Rm[b, 2, 2], inv_inertia[b, 0, 0], inv_inertia[b, 0, 1],
+                      inv_inertia[b, 0, 2], inv_inertia[b, 1, 0], inv_inertia[b, 1, 1],
+                      inv_inertia[b, 1, 2], inv_inertia[b, 2, 0], inv_inertia[b, 2, 1],
+                      inv_inertia[b, 2, 2], x0, x1, x2, n0, n1, n2)
+            lam = corr / W
+            _impulse(b, x0, x1, x2, (n0 * lam) * 1.0, (n1 * lam) * 1.0, (n2 * lam) * 1.0, c,
+                     Rm, inv_mass, inv_inertia, moved)
+            # friction (collision/rigid.py), from the point's motion relative to the collider
+            # after it
+            y0 = c[b, 0] + (Rm[b, 0, 0] * rest[e, 0] + Rm[b, 0, 1] * rest[e, 1]
+                            + Rm[b, 0, 2] * rest[e, 2])
+            y1 = c[b, 1] + (Rm[b, 1, 0] * rest[e, 0] + Rm[b, 1, 1] * rest[e, 1]
+                            + Rm[b, 1, 2] * rest[e, 2])
+            y2 = c[b, 2] + (Rm[b, 2, 0] * rest[e, 0] + Rm[b, 2, 1] * rest[e, 1]
+                            + Rm[b, 2, 2] * rest[e, 2])
+            r0 = y0 - xp0 - m0
+            r1 = y1 - xp1 - m1
+            r2 = y2 - xp2 - m2
+            # a held contact on a collider at rest: the slip since it was anchored
+            still = sh != _MESH and not moving[k]
+            h = still and held[jj]
+            if h:
+                r0 = y0 - anchor[jj, 0]
+                r1 = y1 - anchor[jj, 1]
+                r2 = y2 - anchor[jj, 2]
+            rn = r0 * n0 + r1 * n1 + r2 * n2
+            t0 = r0 - n0 * rn
+            t1 = r1 - n1 * rn
+            t2 = r2 - n2 * rn
+            tl = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+            dep = sums[jj, 0] + lam if h else depth[p] + lam
+            u = sums[jj, 1] if h else used[p]
+            need = 0.0
+            u0 = 0.0
+            u1 = 0.0
+            u2 = 0.0
+            if tl > 1e-300:
+                u0 = t0 / tl
+                u1 = t1 / tl
+                u2 = t2 / tl
+                need = tl / _resp(inv_mass[b], c[b, 0], c[b, 1], c[b, 2], Rm[b, 0, 0],
+                                  Rm[b, 0, 1], Rm[b, 0, 2], Rm[b, 1, 0], Rm[b, 1, 1],
+                                  Rm[b, 1, 2], Rm[b, 2, 0], Rm[b, 2, 1], Rm[b, 2, 2],
+                                  inv_inertia[b, 0, 0], inv_inertia[b, 0, 1],
+                                  inv_inertia[b, 0, 2], inv_inertia[b, 1, 0],
+                                  inv_inertia[b, 1, 1], inv_inertia[b, 1, 2],
+                                  inv_inertia[b, 2, 0], inv_inertia[b, 2, 1],
+                                  inv_inertia[b, 2, 2], y0, y1, y2, u0, u1, u2)
+            take, static = _coulomb(need, u, dep, mu_s[k], mu_k[k])
+            if tl > 1e-300:
+                _impulse(b, y0, y1, y2, (u0 * take) * -1.0, (u1 * take) * -1.0,
+                         (u2 * take) * -1.0, c, Rm, inv_mass, inv_inertia, moved)
+            depth[p] = depth[p] + lam
+            used[p] = used[p] + take
+            if still:
+                # an anchor holds a resting contact only (collision/rigid.py)
+                sums[jj, 0] = dep
+                sums[jj, 1] = u + take
+                static = static and into <= resting
+                held[jj] = static
+                if static and not h:
+                    for i in range(3):
+                        anchor[jj, i] = c[b, i] + (Rm[b, i, 0] * rest[e, 0] + Rm[b, i, 1]
+                                                   * rest[e, 1] + Rm[b, i, 2] * rest[e, 2])
+            touching[p] = True
+            normal[p, 0] = n0
+            normal[p, 1] = n1
+            normal[p, 2] = n2
+            motion[p, 0] = m0
+            motion[p, 1] = m1
+            motion[p, 2] = m2
+            collider[p] = k
+        gg = nxt
 
 
 @njit(cache=True, fastmath=False)
