@@ -61,14 +61,21 @@ def _nested_order(cb, where):
 
 def _lexsort3(c, b, a):
     """np.lexsort((c, b, a)) of (k,) non-negative int64 keys (a first, then b, then c, ties in
-    the given order): one sort of a combined key, the position last so that no two keys tie
-    (any sort gives the stable order), where it fits in 62 bits: a sixth of the time of
-    lexsort's three passes (0.7 ms a step at 100 ragdolls' 8,000 candidates)."""
+    the given order). Where a is below 2^15 and b, c and k fit a 62-bit key: a stable sort of
+    the combined (b, c) key, then a stable sort by a as 16-bit integers (NumPy's radix sort):
+    the collide stage hands the candidates over collider by collider, particles rising, so the
+    first sort meets long sorted runs (timsort merges them), and the second is linear (the
+    candidates' order by rank, collider and body at 100 ragdolls, 16,600 of them: 0.72 ms as
+    one sort of a combined key, 0.1 ms so). Else one stable sort of the combined key with the
+    position last, or lexsort itself where that does not fit."""
     k = len(a)
     if not k:
         return np.zeros(0, np.int64)
-    nb, nc = int(b.max()) + 1, int(c.max()) + 1
-    if (int(a.max()) + 1) * nb * nc * k >= 1 << 62:
+    na, nb, nc = int(a.max()) + 1, int(b.max()) + 1, int(c.max()) + 1
+    if na <= 1 << 15 and nb * nc * k < 1 << 62:
+        first = np.argsort(b * nc + c, kind="stable")
+        return first[np.argsort(a[first].astype(np.int16), kind="stable")]
+    if na * nb * nc * k >= 1 << 62:
         return np.lexsort((c, b, a))
     return np.argsort(((a * nb + b) * nc + c) * k + np.arange(k), kind="stable")
 
