@@ -330,20 +330,21 @@ def solve_joints(X, particles, rest_offset, mass, shape_origin, shape_rot, shape
                  passes, tolerance, disjoint):
     """Scalar mirror of constraints/joints.solve_joints. The frames are found in parallel, body
     by body (each reads its own entries and writes its own rows; a rigid cluster's is the shape
-    solve's goal pose). The joints run island by island in parallel (an island's joints are
-    joined through free bodies, so two islands share no body the solve moves; island_order and
-    island_start, from the JointSolver, list each island's joints in the serial order), each
-    island pass after pass until it meets the tolerance, and inside an island colour after
-    colour, joint after joint: the NumPy kernel's order for every joint of the island (it runs
-    each colour as one batch across islands, which share nothing). Three parallel regions per
-    call, not one per colour and pass, and no island waits for another's passes. Then the
-    particles are moved body by body: in parallel when no particle is in two bodies (disjoint),
-    else serially (clusters may share particles). The thread count changes no bit. _solve_one
-    and _rotate are inlined: a call passes each array's reference count in and out, and
-    _solve_one's twenty arrays per joint were a sixth of the joint solve at 100 ragdolls
-    (_turn and _limit stay calls: inlined too they saved a few percent more and cost 25 s
-    more of a cold compile)."""
-    # a few hundred bodies' frames and moves are less work than a parallel region costs
+    solve's goal pose; below SERIAL_BODIES bodies on the calling thread, as are the moves). The
+    joints run island by island in parallel (an island's joints are joined through free bodies,
+    so two islands share no body the solve moves; island_order and island_start, from the
+    JointSolver, list each island's joints in the serial order), each island pass after pass
+    until it meets the tolerance, and inside an island colour after colour, joint after joint:
+    the NumPy kernel's order for every joint of the island (it runs each colour as one batch
+    across islands, which share nothing). Three parallel regions per call, not one per colour
+    and pass, and no island waits for another's passes. Then the particles are moved body by
+    body: in parallel when no particle is in two bodies (disjoint), else serially (clusters may
+    share particles). The thread count changes no bit. _solve_one and _rotate are inlined: a
+    call passes each array's reference count in and out, and _solve_one's twenty arrays per
+    joint were a sixth of the joint solve at 100 ragdolls (_turn and _limit stay calls: inlined
+    too they saved a few percent more and cost 25 s more of a cold compile)."""
+    # a few dozen bodies' frames and moves (one or a few ragdolls) are less work than a
+    # parallel region's wait (measured: 512 made 10 ragdolls' 120 bodies slower)
     serial = bodies.shape[0] < SERIAL_BODIES
     if serial:
         for q in range(bodies.shape[0]):
