@@ -1,9 +1,9 @@
 """The settings an artist may keyframe, read at every frame of a bake or of live playback.
 
 Gravity (the scene's, its Use Gravity and our Gravity Scale), the scene's damping and air drag,
-each object's damping, stiffness (stretch, shear, bend, shape) and pressure, and each collider's
-friction
-and restitution are read at the frame being simulated and handed to the Simulation's setters
+each object's damping, stiffness (stretch, shear, bend, shape), pressure and restitution (a
+simulated body's bounce at colliders: a contact takes the larger of the body's and the
+collider's), and each collider's friction and restitution are read at the frame being simulated and handed to the Simulation's setters
 (solver/animated.py): they act from that frame's step on, and the solver keeps them in its
 Control, so a resumed simulation carries them. Wind and Blender's force fields are read beside
 them (simscene.py, fields.py). A setting is only handed over when it changed, so a scene with
@@ -26,6 +26,8 @@ _CLOTH = (("stretch_stiffness", "cloth stretch"), ("shear_stiffness", "cloth she
 _PLANT_FACES = (("stretch_stiffness", "cloth stretch"), ("shear_stiffness", "cloth shear"))
 _STRAND = (("stretch_stiffness", "stick"),)
 _SOFT = (("stretch_stiffness", "stick"),)
+# the simulated kinds that show Restitution (panels.py, Collisions; a ragdoll's does not)
+_BOUNCING = ("CLOTH", "PLANT", "SOFT", "RIGID")
 
 
 def shape_compliance(stiffness):
@@ -89,6 +91,9 @@ class AnimatedSettings:
         else:
             self.channels.append(((name, "damping"), name, lambda: s.damping,
                                   lambda d: sim.set_damping(ids, min(d, 1.0))))
+        if kind in _BOUNCING:           # the kinds whose Collisions panel shows Restitution
+            self.channels.append(((name, "restitution"), name, lambda: s.restitution,
+                                  lambda r: sim.set_restitution(ids, min(r, 1.0))))
         if kind == "CLOTH":
             pairs = _CLOTH
         elif kind == "PLANT":

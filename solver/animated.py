@@ -91,6 +91,19 @@ class AnimatedSettings:
             self.wake()
         self.control.collider_restitution[k] = e
 
+    def set_restitution(self, ids, restitution):
+        """The restitution of particles ``ids`` at colliders from the next step on (scalar or
+        per particle, in [0, 1]): a contact bounces by the larger of the particle's and the
+        collider's (set_collider_restitution), so a bouncy ball bounces on any floor and a
+        bouncy floor bounces everything. A rigid body's contact particle gives its body's."""
+        ids = self._ids(ids)
+        e = np.broadcast_to(np.asarray(restitution, dtype=np.float64), ids.shape)
+        if not np.all(np.isfinite(e)) or np.any(e < 0) or np.any(e > 1):
+            raise ValueError("restitution: must be finite and in [0, 1]")
+        mine = self.control.particle_restitution
+        self.sleep.wake_particles(self.state, ids[mine[ids] != e])
+        mine[ids] = e
+
     def sticks_among(self, ids, source="stick"):
         """(k,) int64 indices (the Model's order) of the sticks of ``source`` (a name in
         model.STICK_SOURCES) whose two particles are both in ``ids``: the sticks that

@@ -124,6 +124,7 @@ class Builder(GroupsMixin, JointBuilder):
         # call, merged by add_shape_match; contact surfaces (triangles, solid = closed)
         self._group = []             # (n_call,) int64 per add_particles call: group of each
         self._friction = []          # (n_call,) float64 per particle
+        self._restitution = []       # (n_call,) float64 per particle, in [0, 1]
         self._group_parent = []      # union-find over groups (merged by add_shape_match)
         self._group_self = []        # (G,) bool self-collision per group
         self._contact_surfaces = []  # ((k, 3) int64 triangles, solid bool)
@@ -133,12 +134,14 @@ class Builder(GroupsMixin, JointBuilder):
         self._capsules = []          # (head particle, tail particle, radius [m]) per capsule
 
     # ------------------------------------------------------------------ particles
-    def add_particles(self, x, mass=1.0, radius=0.0, area=0.0, friction=0.5):
+    def add_particles(self, x, mass=1.0, radius=0.0, area=0.0, friction=0.5, restitution=0.0):
         """Add particles at x (n, 3) [m] with mass [kg] (scalar or (n,), > 0), contact radius
         [m] and exposed area [m^2] (scalars or (n,), >= 0; the area is what air drag and wind
         act on for particles that are not part of a surface, e.g. strands), and the Coulomb
         friction coefficient of their contacts with other bodies (scalar or (n,), >= 0; a
-        contact uses the mean of its two sides', collision/bodies.py). The particles form a new
+        contact uses the mean of its two sides', collision/bodies.py), and their restitution at
+        colliders (scalar or (n,), in [0, 1]; a contact takes the larger of the particle's and
+        the collider's, Simulation.set_restitution changes it later). The particles form a new
         collision group (particle_group): they collide with every other group, and not with
         each other. Returns (n,) int64 particle ids."""
         x = _points(x, "x")
@@ -149,6 +152,9 @@ class Builder(GroupsMixin, JointBuilder):
         radius = _per_item(radius, n, "radius")
         area = _per_item(area, n, "area")
         friction = _per_item(friction, n, "friction")
+        restitution = _per_item(restitution, n, "restitution")
+        if np.any(restitution > 1):
+            raise ValueError("restitution: must be in [0, 1] (1 keeps the whole arrival speed)")
         group = self._next_group
         if group is None:
             group = self._new_group()
@@ -157,6 +163,7 @@ class Builder(GroupsMixin, JointBuilder):
         self._radius.append(radius)
         self._area.append(area)
         self._friction.append(friction)
+        self._restitution.append(restitution)
         self._group.append(np.full(n, group, np.int64))
         ids = np.arange(self._n, self._n + n, dtype=np.int64)
         self._n += n
@@ -219,7 +226,7 @@ class Builder(GroupsMixin, JointBuilder):
     def add_cloth(self, x, faces, mass=None, density=CLOTH_DENSITY, radius=0.0,
                   stretch_compliance=0.0, shear_compliance=0.0,
                   bend_compliance=CLOTH_BEND_COMPLIANCE, bend=True, self_collision=False,
-                  friction=0.5):
+                  friction=0.5, restitution=0.0):
         """A polygon mesh as cloth: stretch sticks on edges, shear sticks on polygon diagonals,
         bend (support) sticks across every pair of adjacent faces; rest state = x.
 
@@ -228,7 +235,8 @@ class Builder(GroupsMixin, JointBuilder):
         vertex's share of the face area. Compliances in [m/N]. radius [m] is the cloth's
         thickness in contacts; its faces are a two-sided contact surface that other bodies
         collide with, and with self_collision=True its own particles too (collision/bodies.py);
-        friction: Coulomb coefficient of those contacts. Returns (n,) int64 particle ids.
+        friction: Coulomb coefficient of those contacts; restitution in [0, 1] its bounce at
+        colliders (add_particles). Returns (n,) int64 particle ids.
         """
         x = _points(x, "x")
         corners, start, size = normalize_faces(faces, x.shape[0])
@@ -263,9 +271,13 @@ class Builder(GroupsMixin, JointBuilder):
                 raise ValueError(f"x: vertices {pairs[k, 0]} and {pairs[k, 1]} coincide, so the "
                                  "cloth stick between them has zero rest length")
         friction = _per_item(friction, x.shape[0], "friction")
+        restitution = _per_item(restitution, x.shape[0], "restitution")
+        if np.any(restitution > 1):
+            raise ValueError("restitution: must be in [0, 1] (1 keeps the whole arrival speed)")
         self._next_group = self._new_group(self_collision)
         try:
-            ids = self.add_particles(x, mass=mass, radius=radius, friction=friction)
+            ids = self.add_particles(x, mass=mass, radius=radius, friction=friction,
+                                     restitution=restitution)
         finally:
             self._next_group = None
         self._area[-1] = vert_area
@@ -559,6 +571,8 @@ class Builder(GroupsMixin, JointBuilder):
             **contact_arrays(self._groups_now(), self._group_self, self._disabled,
                              np.concatenate(self._friction), self._contact_surfaces),
             **self._joint_fields(body_cluster, centre),
+            particle_restitution=np.concatenate(self._restitution) if self._restitution
+            else np.zeros(0),
         )
 
 

@@ -85,7 +85,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
      j_drive_alpha, j_target, j_lam, j_order, j_color_offsets, j_island, j_island_done,
      j_island_order, j_island_start, j_passes, j_tolerance,
      j_disjoint) = joints
-    (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, radius, pair_particle, pair_start,
+    (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, p_restitution, radius,
+     pair_particle, pair_start,
      by_particle, by_particle_start, by_particle_collider, approximate, abc, R, t, sc, Rb, tb, sb,
      moving, mesh) = colliders
     mesh_ids = mesh[17]
@@ -99,7 +100,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     substeps, iterations, contact_iterations = counts
     h, gravity_norm, allowance = scalars
     n_colliders = c_shape.shape[0]
-    any_restitution = bool(np.any(c_restitution > 0))
+    any_restitution = bool(np.any(c_restitution > 0) or np.any(p_restitution > 0))
     keep_pred = any_restitution or bool(r_bodies.size)
     # the shape solve weighs body contacts by these flags: none may be left from a step before
     # that had contacts between bodies, when this one has none (then it never clears them)
@@ -184,13 +185,13 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         # velocity pass
         if r_bodies.size:
             rigid_velocities(X, Xp, X_pred, m_particles, m_start, m_origin, m_rot, rigid,
-                             touching, collider, normal, motion, c_restitution,
+                             touching, collider, normal, motion, c_restitution, p_restitution,
                              2.0 * gravity_norm * h * h)
         if m_any_damped:
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)
         if any_restitution:
-            restitution(X, Xp, X_pred, h, gravity_norm, c_restitution, touching, collider,
-                        normal, motion, rigid[22])
+            restitution(X, Xp, X_pred, h, gravity_norm, c_restitution, p_restitution, touching,
+                        collider, normal, motion, rigid[22])
         release_overlap(Xp, lift, lifted)       # last: restitution measured the true arrival
         # (rigid_velocities measured its own before moving x*)
         # one reduction per substep; the sum can overflow with finite entries, so confirm

@@ -89,6 +89,8 @@ class Model:
     # groups, D = disabled group pairs, Ft = contact triangles
     particle_group: np.ndarray = None       # (n,) int64 collision group of each particle
     particle_friction: np.ndarray = None    # (n,) float64 Coulomb coefficient of its contacts
+    particle_restitution: np.ndarray = None  # (n,) float64 in [0, 1] its bounce at a collider
+    #                                         (the larger of its and the collider's counts)
     particle_shielded: np.ndarray = None    # (n,) bool inside its own rigid body's contact
     #                                         spheres (a capsule's frame particles): never the
     #                                         first to touch, so no collider contact is made
@@ -167,6 +169,8 @@ class Model:
             self.particle_group = np.arange(n, dtype=np.int64)
         if self.particle_friction is None:
             self.particle_friction = np.full(n, 0.5)
+        if self.particle_restitution is None:
+            self.particle_restitution = np.zeros(n)
         if self.particle_shielded is None:
             self.particle_shielded = np.zeros(n, bool)
         if self.group_self_collision is None:

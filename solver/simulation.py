@@ -145,6 +145,7 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
                                collider_friction=model.collider_friction.copy(),
                                collider_static_friction=model.collider_static_friction.copy(),
                                collider_restitution=model.collider_restitution.copy(),
+                               particle_restitution=model.particle_restitution.copy(),
                                volume_rest=np.array(model.volume_rest, np.float64),
                                joint_target=np.tile(np.eye(3), (model.joint_count, 1, 1)),
                                joint_drive=np.zeros(model.joint_count),

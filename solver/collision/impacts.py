@@ -16,13 +16,15 @@ VELOCITY_SWEEPS = 4
 
 
 def rigid_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, touching, collider,
-                     normal, motion, e_restitution, slow):
+                     normal, motion, e_restitution, e_particle, slow):
     """The velocity pass at rigid bodies' collider contacts (module docstring), on x* only:
     X, Xp, X_pred (3, n) [m] positions, positions a substep ago (updated) and right after
     integration; particles (e,) int64 and start (K + 1,) int64 the clusters' entries
     (ShapeSolver's); origin (K, 3) [m] and rot (K, 3, 3) the bodies' poses; rigid
     RigidContacts.kernel_args(); touching, collider, normal (n, 3), motion (n, 3) [m] this
-    substep's contacts (solve_rigid's); e_restitution (C,) per collider; slow [m] 2 |g| h^2:
+    substep's contacts (solve_rigid's); e_restitution (C,) per collider and e_particle (n,) per
+    particle (an impact takes the larger: a body's particles carry its restitution); slow [m]
+    2 |g| h^2:
     an arrival slower than that is a resting contact, left alone. VELOCITY_SWEEPS sweeps; a
     colour's candidates are on different bodies: one batch."""
     body, inv_mass, inv_inertia = rigid[22], rigid[2], rigid[3]
@@ -36,7 +38,8 @@ def rigid_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, touchi
     fast &= arrive < -slow
     if not fast.any():
         return
-    target = -e_restitution[cand_collider] * arrive       # (Qc,) [m per substep] leaving
+    e = np.maximum(e_restitution[cand_collider], e_particle[p])
+    target = -e * arrive                                  # (Qc,) [m per substep] leaving
     for _ in range(VELOCITY_SWEEPS):
         for col in range(len(cand_start) - 1):
             m = np.arange(cand_start[col], cand_start[col + 1])

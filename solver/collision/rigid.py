@@ -102,7 +102,8 @@ friction (the pulled corner kept the friction it had taken, its neighbours took 
 The velocity pass (collision/impacts.rigid_velocities, after a substep's relaxation; Mueller et
 al. 2020, section 3.6): every collider contact of the substep that arrived faster than 2 |g| h
 (an impact; its arrival measured from x' before any correction) gets the impulse that sets its
-normal speed to the collider's restitution target, whatever its sign after the position solve,
+normal speed to its restitution target (e the larger of the collider's and the body's particle's,
+Simulation.set_restitution), whatever its sign after the position solve,
 
     v_n = (x - x* - m) . n   [m per substep]   x* the position a substep ago, m the collider
                                                 surface's motion over the substep

@@ -498,14 +498,14 @@ def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, t
 
 
 @njit(cache=True, fastmath=False)
-def restitution(X, Xp, X_pred, h, gravity_norm, e_restitution, touching, collider, normal,
-                motion, rigid_body):
+def restitution(X, Xp, X_pred, h, gravity_norm, e_restitution, e_particle, touching, collider,
+                normal, motion, rigid_body):
     """Scalar mirror of collision/project.restitution: one particle per iteration (serial: it
     skips all but the few that bounce, and a parallel kernel costs a second of compile)."""
     for i in range(X.shape[1]):
         if not touching[i] or rigid_body[i] >= 0:
             continue
-        e = e_restitution[collider[i]]
+        e = max(e_restitution[collider[i]], e_particle[i])
         if not e > 0:
             continue
         n0 = normal[i, 0]

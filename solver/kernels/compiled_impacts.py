@@ -15,7 +15,7 @@ VELOCITY_SWEEPS = 4   # collision/impacts.VELOCITY_SWEEPS
 
 @njit(cache=True, fastmath=False)
 def rigid_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, touching, collider,
-                     normal, motion, e_restitution, slow):
+                     normal, motion, e_restitution, e_particle, slow):
     """Scalar mirror of collision/impacts.rigid_velocities (the same arguments): the candidates
     one after another in each sweep, which is the NumPy kernel's colour by colour (a colour's
     are on different bodies). Only the candidates of bodies without a joint can take an
@@ -40,7 +40,7 @@ def rigid_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, touchi
                   + (X_pred[2, i] - Xp[2, i] - motion[i, 2]) * normal[i, 2])
         if arrive < -slow:
             fast[mm] = True
-            target[mm] = -e_restitution[cand_collider[m]] * arrive
+            target[mm] = -max(e_restitution[cand_collider[m]], e_particle[i]) * arrive
             anything = True
     if not anything:
         return

@@ -48,7 +48,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
      j_drive_alpha, j_target, j_lam, j_order, j_color_offsets, j_island, j_island_done,
      j_island_order, j_island_start, j_passes, j_tolerance,
      j_disjoint) = joints
-    (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, radius, pair_particle, pair_start,
+    (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, p_restitution, radius,
+     pair_particle, pair_start,
      by_particle, by_particle_start, by_particle_collider, approximate, abc, R, t, sc, Rb, tb, sb,
      moving, mesh) = colliders
     mesh_ids = mesh[17]
@@ -66,6 +67,10 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     for k in range(n_colliders):
         if c_restitution[k] > 0:
             any_restitution = True
+    for i in range(p_restitution.shape[0]):
+        if p_restitution[i] > 0:
+            any_restitution = True
+            break
     keep_pred = any_restitution or r_bodies.shape[0] > 0
     n = X.shape[1]
     drag_slot = np.full(n, -1, np.int64)      # (n,) each particle's drag entry, -1 for none
@@ -184,13 +189,13 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         # velocity pass
         if r_bodies.shape[0]:
             rigid_velocities(X, Xp, X_pred, m_particles, m_start, m_origin, m_rot, rigid,
-                             touching, collider, normal, motion, c_restitution,
+                             touching, collider, normal, motion, c_restitution, p_restitution,
                              2.0 * gravity_norm * h * h)
         if m_any_damped:
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)
         if any_restitution:
-            restitution(X, Xp, X_pred, h, gravity_norm, c_restitution, touching, collider,
-                        normal, motion, rigid[22])
+            restitution(X, Xp, X_pred, h, gravity_norm, c_restitution, p_restitution, touching,
+                        collider, normal, motion, rigid[22])
         # the overlap released into x*, and every position checked finite, in one pass
         if close_substep(X, Xp, lift, lifted):
             return s

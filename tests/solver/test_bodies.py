@@ -371,31 +371,49 @@ def test_a_cube_dropped_flat_lands_flat(backend, size, drop):
     assert abs(centre[-1] - size / 2) < 1e-3
 
 
+def _cube_rise(backend, body_e, floor_e, size=0.4, drop=1.0):
+    """How high a 0.4 m rigid cube dropped flat from ``drop`` [m] rises after its first impact,
+    its particles given restitution body_e (Simulation.set_restitution), the plane floor_e."""
+    g = np.array([-size / 2, size / 2])
+    corners = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
+    b = Builder()
+    ids = b.add_particles(corners + (0.0, 0.0, drop + size / 2), mass=0.1)
+    b.add_shape_match(ids, stiffness=1.0)
+    b.add_collider("plane", friction=0.5, restitution=floor_e)
+    sim = Simulation(b.build(), backend=backend, substeps=40, sleep=False)
+    sim.set_restitution(ids, body_e)
+    centre = []
+    for _ in range(96):
+        sim.step(1 / 96)
+        centre.append(sim.x[:, 2].mean() - size / 2)
+    low = int(np.argmax(np.diff(centre) > 0))
+    assert 0 < low < 60 and centre[low] < 0.05
+    return max(centre[low:])
+
+
 @pytest.mark.parametrize("e", [0.0, 0.5])
 def test_a_rigid_cube_bounces_by_its_collider_restitution(backend, e):
     """A 0.4 m cube dropped flat 1 m onto a plane of restitution e rises back to about e^2 of
     its drop (the velocity pass of collision/rigid.py sets each impact's normal speed to
     -e v_arrive). Before it took a rigid body's restitution, e = 0.5 and e = 0 bounced alike
     (the particle pass measured its arrival after the rigid pass had moved x*)."""
-    size, drop = 0.4, 1.0
-    g = np.array([-size / 2, size / 2])
-    corners = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
-    b = Builder()
-    ids = b.add_particles(corners + (0.0, 0.0, drop + size / 2), mass=0.1)
-    b.add_shape_match(ids, stiffness=1.0)
-    b.add_collider("plane", friction=0.5, restitution=e)
-    sim = Simulation(b.build(), backend=backend, substeps=40, sleep=False)
-    centre = []
-    for _ in range(96):
-        sim.step(1 / 96)
-        centre.append(sim.x[:, 2].mean() - size / 2)
-    low = int(np.argmax(np.diff(centre) > 0))       # the first impact: it stops falling
-    assert 0 < low < 60 and centre[low] < 0.05
-    rise = max(centre[low:])
+    drop = 1.0
+    rise = _cube_rise(backend, 0.0, e, drop=drop)
     if e == 0.0:
         assert rise < 0.01, rise
     else:
         assert 0.6 * e * e * drop < rise < 1.2 * e * e * drop, rise
+
+
+def test_a_rigid_cube_bounces_by_its_own_restitution(backend):
+    """A rigid body's restitution counts at colliders as the collider's does (the larger of
+    the two): a cube of restitution 0.5 dropped 1 m onto a plane of restitution 0 rises back
+    to about 0.25 m, as the same cube on a plane of 0.5 does; at 0 and 0 it stays."""
+    e, drop = 0.5, 1.0
+    rise = _cube_rise(backend, e, 0.0)
+    assert 0.6 * e * e * drop < rise < 1.2 * e * e * drop, rise
+    assert abs(rise - _cube_rise(backend, 0.0, e)) < 0.02
+    assert _cube_rise(backend, 0.0, 0.0) < 0.01
 
 
 def test_contacts_between_bodies_are_ordered_in_parts_that_share_no_body():
