@@ -218,9 +218,10 @@ class VerletObjectSettings(bpy.types.PropertyGroup):
                     "(1e-3 m/N), each 0.125 less is 10x more compliant")
     restitution: FloatProperty(
         name="Restitution", default=0.0, min=0.0, max=1.0,
-        description="Bounciness at contact with colliders: fraction of the normal speed kept "
-                    "(0 = no bounce); a contact takes the larger of the body's and the "
-                    "collider's. Two simulated bodies meeting do not bounce (keyframable)")
+        description="Bounciness at contact: fraction of the normal speed kept (0 = no "
+                    "bounce); a contact takes the larger of its two sides'. Rigid bodies "
+                    "bounce on colliders and on each other; cloth, soft bodies and plants "
+                    "on colliders only (keyframable)")
     shape_stiffness: FloatProperty(
         name="Shape Stiffness", default=0.5, min=0.001, max=1.0, precision=3,
         description="Soft body shape matching: 1 = rigid, lower = softer (solver goal "

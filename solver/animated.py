@@ -95,7 +95,9 @@ class AnimatedSettings:
         """The restitution of particles ``ids`` at colliders from the next step on (scalar or
         per particle, in [0, 1]): a contact bounces by the larger of the particle's and the
         collider's (set_collider_restitution), so a bouncy ball bounces on any floor and a
-        bouncy floor bounces everything. A rigid body's contact particle gives its body's."""
+        bouncy floor bounces everything. A rigid body's contact particle gives its body's, at
+        colliders and at contacts with other rigid bodies (the largest of the contact's
+        particles'; collision/impacts.rigid_pair_velocities)."""
         ids = self._ids(ids)
         e = np.broadcast_to(np.asarray(restitution, dtype=np.float64), ids.shape)
         if not np.all(np.isfinite(e)) or np.any(e < 0) or np.any(e > 1):

@@ -13,8 +13,9 @@ Jakobsen's loop ("Advanced Character Physics", section 2), ``substeps`` times pe
                 into one), embedded points of tetrahedral bodies, shape matching, the
                 contacts of rigid bodies solved on the bodies (collision/rigid.py: Gauss-Seidel,
                 2 x contact_iterations passes), joints between rigid bodies
-    velocity    rigid bodies' impacts on colliders made plastic (collision/rigid.py
-                rigid_velocities), shape-matching damping, restitution, and the overlap
+    velocity    rigid bodies' impacts on colliders made plastic or bouncing by restitution
+                (collision/impacts.py rigid_velocities), their bouncing impacts on each other
+                (rigid_pair_velocities), shape-matching damping, restitution, and the overlap
                 resolved without speed moved into x* (collision/project.release_overlap); all
                 on x* only
 
@@ -56,7 +57,7 @@ import numpy as np
 from .collision.bodies import solve_bodies
 from .collision.mesh_query import place_meshes
 from .collision.project import project_collider, project_points, release_overlap, restitution
-from .collision.impacts import rigid_velocities
+from .collision.impacts import rigid_pair_velocities, rigid_velocities
 from .collision.rigid import solve_rigid
 from .constraints.joints import solve_joints
 from .constraints.pins import solve_soft_pins
@@ -100,7 +101,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     substeps, iterations, contact_iterations = counts
     h, gravity_norm, allowance = scalars
     n_colliders = c_shape.shape[0]
-    any_restitution = bool(np.any(c_restitution > 0) or np.any(p_restitution > 0))
+    any_bounce = bool(np.any(p_restitution > 0))          # a particle's own restitution
+    any_restitution = bool(np.any(c_restitution > 0)) or any_bounce
     keep_pred = any_restitution or bool(r_bodies.size)
     # the shape solve weighs body contacts by these flags: none may be left from a step before
     # that had contacts between bodies, when this one has none (then it never clears them)
@@ -187,6 +189,9 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             rigid_velocities(X, Xp, X_pred, m_particles, m_start, m_origin, m_rot, rigid,
                              touching, collider, normal, motion, c_restitution, p_restitution,
                              2.0 * gravity_norm * h * h)
+            if any_bounce:
+                rigid_pair_velocities(X, Xp, X_pred, m_particles, m_start, m_origin, m_rot,
+                                      rigid, p_restitution, 2.0 * gravity_norm * h * h)
         if m_any_damped:
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)
         if any_restitution:

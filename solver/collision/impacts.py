@@ -66,3 +66,110 @@ def rigid_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, touchi
             cr = _cross([v[rep] for v in dth], rr)
             for i in range(3):
                 Xp[i, pid] -= dc[i][rep] + cr[i]
+
+
+def rigid_pair_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, e_particle, slow):
+    """The velocity pass at the contacts between rigid bodies (collision/rigid.py, RigidContacts:
+    vertex-triangle, edge-edge, particle pairs and capsule axes between two bodies, or a body
+    and something immovable), after rigid_velocities: each contact that took a normal impulse
+    in this substep's solve (its sum, rigid[30][q, 0] > 0) and arrived faster than slow [m per
+    substep], with e the largest restitution of its corners' particles (e_particle (n,)) above
+    0, gets the impulse pair that sets the bodies' relative normal speed at its points to
+    -e v_arrive: C(v) = v_n - v_n_target on the two bodies' x*, as rigid_velocities does on one
+    (Mueller et al. 2020, section 3.6). Only restitution: a contact of e = 0 is left to the
+    position solve (so scenes without a bouncy body move as before), as is a contact of a body
+    that carries a joint (rigid_velocities leaves those to the particle pass too).
+
+    Its geometry (normal m, corner weights w) is taken again from the corners now (X (3, n)
+    [m], after the substep's solve; collision/rigid_pairs._scalar_geometry, the position
+    pass's own); v_arrive = sum_k w_k (x'_k - x*_k) . m before any correction (X_pred), v_n
+    the same on X, both the relative motion of side a (the vertex, the first edge) against
+    side b over the substep. lambda = (target - v_n) / (w_a + w_b) (rigid._Solve.response's
+    w at the contact points), then x* of each particle j of body a -= lambda m / M_a +
+    (I_a^-1 (r_a x lambda m)) x (x_j - c_a), and of body b the same with -lambda.
+    VELOCITY_SWEEPS Gauss-Seidel sweeps over the impacts in the contacts' order; plain floats,
+    the compiled kernel's operations (kernels/compiled_impacts.rigid_pair_velocities)."""
+    from .bodies import EDGES, SEGMENTS
+    from .rigid_pairs import _scalar_geometry, _scalar_iw, _scalar_response
+    idx, kind, side, dist, jit = rigid[10], rigid[11], rigid[12], rigid[13], rigid[15]
+    body, impact_body, sums = rigid[0], rigid[22], rigid[30]
+    inv_mass, inv_inertia = rigid[2], rigid[3]
+    if not len(kind):
+        return
+    e = np.where(idx >= 0, e_particle[np.maximum(idx, 0)], 0.0).max(axis=1)     # (Q,)
+    live = np.nonzero((e > 0) & (sums[:, 0] > 0))[0]
+    if not live.size:
+        return
+    hits = []          # (q, e, m, w, (ba, bb), target)
+    for q in live.tolist():
+        ix = idx[q].tolist()
+        kd = int(kind[q])
+        two = kd == EDGES or kd == SEGMENTS
+        ia, ib = ix[0], ix[2] if two else ix[1]
+        ba = int(body[ia])
+        bb = int(body[ib]) if ib >= 0 else -1
+        # a jointed body's impacts are the particle pass's; a contact moving no body has none
+        if (ba >= 0 and impact_body[ia] < 0) or (bb >= 0 and impact_body[ib] < 0):
+            continue
+        if ba < 0 and bb < 0:
+            continue
+        x = [(float(X[0, p]), float(X[1, p]), float(X[2, p])) if p >= 0 else (0.0, 0.0, 0.0)
+             for p in ix]
+        j0, j1, j2 = (float(v) for v in jit[q])
+        ok, m0, m1, m2, _, w0, w1, w2, w3 = _scalar_geometry(kd, float(side[q]), float(dist[q]),
+                                                             j0, j1, j2, x)
+        if not ok:
+            continue
+        w = [w0 if ix[0] >= 0 else 0.0, w1 if ix[1] >= 0 else 0.0, w2 if ix[2] >= 0 else 0.0,
+             w3 if ix[3] >= 0 else 0.0]
+        arrive = _relative_normal(X_pred, Xp, ix, w, (m0, m1, m2))
+        if not arrive < -slow:
+            continue
+        # the contact points on each side (the position pass's S[0], S[1])
+        pa = [w[0] * x[0][i] + (w[1] * x[1][i] if two else 0.0) for i in range(3)]
+        pb = [((0.0 if two else -w[1] * x[1][i]) - w[2] * x[2][i]) - w[3] * x[3][i]
+              for i in range(3)]
+        hits.append((ix, (m0, m1, m2), w, (ba, bb), (pa, pb), -float(e[q]) * arrive))
+    if not hits:
+        return
+    for _ in range(VELOCITY_SWEEPS):
+        for ix, (m0, m1, m2), w, sides, points, target in hits:
+            un = _relative_normal(X, Xp, ix, w, (m0, m1, m2))
+            W = 0.0
+            for b, P in zip(sides, points):
+                if b >= 0:
+                    W = W + _scalar_response(float(inv_mass[b]), origin[b].tolist(),
+                                             rot[b].ravel().tolist(),
+                                             inv_inertia[b].ravel().tolist(), P, m0, m1, m2)
+            lam = (target - un) / W
+            for s, (b, P) in enumerate(zip(sides, points)):
+                if b < 0:
+                    continue
+                lb = lam if s == 0 else -lam
+                cb = origin[b].tolist()
+                r0, r1, r2 = P[0] - cb[0], P[1] - cb[1], P[2] - cb[2]
+                p0, p1, p2 = m0 * lb, m1 * lb, m2 * lb
+                im = float(inv_mass[b])
+                d0, d1, d2 = p0 * im, p1 * im, p2 * im
+                t0, t1, t2 = _scalar_iw(rot[b].ravel().tolist(), inv_inertia[b].ravel().tolist(),
+                                        r1 * p2 - r2 * p1, r2 * p0 - r0 * p2, r0 * p1 - r1 * p0)
+                pid = particles[start[b]:start[b + 1]]
+                q0 = X[0, pid] - cb[0]
+                q1 = X[1, pid] - cb[1]
+                q2 = X[2, pid] - cb[2]
+                Xp[0, pid] = Xp[0, pid] - (d0 + (t1 * q2 - t2 * q1))
+                Xp[1, pid] = Xp[1, pid] - (d1 + (t2 * q0 - t0 * q2))
+                Xp[2, pid] = Xp[2, pid] - (d2 + (t0 * q1 - t1 * q0))
+
+
+def _relative_normal(A, B, ix, w, m):
+    """sum_k w_k (A_k - B_k) . m [m] over a contact's corners ix (4, -1 for none) with weights
+    w: its two sides' relative motion along the normal m, in plain floats."""
+    out = 0.0
+    for i, mi in enumerate(m):
+        u = 0.0
+        for k in range(4):
+            if ix[k] >= 0:
+                u = u + w[k] * (float(A[i, ix[k]]) - float(B[i, ix[k]]))
+        out = out + u * mi
+    return out

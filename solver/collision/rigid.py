@@ -120,9 +120,14 @@ substeps kept enough turn to tip over the next edge and tumbled down it (0.3 to 
 impacts, one sweep: the ramp held, the flat drops did not; every impact, one sweep: 1 m still
 tilted 6 degrees; four sweeps: every flat drop lands flat (tests/solver/test_bodies.py; 0.0 to 0.1 degrees).
 Resting contacts are left alone: zeroing their approach too kept 62 of the 100-crate pile
-rocking at 1 to 3 cm/s. Contacts between bodies have no velocity pass, and bodies that carry a
-joint are left to the particle restitution (RigidContacts.impact_body; with the pass a ragdoll
-dropped face down took 7 s to rest instead of 1.25) (measured 2026-11-26).
+rocking at 1 to 3 cm/s. Bodies that carry a joint are left to the particle restitution
+(RigidContacts.impact_body; with the pass a ragdoll dropped face down took 7 s to rest instead
+of 1.25) (measured 2026-11-26). Contacts between bodies take a velocity pass only where the
+contact bounces (impacts.rigid_pair_velocities: e, the largest restitution of the contact's
+particles, above 0; 2026-11-27), so they are not made plastic: a 0.4 m box dropped flat 1 m
+onto a pinned box rises 6.6 cm at e = 0, the position solve's own rebound (at e = 0.5, 0.25 m:
+e^2 of the drop). Making every impact between bodies plastic, as at colliders, would change
+every pile that lands; not measured yet.
 
 Contacts with cloth, soft bodies and loose particles stay particle projections
 (collision/bodies.py, project.py), with the rigid side carried by the fit's contact weights.

@@ -24,7 +24,8 @@ KERNELS = ("apply_drag", "predict", "squared_motion", "surface_normals", "solve_
            "project_collider", "project_points", "restitution", "release_overlap", "active_items",
            "edge_sag", "find_body_contacts", "filter_pairs", "solve_bodies", "place_meshes",
            "mesh_distances", "refit_meshes", "mesh_normals", "primitive_candidates", "islands",
-           "sweep_pairs", "body_frames", "solve_rigid", "rigid_velocities", "run_substeps")
+           "sweep_pairs", "body_frames", "solve_rigid", "rigid_velocities",
+           "rigid_pair_velocities", "run_substeps")
 
 
 def _numpy_table():
@@ -35,7 +36,7 @@ def _numpy_table():
     from ..collision.mesh import mesh_normals, refit_meshes
     from ..collision.mesh_query import mesh_distances, place_meshes
     from ..collision.project import project_collider, project_points, release_overlap, restitution
-    from ..collision.impacts import rigid_velocities
+    from ..collision.impacts import rigid_pair_velocities, rigid_velocities
     from ..collision.rigid import solve_rigid
     from ..constraints.joints import body_frames_of, solve_joints
     from ..constraints.pins import solve_soft_pins
@@ -63,6 +64,7 @@ def _numpy_table():
                            primitive_candidates=primitive_candidates, islands=islands,
                            sweep_pairs=sweep_pairs, body_frames=body_frames_of,
                            solve_rigid=solve_rigid, rigid_velocities=rigid_velocities,
+                           rigid_pair_velocities=rigid_pair_velocities,
                            run_substeps=run_substeps)
 
 

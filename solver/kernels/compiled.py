@@ -562,5 +562,5 @@ from .compiled_loop import run_substeps  # noqa: E402,F401  (it imports the kern
 
 # the joint kernel lives in its own module (it uses _polar3 above); the table reaches it here
 from .compiled_joints import body_frames, solve_joints  # noqa: E402,F401
-from .compiled_impacts import rigid_velocities  # noqa: E402,F401
+from .compiled_impacts import rigid_pair_velocities, rigid_velocities  # noqa: E402,F401
 from .compiled_rigid import solve_rigid  # noqa: E402,F401

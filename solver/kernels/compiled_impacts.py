@@ -8,9 +8,24 @@ position solve), which it shares the world inverse inertia with.
 import numpy as np
 from numba import njit
 
-from .compiled_rigid_scalar import _iw9
+from .compiled_rigid_scalar import _EDGES, _SEGMENTS, _geometry, _iw9, _resp
 
 VELOCITY_SWEEPS = 4   # collision/impacts.VELOCITY_SWEEPS
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _push(X, Xp, particles, start, b, c0, c1, c2, d0, d1, d2, t0, t1, t2):
+    """Body b's velocity change as an impulse's move of its particles' x*: each particle j of
+    its cluster, at x_j - c from its centre c, moves by -(d + t x (x_j - c)) [m], d the centre's
+    and t the turn's share (impacts.py's formula, its operations in order)."""
+    for e in range(start[b], start[b + 1]):
+        j = particles[e]
+        q0 = X[0, j] - c0
+        q1 = X[1, j] - c1
+        q2 = X[2, j] - c2
+        Xp[0, j] = Xp[0, j] - (d0 + (t1 * q2 - t2 * q1))
+        Xp[1, j] = Xp[1, j] - (d1 + (t2 * q0 - t0 * q2))
+        Xp[2, j] = Xp[2, j] - (d2 + (t0 * q1 - t1 * q0))
 
 
 @njit(cache=True, fastmath=False)
@@ -80,11 +95,140 @@ def rigid_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, touchi
             t0 = a0 * lam
             t1 = a1 * lam
             t2 = a2 * lam
-            for e in range(start[b], start[b + 1]):
-                j = particles[e]
-                q0 = X[0, j] - c0
-                q1 = X[1, j] - c1
-                q2 = X[2, j] - c2
-                Xp[0, j] = Xp[0, j] - (d0 + (t1 * q2 - t2 * q1))
-                Xp[1, j] = Xp[1, j] - (d1 + (t2 * q0 - t0 * q2))
-                Xp[2, j] = Xp[2, j] - (d2 + (t0 * q1 - t1 * q0))
+            _push(X, Xp, particles, start, b, c0, c1, c2, d0, d1, d2, t0, t1, t2)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _relative_normal(A, B, idx, q, w0, w1, w2, w3, m0, m1, m2):
+    """impacts._relative_normal: sum_k w_k (A_k - B_k) . m over contact q's corners."""
+    out = 0.0
+    for i in range(3):
+        u = 0.0
+        for k in range(4):
+            p = idx[q, k]
+            if p >= 0:
+                wk = w0 if k == 0 else (w1 if k == 1 else (w2 if k == 2 else w3))
+                u = u + wk * (A[i, p] - B[i, p])
+        mi = m0 if i == 0 else (m1 if i == 1 else m2)
+        out = out + u * mi
+    return out
+
+
+@njit(cache=True, fastmath=False)
+def rigid_pair_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, e_particle, slow):
+    """Scalar mirror of collision/impacts.rigid_pair_velocities (the same arguments): the
+    contacts between rigid bodies that arrived fast with a restitution above 0, one after
+    another in each sweep, every expression in the NumPy kernel's order."""
+    body, inv_mass, inv_inertia = rigid[0], rigid[2], rigid[3]
+    idx, kind, side, dist, jit = rigid[10], rigid[11], rigid[12], rigid[13], rigid[15]
+    impact_body, sums = rigid[22], rigid[30]
+    Q = kind.shape[0]
+    # per impact: its contact, restitution target, normal, weights, bodies, points
+    hit_q = np.empty(Q, np.int64)
+    hit = np.empty((Q, 14))         # target, m0..m2, w0..w3, pa0..pa2, pb0..pb2
+    count = 0
+    for q in range(Q):
+        if not sums[q, 0] > 0:
+            continue
+        e = 0.0
+        for k in range(4):
+            if idx[q, k] >= 0:
+                e = max(e, e_particle[idx[q, k]])
+        if not e > 0:
+            continue
+        kd = kind[q]
+        two = kd == _EDGES or kd == _SEGMENTS
+        ia = idx[q, 0]
+        ib = idx[q, 2] if two else idx[q, 1]
+        ba = body[ia]
+        bb = body[ib] if ib >= 0 else -1
+        if (ba >= 0 and impact_body[ia] < 0) or (bb >= 0 and impact_body[ib] < 0):
+            continue
+        if ba < 0 and bb < 0:
+            continue
+        x = np.zeros((3, 4))
+        for k in range(4):
+            p = idx[q, k]
+            if p >= 0:
+                for i in range(3):
+                    x[i, k] = X[i, p]
+        ok, m0, m1, m2, pen, w0, w1, w2, w3 = _geometry(
+            kd, side[q], dist[q], jit[q, 0], jit[q, 1], jit[q, 2], x[0, 0], x[1, 0], x[2, 0],
+            x[0, 1], x[1, 1], x[2, 1], x[0, 2], x[1, 2], x[2, 2], x[0, 3], x[1, 3], x[2, 3])
+        if not ok:
+            continue
+        w = np.empty(4)
+        w[0] = w0 if idx[q, 0] >= 0 else 0.0
+        w[1] = w1 if idx[q, 1] >= 0 else 0.0
+        w[2] = w2 if idx[q, 2] >= 0 else 0.0
+        w[3] = w3 if idx[q, 3] >= 0 else 0.0
+        arrive = _relative_normal(X_pred, Xp, idx, q, w[0], w[1], w[2], w[3], m0, m1, m2)
+        if not arrive < -slow:
+            continue
+        hit_q[count] = q
+        hit[count, 0] = -e * arrive
+        hit[count, 1] = m0
+        hit[count, 2] = m1
+        hit[count, 3] = m2
+        for k in range(4):
+            hit[count, 4 + k] = w[k]
+        for i in range(3):
+            hit[count, 8 + i] = w[0] * x[i, 0] + (w[1] * x[i, 1] if two else 0.0)
+            hit[count, 11 + i] = ((0.0 if two else -w[1] * x[i, 1]) - w[2] * x[i, 2]) \
+                - w[3] * x[i, 3]
+        count += 1
+    for _ in range(VELOCITY_SWEEPS):
+        for hh in range(count):
+            q = hit_q[hh]
+            kd = kind[q]
+            two = kd == _EDGES or kd == _SEGMENTS
+            ia = idx[q, 0]
+            ib = idx[q, 2] if two else idx[q, 1]
+            m0 = hit[hh, 1]
+            m1 = hit[hh, 2]
+            m2 = hit[hh, 3]
+            un = _relative_normal(X, Xp, idx, q, hit[hh, 4], hit[hh, 5], hit[hh, 6], hit[hh, 7],
+                                  m0, m1, m2)
+            W = 0.0
+            for s in range(2):
+                b = body[ia] if s == 0 else (body[ib] if ib >= 0 else -1)
+                if b >= 0:
+                    o = 8 + 3 * s
+                    W = W + _resp(inv_mass[b], origin[b, 0], origin[b, 1], origin[b, 2],
+                                  rot[b, 0, 0], rot[b, 0, 1], rot[b, 0, 2], rot[b, 1, 0],
+                                  rot[b, 1, 1], rot[b, 1, 2], rot[b, 2, 0], rot[b, 2, 1],
+                                  rot[b, 2, 2], inv_inertia[b, 0, 0], inv_inertia[b, 0, 1],
+                                  inv_inertia[b, 0, 2], inv_inertia[b, 1, 0],
+                                  inv_inertia[b, 1, 1], inv_inertia[b, 1, 2],
+                                  inv_inertia[b, 2, 0], inv_inertia[b, 2, 1],
+                                  inv_inertia[b, 2, 2], hit[hh, o], hit[hh, o + 1],
+                                  hit[hh, o + 2], m0, m1, m2)
+            lam = (hit[hh, 0] - un) / W
+            for s in range(2):
+                b = body[ia] if s == 0 else (body[ib] if ib >= 0 else -1)
+                if b < 0:
+                    continue
+                lb = lam if s == 0 else -lam
+                o = 8 + 3 * s
+                c0 = origin[b, 0]
+                c1 = origin[b, 1]
+                c2 = origin[b, 2]
+                r0 = hit[hh, o] - c0
+                r1 = hit[hh, o + 1] - c1
+                r2 = hit[hh, o + 2] - c2
+                p0 = m0 * lb
+                p1 = m1 * lb
+                p2 = m2 * lb
+                im = inv_mass[b]
+                d0 = p0 * im
+                d1 = p1 * im
+                d2 = p2 * im
+                t0, t1, t2 = _iw9(rot[b, 0, 0], rot[b, 0, 1], rot[b, 0, 2], rot[b, 1, 0],
+                                  rot[b, 1, 1], rot[b, 1, 2], rot[b, 2, 0], rot[b, 2, 1],
+                                  rot[b, 2, 2], inv_inertia[b, 0, 0], inv_inertia[b, 0, 1],
+                                  inv_inertia[b, 0, 2], inv_inertia[b, 1, 0],
+                                  inv_inertia[b, 1, 1], inv_inertia[b, 1, 2],
+                                  inv_inertia[b, 2, 0], inv_inertia[b, 2, 1],
+                                  inv_inertia[b, 2, 2], r1 * p2 - r2 * p1, r2 * p0 - r0 * p2,
+                                  r0 * p1 - r1 * p0)
+                _push(X, Xp, particles, start, b, c0, c1, c2, d0, d1, d2, t0, t1, t2)

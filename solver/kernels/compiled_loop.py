@@ -22,7 +22,7 @@ from .compiled import (damp_shapes, solve_shapes, solve_soft_pins, solve_sticks,
 from .compiled_forces import close_substep, drag_and_predict
 from .compiled_bodies import solve_bodies
 from .compiled_joints import solve_joints
-from .compiled_impacts import rigid_velocities
+from .compiled_impacts import rigid_pair_velocities, rigid_velocities
 from .compiled_rigid import solve_rigid
 from .compiled_mesh import place_meshes
 from .compiled_candidates import candidate_clearance
@@ -67,9 +67,11 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     for k in range(n_colliders):
         if c_restitution[k] > 0:
             any_restitution = True
+    any_bounce = False                        # a particle's own restitution
     for i in range(p_restitution.shape[0]):
         if p_restitution[i] > 0:
             any_restitution = True
+            any_bounce = True
             break
     keep_pred = any_restitution or r_bodies.shape[0] > 0
     n = X.shape[1]
@@ -191,6 +193,9 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             rigid_velocities(X, Xp, X_pred, m_particles, m_start, m_origin, m_rot, rigid,
                              touching, collider, normal, motion, c_restitution, p_restitution,
                              2.0 * gravity_norm * h * h)
+            if any_bounce:
+                rigid_pair_velocities(X, Xp, X_pred, m_particles, m_start, m_origin, m_rot,
+                                      rigid, p_restitution, 2.0 * gravity_norm * h * h)
         if m_any_damped:
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)
         if any_restitution:

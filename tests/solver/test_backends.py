@@ -390,21 +390,50 @@ def pile_of_boxes():
     the bodies in contact once 16 touch, twice from 32): 36 boxes in four layers of 3 x 3,
     each turned a little, dropped onto the ground and onto each other, with friction."""
     b = Builder()
+    for i in range(36):
+        layer, row, col = i // 9, (i // 3) % 3, i % 3
+        _turned_box(b, [0.45 * col + 0.04 * layer, 0.45 * row, 0.16 + 0.34 * layer], 0.3 * i,
+                    0.05 * ((i % 5) - 2))
+    b.add_collider("plane", friction=0.5)
+    return b, dict(substeps=10), None
+
+
+def _turned_box(b, centre, yaw, tilt, restitution=0.0):
+    """A rigid 0.3 m box of 0.2 kg (8 corners, one cluster, its faces a contact surface),
+    turned by yaw about z, then tilted by tilt about x. Returns its (8,) particle ids."""
     cube = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
     quads = np.array([[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4],
                       [1, 5, 7, 3]])
-    for i in range(36):
+    c, s = np.cos(yaw), np.sin(yaw)
+    rot = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]])
+    rot = rot @ np.array([[1, 0, 0], [0, np.cos(tilt), -np.sin(tilt)],
+                          [0, np.sin(tilt), np.cos(tilt)]])
+    ids = b.add_particles((cube * 0.15) @ rot.T + centre, mass=0.2, friction=0.6,
+                          restitution=restitution)
+    b.add_shape_match(ids, surface=ids[quads])
+    return ids
+
+
+def bouncy_boxes():
+    """Restitution of bodies (Simulation.set_restitution; collision/impacts.py): 18 boxes in
+    two layers dropped from higher up, every other one bouncy (e = 0.7, set at the first step;
+    one bounces from the build, add_particles(restitution=)), on a floor of restitution 0.3:
+    the collider impacts' and the contacts between bodies' velocity passes."""
+    b = Builder()
+    bouncy = []
+    for i in range(18):
         layer, row, col = i // 9, (i // 3) % 3, i % 3
-        c, s = np.cos(0.3 * i), np.sin(0.3 * i)
-        rot = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]])
-        tilt = 0.05 * ((i % 5) - 2)
-        rot = rot @ np.array([[1, 0, 0], [0, np.cos(tilt), -np.sin(tilt)],
-                              [0, np.sin(tilt), np.cos(tilt)]])
-        centre = [0.45 * col + 0.04 * layer, 0.45 * row, 0.16 + 0.34 * layer]
-        ids = b.add_particles((cube * 0.15) @ rot.T + centre, mass=0.2, friction=0.6)
-        b.add_shape_match(ids, surface=ids[quads])
-    b.add_collider("plane", friction=0.5)
-    return b, dict(substeps=10), None
+        ids = _turned_box(b, [0.4 * col + 0.1 * layer, 0.4 * row, 0.5 + 0.45 * layer], 0.7 * i,
+                          0.08 * ((i % 5) - 2), restitution=0.9 if i == 4 else 0.0)
+        if i % 2:
+            bouncy.append(ids)
+    b.add_collider("plane", friction=0.5, restitution=0.3)
+    bouncy = np.concatenate(bouncy)
+
+    def drive(sim):
+        if sim.state.step_index == 0:
+            sim.set_restitution(bouncy, 0.7)
+    return b, dict(substeps=10), drive
 
 
 def ragdoll_on_stairs():
@@ -473,7 +502,7 @@ def cloth_and_bodies_on_deforming_meshes():
     return b, dict(substeps=6), drive
 
 
-SCENARIOS = [ragdoll_on_stairs, pile_of_boxes, cloth_and_bodies_on_deforming_meshes,
+SCENARIOS = [ragdoll_on_stairs, pile_of_boxes, bouncy_boxes, cloth_and_bodies_on_deforming_meshes,
              fast_particles_plates_and_sleep, contact_between_bodies,
              animated_settings, started_inside_colliders, soft_pinned_cloth,
              tree_of_strands_in_wind, cloth_on_sphere_in_wind, pinned_cloth_speed_clamp,
@@ -518,7 +547,8 @@ def test_backend_choice(monkeypatch):
 
 
 @pytest.mark.parametrize("build", [cloth_on_sphere_in_wind, contact_between_bodies,
-                                   ragdoll_on_stairs, bodies_on_a_ramp, pile_of_boxes],
+                                   ragdoll_on_stairs, bodies_on_a_ramp, pile_of_boxes,
+                                   bouncy_boxes],
                          ids=lambda f: f.__name__)
 def test_thread_count_does_not_change_results(build):
     """Parallel loops only run over items that touch disjoint particles (or, for the rigid

@@ -554,3 +554,50 @@ def test_a_resting_box_rides_a_moving_pinned_platform(backend):
     assert moved[0] == pytest.approx(0.5, abs=0.05)
     assert abs(moved[1]) < 0.01
     assert abs((sim.x[top].mean(axis=0) - half)[0] - 0.25) < 2e-4
+
+
+@pytest.mark.parametrize("e", [0.5, 0.8])
+def test_a_bouncy_box_bounces_off_an_immovable_box(backend, e):
+    """The contacts between rigid bodies take restitution too (collision/impacts.py
+    rigid_pair_velocities): a 0.4 m box of restitution e dropped flat 1 m onto a pinned box
+    rises back to about e^2 of the drop, as it does on a collider. (At e = 0 it rises 6.6 cm:
+    the position solve's own rebound, which no velocity pass takes out between bodies yet;
+    README, Known limits.)"""
+    size, drop = 0.4, 1.0
+    b = Builder()
+    _box(b, (0.0, 0.0, -size / 2), 0.5, pinned=True)          # its top face at z = 0.3
+    top = 0.5 - size / 2
+    ids = _box(b, (0.0, 0.0, top + drop + size / 2), size / 2, mass=0.8)
+    sim = Simulation(b.build(), backend=backend, substeps=40, sleep=False)
+    sim.set_restitution(ids, e)
+    centre = []
+    for _ in range(120):
+        sim.step(1 / 96)
+        centre.append(sim.x[ids, 2].mean() - size / 2 - top)
+    low = int(np.argmax(np.diff(centre) > 0))
+    assert 0 < low < 60 and abs(centre[low]) < 0.05, centre[low]
+    rise = max(centre[low:])
+    assert 0.9 * e * e * drop < rise < 1.1 * e * e * drop, rise
+
+
+@pytest.mark.parametrize("e", [0.0, 0.5, 1.0])
+def test_two_boxes_meeting_head_on_part_by_their_restitution(backend, e):
+    """Two equal 0.3 m boxes meet face to face at 2 m/s each, without gravity: momentum stays
+    0 and they part at e times the speed they met with (Newton's law of restitution, the
+    larger of their two restitutions: one box of e, the other 0), each at e x 2 m/s."""
+    size, v = 0.3, 2.0
+    b = Builder()
+    a_ids = _box(b, (-0.3, 0.0, 0.0), size / 2, mass=2.0)
+    b_ids = _box(b, (0.3, 0.0, 0.0), size / 2, mass=2.0)
+    sim = Simulation(b.build(), backend=backend, substeps=40, gravity=(0.0, 0.0, 0.0),
+                     air_drag=0.0, sleep=False)
+    sim.set_velocities(a_ids, np.tile([v, 0.0, 0.0], (8, 1)))
+    sim.set_velocities(b_ids, np.tile([-v, 0.0, 0.0], (8, 1)))
+    sim.set_restitution(a_ids, e)
+    for _ in range(12):                     # they meet after 0.075 s (at 2.0 m/s each)
+        sim.step(1 / 48)
+    va, vb = sim.v[a_ids, 0].mean(), sim.v[b_ids, 0].mean()
+    assert abs(va + vb) < 1e-6 * v                       # momentum: equal masses
+    assert abs(vb - e * v) < 0.05 * v + 0.02, (va, vb)
+    gap = sim.x[b_ids, 0].min() - sim.x[a_ids, 0].max()
+    assert gap > -1e-3                                    # no box inside the other
