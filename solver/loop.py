@@ -186,12 +186,16 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                              j_tolerance, j_disjoint)
         # velocity pass
         if r_bodies.size:
+            # the contacts between bodies measure their arrival on x* as it was before the
+            # collider impacts' impulses (a crate bouncing off the ground would otherwise
+            # bring that bounce into its arrival at the crate above it)
+            Xp0 = Xp.copy() if any_bounce else None
             rigid_velocities(X, Xp, X_pred, m_particles, m_start, m_origin, m_rot, rigid,
                              touching, collider, normal, motion, c_restitution, p_restitution,
                              2.0 * gravity_norm * h * h)
             if any_bounce:
-                rigid_pair_velocities(X, Xp, X_pred, m_particles, m_start, m_origin, m_rot,
-                                      rigid, p_restitution, 2.0 * gravity_norm * h * h)
+                rigid_pair_velocities(X, Xp, X_pred, Xp0, m_particles, m_start, m_origin,
+                                      m_rot, rigid, p_restitution, 2.0 * gravity_norm * h * h)
         if m_any_damped:
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)
         if any_restitution:

@@ -99,6 +99,23 @@ def rigid_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, touchi
 
 
 @njit(cache=True, fastmath=False, inline="always")
+def _corner(A, idx, q, k, i):
+    """Coordinate i [m] of contact q's corner k in A (3, n), 0 for no corner (-1)."""
+    p = idx[q, k]
+    return A[i, p] if p >= 0 else 0.0
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _corner_geometry(A, idx, q, kd, side, dist, jit):
+    """compiled_rigid_scalar._geometry of contact q with its corners where A (3, n) has them."""
+    return _geometry(kd, side[q], dist[q], jit[q, 0], jit[q, 1], jit[q, 2],
+                     _corner(A, idx, q, 0, 0), _corner(A, idx, q, 0, 1), _corner(A, idx, q, 0, 2),
+                     _corner(A, idx, q, 1, 0), _corner(A, idx, q, 1, 1), _corner(A, idx, q, 1, 2),
+                     _corner(A, idx, q, 2, 0), _corner(A, idx, q, 2, 1), _corner(A, idx, q, 2, 2),
+                     _corner(A, idx, q, 3, 0), _corner(A, idx, q, 3, 1), _corner(A, idx, q, 3, 2))
+
+
+@njit(cache=True, fastmath=False, inline="always")
 def _relative_normal(A, B, idx, q, w0, w1, w2, w3, m0, m1, m2):
     """impacts._relative_normal: sum_k w_k (A_k - B_k) . m over contact q's corners."""
     out = 0.0
@@ -115,7 +132,8 @@ def _relative_normal(A, B, idx, q, w0, w1, w2, w3, m0, m1, m2):
 
 
 @njit(cache=True, fastmath=False)
-def rigid_pair_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, e_particle, slow):
+def rigid_pair_velocities(X, Xp, X_pred, Xp0, particles, start, origin, rot, rigid, e_particle,
+                          slow):
     """Scalar mirror of collision/impacts.rigid_pair_velocities (the same arguments): the
     contacts between rigid bodies that arrived fast with a restitution above 0, one after
     another in each sweep, every expression in the NumPy kernel's order."""
@@ -137,7 +155,9 @@ def rigid_pair_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, e
         if not e > 0:
             continue
         kd = kind[q]
-        two = kd == _EDGES or kd == _SEGMENTS
+        if kd == _EDGES:
+            continue                # edge-edge impacts stay the position solve's (impacts.py)
+        two = kd == _SEGMENTS
         ia = idx[q, 0]
         ib = idx[q, 2] if two else idx[q, 1]
         ba = body[ia]
@@ -146,15 +166,11 @@ def rigid_pair_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, e
             continue
         if ba < 0 and bb < 0:
             continue
-        x = np.zeros((3, 4))
-        for k in range(4):
-            p = idx[q, k]
-            if p >= 0:
-                for i in range(3):
-                    x[i, k] = X[i, p]
-        ok, m0, m1, m2, pen, w0, w1, w2, w3 = _geometry(
-            kd, side[q], dist[q], jit[q, 0], jit[q, 1], jit[q, 2], x[0, 0], x[1, 0], x[2, 0],
-            x[0, 1], x[1, 1], x[2, 1], x[0, 2], x[1, 2], x[2, 2], x[0, 3], x[1, 3], x[2, 3])
+        ok, m0, m1, m2, pen, w0, w1, w2, w3 = _corner_geometry(Xp0, idx, q, kd, side, dist,
+                                                               jit)
+        if ok and pen > slow:
+            continue                # deep inside a substep ago: not an impact (impacts.py)
+        ok, m0, m1, m2, pen, w0, w1, w2, w3 = _corner_geometry(X, idx, q, kd, side, dist, jit)
         if not ok:
             continue
         w = np.empty(4)
@@ -162,7 +178,7 @@ def rigid_pair_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, e
         w[1] = w1 if idx[q, 1] >= 0 else 0.0
         w[2] = w2 if idx[q, 2] >= 0 else 0.0
         w[3] = w3 if idx[q, 3] >= 0 else 0.0
-        arrive = _relative_normal(X_pred, Xp, idx, q, w[0], w[1], w[2], w[3], m0, m1, m2)
+        arrive = _relative_normal(X_pred, Xp0, idx, q, w[0], w[1], w[2], w[3], m0, m1, m2)
         if not arrive < -slow:
             continue
         hit_q[count] = q
@@ -173,15 +189,16 @@ def rigid_pair_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, e
         for k in range(4):
             hit[count, 4 + k] = w[k]
         for i in range(3):
-            hit[count, 8 + i] = w[0] * x[i, 0] + (w[1] * x[i, 1] if two else 0.0)
-            hit[count, 11 + i] = ((0.0 if two else -w[1] * x[i, 1]) - w[2] * x[i, 2]) \
-                - w[3] * x[i, 3]
+            x0, x1, x2, x3 = _corner(X, idx, q, 0, i), _corner(X, idx, q, 1, i), \
+                _corner(X, idx, q, 2, i), _corner(X, idx, q, 3, i)
+            hit[count, 8 + i] = w[0] * x0 + (w[1] * x1 if two else 0.0)
+            hit[count, 11 + i] = ((0.0 if two else -w[1] * x1) - w[2] * x2) - w[3] * x3
         count += 1
     for _ in range(VELOCITY_SWEEPS):
         for hh in range(count):
             q = hit_q[hh]
             kd = kind[q]
-            two = kd == _EDGES or kd == _SEGMENTS
+            two = kd == _SEGMENTS
             ia = idx[q, 0]
             ib = idx[q, 2] if two else idx[q, 1]
             m0 = hit[hh, 1]

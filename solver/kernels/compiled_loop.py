@@ -75,6 +75,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             break
     keep_pred = any_restitution or r_bodies.shape[0] > 0
     n = X.shape[1]
+    # (3, n) [m] x* before the collider impacts' pass, when bodies bounce off each other
+    Xp0 = np.empty((3, n) if any_bounce and r_bodies.shape[0] > 0 else (3, 0))
     drag_slot = np.full(n, -1, np.int64)      # (n,) each particle's drag entry, -1 for none
     for q in range(d_ids.shape[0]):
         drag_slot[d_ids[q]] = q
@@ -190,12 +192,16 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                              j_tolerance, j_disjoint)
         # velocity pass
         if r_bodies.shape[0]:
+            if any_bounce:              # x* before the collider impacts' impulses (loop.py)
+                for c in range(3):
+                    for i in range(n):
+                        Xp0[c, i] = Xp[c, i]
             rigid_velocities(X, Xp, X_pred, m_particles, m_start, m_origin, m_rot, rigid,
                              touching, collider, normal, motion, c_restitution, p_restitution,
                              2.0 * gravity_norm * h * h)
             if any_bounce:
-                rigid_pair_velocities(X, Xp, X_pred, m_particles, m_start, m_origin, m_rot,
-                                      rigid, p_restitution, 2.0 * gravity_norm * h * h)
+                rigid_pair_velocities(X, Xp, X_pred, Xp0, m_particles, m_start, m_origin,
+                                      m_rot, rigid, p_restitution, 2.0 * gravity_norm * h * h)
         if m_any_damped:
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)
         if any_restitution:
