@@ -3,10 +3,11 @@
 Gravity (the scene's, its Use Gravity and our Gravity Scale), the scene's damping and air drag,
 each object's damping, stiffness (stretch, shear, bend, shape), pressure and restitution (a
 simulated body's bounce at colliders: a contact takes the larger of the body's and the
-collider's), and each collider's friction and restitution are read at the frame being simulated and handed to the Simulation's setters
-(solver/animated.py): they act from that frame's step on, and the solver keeps them in its
-Control, so a resumed simulation carries them. Wind and Blender's force fields are read beside
-them (simscene.py, fields.py). A setting is only handed over when it changed, so a scene with
+collider's), and each collider's friction and restitution are read at the frame being
+simulated and handed to the Simulation's setters (solver/animated.py): they act from that
+frame's step on, and the solver keeps them in its Control, so a resumed simulation carries
+them. Wind and Blender's force fields are read beside them (simscene.py, fields.py). A
+setting is only handed over when it changed, so a scene with
 nothing animated costs a few attribute reads per object and frame.
 
 Settings that cannot change while a simulation runs (kind, mass, thickness, collider shape,

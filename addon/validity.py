@@ -55,6 +55,11 @@ def settings_hash(scene):
              for p in obj.verlet.bl_rna.properties if p.identifier not in NOT_SETTINGS}
         if obj.verlet.kind == "RAGDOLL" and obj.type == "ARMATURE":
             s["rig"] = signature(obj, keyed)
+        # a simulated body's Restitution bounces it since 2026-11-27 (it was read for colliders
+        # only): a bake made before with one above 0 (or keyed) did not bounce, so it must read
+        # outdated; at 0 the hash is the one of before, and those bakes stay valid
+        if obj.verlet.kind != "COLLIDER" and s.get("restitution") != 0.0:
+            s["restitution_acts"] = True
         objects.append(json.dumps(s, sort_keys=True, default=str))
     data["objects"] = sorted(objects)
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]

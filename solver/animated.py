@@ -99,7 +99,8 @@ class AnimatedSettings:
         colliders and at contacts with other rigid bodies (the largest of the contact's
         particles'; collision/impacts.rigid_pair_velocities)."""
         ids = self._ids(ids)
-        e = np.broadcast_to(np.asarray(restitution, dtype=np.float64), ids.shape)
+        # + 0.0: a -0.0 becomes 0.0 (np.maximum and a compiled max treat -0.0 differently)
+        e = np.broadcast_to(np.asarray(restitution, dtype=np.float64), ids.shape) + 0.0
         if not np.all(np.isfinite(e)) or np.any(e < 0) or np.any(e > 1):
             raise ValueError("restitution: must be finite and in [0, 1]")
         mine = self.control.particle_restitution

@@ -152,7 +152,7 @@ class Builder(GroupsMixin, JointBuilder):
         radius = _per_item(radius, n, "radius")
         area = _per_item(area, n, "area")
         friction = _per_item(friction, n, "friction")
-        restitution = _per_item(restitution, n, "restitution")
+        restitution = _per_item(restitution, n, "restitution") + 0.0   # -0.0: 0.0
         if np.any(restitution > 1):
             raise ValueError("restitution: must be in [0, 1] (1 keeps the whole arrival speed)")
         group = self._next_group
@@ -271,7 +271,7 @@ class Builder(GroupsMixin, JointBuilder):
                 raise ValueError(f"x: vertices {pairs[k, 0]} and {pairs[k, 1]} coincide, so the "
                                  "cloth stick between them has zero rest length")
         friction = _per_item(friction, x.shape[0], "friction")
-        restitution = _per_item(restitution, x.shape[0], "restitution")
+        restitution = _per_item(restitution, x.shape[0], "restitution") + 0.0   # -0.0: 0.0
         if np.any(restitution > 1):
             raise ValueError("restitution: must be in [0, 1] (1 keeps the whole arrival speed)")
         self._next_group = self._new_group(self_collision)

@@ -124,8 +124,8 @@ class Control:
     _SOFT = ("soft_pin_anchor", "soft_pin_target", "soft_pin_compliance")
     _ANIMATED = ("gravity", "stick_compliance", "shape_compliance", "shape_damping",
                  "collider_friction", "collider_static_friction", "collider_restitution",
-                 "particle_restitution", "volume_rest", "joint_target", "joint_drive", "mesh_vertices",
-                 "mesh_target")
+                 "particle_restitution", "volume_rest", "joint_target", "joint_drive",
+                 "mesh_vertices", "mesh_target")
 
     def copy(self):
         # frames are immutable tuples of arrays nobody writes: the lists are copied, the frames

@@ -412,11 +412,11 @@ def restitution(X, Xp, X_pred, h, gravity_norm, e_restitution, e_particle, touch
     faster than 2 |g| h gets normal velocity -e v_arrive relative to the collider, by moving x*,
     e the larger of the collider's and the particle's restitution.
     X, Xp, X_pred (3, n) [m] positions, positions a substep ago (updated) and positions right
-    after integration; e_restitution (C,) per collider, e_particle (n,) per particle; touching (n,) bool, collider (n,) int64, normal
-    (n, 3), motion (n, 3) [m]: this substep's contacts; rigid_body (n,) int64 >= 0 for a
-    particle whose impacts the rigid bodies' velocity pass takes (collision/rigid.py
-    RigidContacts.impact_body: a rigid body with no joint): its restitution is
-    rigid_velocities', so it is left out here."""
+    after integration; e_restitution (C,) per collider, e_particle (n,) per particle; touching
+    (n,) bool, collider (n,) int64, normal (n, 3), motion (n, 3) [m]: this substep's contacts;
+    rigid_body (n,) int64 >= 0 for a particle whose impacts the rigid bodies' velocity pass
+    takes (collision/rigid.py RigidContacts.impact_body: a rigid body with no joint): its
+    restitution is rigid_velocities', so it is left out here."""
     ids = np.nonzero(touching & (rigid_body < 0))[0]
     e = np.maximum(e_restitution[collider[ids]], e_particle[ids])
     ids, e = ids[e > 0], e[e > 0]

@@ -28,6 +28,19 @@ def _push(X, Xp, particles, start, b, c0, c1, c2, d0, d1, d2, t0, t1, t2):
         Xp[2, j] = Xp[2, j] - (d2 + (t0 * q1 - t1 * q0))
 
 
+@njit(cache=True, fastmath=False, inline="always")
+def _surface_speed(X, Xp, normal, motion, i):
+    """Particle i's collider contact: its normal (3 floats) and its normal motion over the
+    substep relative to the surface, (x - x* - m) . n [m] (impacts.py's expression)."""
+    n0 = normal[i, 0]
+    n1 = normal[i, 1]
+    n2 = normal[i, 2]
+    un = ((X[0, i] - Xp[0, i] - motion[i, 0]) * n0
+          + (X[1, i] - Xp[1, i] - motion[i, 1]) * n1
+          + (X[2, i] - Xp[2, i] - motion[i, 2]) * n2)
+    return n0, n1, n2, un
+
+
 @njit(cache=True, fastmath=False)
 def rigid_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, touching, collider,
                      normal, motion, e_restitution, e_particle, slow):
@@ -64,12 +77,7 @@ def rigid_velocities(X, Xp, X_pred, particles, start, origin, rot, rigid, touchi
             if not fast[mm]:
                 continue
             i = cand_particle[cand_impact[mm]]
-            n0 = normal[i, 0]
-            n1 = normal[i, 1]
-            n2 = normal[i, 2]
-            un = ((X[0, i] - Xp[0, i] - motion[i, 0]) * n0
-                  + (X[1, i] - Xp[1, i] - motion[i, 1]) * n1
-                  + (X[2, i] - Xp[2, i] - motion[i, 2]) * n2)
+            n0, n1, n2, un = _surface_speed(X, Xp, normal, motion, i)
             b = body[i]
             c0 = origin[b, 0]
             c1 = origin[b, 1]
@@ -132,8 +140,8 @@ def _relative_normal(A, B, idx, q, w0, w1, w2, w3, m0, m1, m2):
 
 
 @njit(cache=True, fastmath=False)
-def rigid_pair_velocities(X, Xp, X_pred, Xp0, particles, start, origin, rot, rigid, e_particle,
-                          slow):
+def rigid_pair_velocities(X, Xp, X_pred, Xp0, particles, start, origin, rot, rigid, contact,
+                          e_particle, slow):
     """Scalar mirror of collision/impacts.rigid_pair_velocities (the same arguments): the
     contacts between rigid bodies that arrived fast with a restitution above 0, one after
     another in each sweep, every expression in the NumPy kernel's order."""
@@ -144,6 +152,7 @@ def rigid_pair_velocities(X, Xp, X_pred, Xp0, particles, start, origin, rot, rig
     # per impact: its contact, restitution target, normal, weights, bodies, points
     hit_q = np.empty(Q, np.int64)
     hit = np.empty((Q, 14))         # target, m0..m2, w0..w3, pa0..pa2, pb0..pb2
+    w = np.empty(4)                 # scratch: one contact's corner weights
     count = 0
     for q in range(Q):
         if not sums[q, 0] > 0:
@@ -173,7 +182,6 @@ def rigid_pair_velocities(X, Xp, X_pred, Xp0, particles, start, origin, rot, rig
         ok, m0, m1, m2, pen, w0, w1, w2, w3 = _corner_geometry(X, idx, q, kd, side, dist, jit)
         if not ok:
             continue
-        w = np.empty(4)
         w[0] = w0 if idx[q, 0] >= 0 else 0.0
         w[1] = w1 if idx[q, 1] >= 0 else 0.0
         w[2] = w2 if idx[q, 2] >= 0 else 0.0
@@ -194,6 +202,29 @@ def rigid_pair_velocities(X, Xp, X_pred, Xp0, particles, start, origin, rot, rig
             hit[count, 8 + i] = w[0] * x0 + (w[1] * x1 if two else 0.0)
             hit[count, 11 + i] = ((0.0 if two else -w[1] * x1) - w[2] * x2) - w[3] * x3
         count += 1
+    if count == 0:
+        return
+    # the involved bodies' resting collider contacts, one-sided (impacts.py)
+    involved = np.zeros(inv_mass.shape[0], np.bool_)
+    for hh in range(count):
+        q = hit_q[hh]
+        two = kind[q] == _SEGMENTS
+        ib = idx[q, 2] if two else idx[q, 1]
+        if body[idx[q, 0]] >= 0:
+            involved[body[idx[q, 0]]] = True
+        if ib >= 0 and body[ib] >= 0:
+            involved[body[ib]] = True
+    touching, collider, normal, motion = contact
+    cand_particle, cand_collider, cand_impact = rigid[17], rigid[18], rigid[35]
+    supports = np.empty(cand_impact.shape[0], np.int64)
+    n_sup = 0
+    for mm in cand_impact:
+        i = cand_particle[mm]
+        if touching[i] and collider[i] == cand_collider[mm] and body[i] >= 0 \
+                and involved[body[i]]:
+            supports[n_sup] = i
+            n_sup += 1
+    taken = np.zeros(n_sup)         # the impulse each support took, kept >= 0
     for _ in range(VELOCITY_SWEEPS):
         for hh in range(count):
             q = hit_q[hh]
@@ -211,41 +242,60 @@ def rigid_pair_velocities(X, Xp, X_pred, Xp0, particles, start, origin, rot, rig
                 b = body[ia] if s == 0 else (body[ib] if ib >= 0 else -1)
                 if b >= 0:
                     o = 8 + 3 * s
-                    W = W + _resp(inv_mass[b], origin[b, 0], origin[b, 1], origin[b, 2],
-                                  rot[b, 0, 0], rot[b, 0, 1], rot[b, 0, 2], rot[b, 1, 0],
-                                  rot[b, 1, 1], rot[b, 1, 2], rot[b, 2, 0], rot[b, 2, 1],
-                                  rot[b, 2, 2], inv_inertia[b, 0, 0], inv_inertia[b, 0, 1],
-                                  inv_inertia[b, 0, 2], inv_inertia[b, 1, 0],
-                                  inv_inertia[b, 1, 1], inv_inertia[b, 1, 2],
-                                  inv_inertia[b, 2, 0], inv_inertia[b, 2, 1],
-                                  inv_inertia[b, 2, 2], hit[hh, o], hit[hh, o + 1],
-                                  hit[hh, o + 2], m0, m1, m2)
+                    W = W + _body_resp(origin, rot, inv_mass, inv_inertia, b, hit[hh, o],
+                                       hit[hh, o + 1], hit[hh, o + 2], m0, m1, m2)
             lam = (hit[hh, 0] - un) / W
             for s in range(2):
                 b = body[ia] if s == 0 else (body[ib] if ib >= 0 else -1)
-                if b < 0:
-                    continue
-                lb = lam if s == 0 else -lam
-                o = 8 + 3 * s
-                c0 = origin[b, 0]
-                c1 = origin[b, 1]
-                c2 = origin[b, 2]
-                r0 = hit[hh, o] - c0
-                r1 = hit[hh, o + 1] - c1
-                r2 = hit[hh, o + 2] - c2
-                p0 = m0 * lb
-                p1 = m1 * lb
-                p2 = m2 * lb
-                im = inv_mass[b]
-                d0 = p0 * im
-                d1 = p1 * im
-                d2 = p2 * im
-                t0, t1, t2 = _iw9(rot[b, 0, 0], rot[b, 0, 1], rot[b, 0, 2], rot[b, 1, 0],
-                                  rot[b, 1, 1], rot[b, 1, 2], rot[b, 2, 0], rot[b, 2, 1],
-                                  rot[b, 2, 2], inv_inertia[b, 0, 0], inv_inertia[b, 0, 1],
-                                  inv_inertia[b, 0, 2], inv_inertia[b, 1, 0],
-                                  inv_inertia[b, 1, 1], inv_inertia[b, 1, 2],
-                                  inv_inertia[b, 2, 0], inv_inertia[b, 2, 1],
-                                  inv_inertia[b, 2, 2], r1 * p2 - r2 * p1, r2 * p0 - r0 * p2,
-                                  r0 * p1 - r1 * p0)
-                _push(X, Xp, particles, start, b, c0, c1, c2, d0, d1, d2, t0, t1, t2)
+                if b >= 0:
+                    lb = lam if s == 0 else -lam
+                    o = 8 + 3 * s
+                    _impulse_on_x_star(X, Xp, particles, start, origin, rot, inv_mass,
+                                       inv_inertia, b, hit[hh, o], hit[hh, o + 1],
+                                       hit[hh, o + 2], m0 * lb, m1 * lb, m2 * lb)
+        for ss in range(n_sup):
+            i = supports[ss]
+            n0, n1, n2, un = _surface_speed(X, Xp, normal, motion, i)
+            b = body[i]
+            lam = (0.0 - un) / _body_resp(origin, rot, inv_mass, inv_inertia, b, X[0, i],
+                                          X[1, i], X[2, i], n0, n1, n2)
+            lam = max(taken[ss] + lam, 0.0) - taken[ss]
+            if lam == 0.0:
+                continue
+            taken[ss] = taken[ss] + lam
+            _impulse_on_x_star(X, Xp, particles, start, origin, rot, inv_mass, inv_inertia, b,
+                               X[0, i], X[1, i], X[2, i], n0 * lam, n1 * lam, n2 * lam)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _body_resp(origin, rot, inv_mass, inv_inertia, b, P0, P1, P2, n0, n1, n2):
+    """_resp of body b from its pose and inertia arrays."""
+    return _resp(inv_mass[b], origin[b, 0], origin[b, 1], origin[b, 2], rot[b, 0, 0],
+                 rot[b, 0, 1], rot[b, 0, 2], rot[b, 1, 0], rot[b, 1, 1], rot[b, 1, 2],
+                 rot[b, 2, 0], rot[b, 2, 1], rot[b, 2, 2], inv_inertia[b, 0, 0],
+                 inv_inertia[b, 0, 1], inv_inertia[b, 0, 2], inv_inertia[b, 1, 0],
+                 inv_inertia[b, 1, 1], inv_inertia[b, 1, 2], inv_inertia[b, 2, 0],
+                 inv_inertia[b, 2, 1], inv_inertia[b, 2, 2], P0, P1, P2, n0, n1, n2)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _impulse_on_x_star(X, Xp, particles, start, origin, rot, inv_mass, inv_inertia, b, P0, P1,
+                       P2, p0, p1, p2):
+    """impacts._impulse_on_x_star: the impulse p (signed) at P on body b's x*."""
+    c0 = origin[b, 0]
+    c1 = origin[b, 1]
+    c2 = origin[b, 2]
+    r0 = P0 - c0
+    r1 = P1 - c1
+    r2 = P2 - c2
+    im = inv_mass[b]
+    d0 = p0 * im
+    d1 = p1 * im
+    d2 = p2 * im
+    t0, t1, t2 = _iw9(rot[b, 0, 0], rot[b, 0, 1], rot[b, 0, 2], rot[b, 1, 0], rot[b, 1, 1],
+                      rot[b, 1, 2], rot[b, 2, 0], rot[b, 2, 1], rot[b, 2, 2],
+                      inv_inertia[b, 0, 0], inv_inertia[b, 0, 1], inv_inertia[b, 0, 2],
+                      inv_inertia[b, 1, 0], inv_inertia[b, 1, 1], inv_inertia[b, 1, 2],
+                      inv_inertia[b, 2, 0], inv_inertia[b, 2, 1], inv_inertia[b, 2, 2],
+                      r1 * p2 - r2 * p1, r2 * p0 - r0 * p2, r0 * p1 - r1 * p0)
+    _push(X, Xp, particles, start, b, c0, c1, c2, d0, d1, d2, t0, t1, t2)

@@ -201,7 +201,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                              2.0 * gravity_norm * h * h)
             if any_bounce:
                 rigid_pair_velocities(X, Xp, X_pred, Xp0, m_particles, m_start, m_origin,
-                                      m_rot, rigid, p_restitution, 2.0 * gravity_norm * h * h)
+                                      m_rot, rigid, (touching, collider, normal, motion),
+                                      p_restitution, 2.0 * gravity_norm * h * h)
         if m_any_damped:
             damp_shapes(X, Xp, m_particles, m_start, m_color_offsets, m_mass, m_damping, m_keep)
         if any_restitution:

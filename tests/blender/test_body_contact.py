@@ -70,6 +70,38 @@ def test_contact_iterations_reach_the_solver_and_the_bake_hash(extension):
     assert validity.settings_hash(scene) == default
 
 
+def test_a_bodys_restitution_outdates_bakes_made_before_it_acted(extension, monkeypatch):
+    """A simulated body's Restitution bounces it since 2026-11-27 (it was read for colliders
+    only), so a body whose Restitution is above 0 enters the settings hash with a mark that no
+    earlier bake has: those bakes, which did not bounce, read outdated. At 0 (the default) the
+    entry is the one of before, so those bakes stay valid; a collider's is unchanged."""
+    import json
+    from verlet_physics.addon import validity
+    scenes.set_range(1, 4)
+    floor = scenes.ground()
+    crate = scenes.cube("Crate", size=0.5, location=(0.0, 0.0, 0.3))
+    scene = bpy.context.scene
+    seen = []
+    dumps = json.dumps
+
+    def spy(data, **kw):
+        seen.append(data)
+        return dumps(data, **kw)
+    monkeypatch.setattr(validity.json, "dumps", spy)
+
+    def entries():
+        seen.clear()
+        validity.settings_hash(scene)
+        return [json.loads(e) for e in seen[-1]["objects"]]
+    floor.verlet.restitution = 0.5
+    assert not any("restitution_acts" in e for e in entries())
+    crate.verlet.restitution = 0.4
+    marked = [e for e in entries() if "restitution_acts" in e]
+    assert len(marked) == 1 and marked[0]["kind"] == "RIGID"
+    crate.verlet.restitution = 0.0
+    assert not any("restitution_acts" in e for e in entries())
+
+
 def test_cloth_self_collision_property_and_errors(extension):
     scenes.set_range(1, 4)
     scenes.ground()
