@@ -16,6 +16,7 @@ import numpy as np
 
 from ..solver.simulation import DEFAULT_CONTACT_ITERATIONS
 from . import bridge, cache
+from .animated import _BOUNCING
 from .ragdoll import AXES, POSE_MATCH_KEY, signature
 
 SCENE_SETTINGS = ("substeps", "iterations", "use_sleep", "wind_direction", "wind_strength", "wind_turbulence",
@@ -57,8 +58,9 @@ def settings_hash(scene):
             s["rig"] = signature(obj, keyed)
         # a simulated body's Restitution bounces it since 2026-11-27 (it was read for colliders
         # only): a bake made before with one above 0 (or keyed) did not bounce, so it must read
-        # outdated; at 0 the hash is the one of before, and those bakes stay valid
-        if obj.verlet.kind != "COLLIDER" and s.get("restitution") != 0.0:
+        # outdated; at 0 the hash is the one of before, and those bakes stay valid (a ragdoll
+        # takes no restitution: animated.py _BOUNCING)
+        if obj.verlet.kind in _BOUNCING and s.get("restitution") != 0.0:
             s["restitution_acts"] = True
         objects.append(json.dumps(s, sort_keys=True, default=str))
     data["objects"] = sorted(objects)

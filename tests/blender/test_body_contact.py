@@ -100,6 +100,9 @@ def test_a_bodys_restitution_outdates_bakes_made_before_it_acted(extension, monk
     assert len(marked) == 1 and marked[0]["kind"] == "RIGID"
     crate.verlet.restitution = 0.0
     assert not any("restitution_acts" in e for e in entries())
+    crate.verlet.kind = "RAGDOLL"            # (a mesh ragdoll is refused later; its hash entry)
+    crate.verlet.restitution = 0.4           # a ragdoll takes none: no mark
+    assert not any("restitution_acts" in e for e in entries())
 
 
 def test_cloth_self_collision_property_and_errors(extension):
