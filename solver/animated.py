@@ -11,7 +11,7 @@ change while it runs (topology, masses, collider shapes, substeps) is fixed in t
 
 import numpy as np
 
-from .builder import _scalar
+from .checks import _scalar
 from .geometry import signed_volume
 from .model import STICK_SOURCES
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from . import backend as _backend
 from .animated import AnimatedSettings, _check_int, _vec3
-from .builder import _scalar
+from .checks import _scalar
 from .collision import frames
 from .collision.body_stage import BodyContacts
 from .collision.colliders import Colliders

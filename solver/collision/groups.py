@@ -12,6 +12,7 @@ out of them; Macklin et al., "Unified Particle Physics for Real-Time Application
 
 import numpy as np
 
+from ..checks import _ids
 from ..geometry import fan_triangles, signed_volume
 from ..mesh import normalize_faces
 
@@ -92,13 +93,11 @@ class GroupsMixin:
         """(k,) int64 the collision group of particles ``ids`` now (add_shape_match may merge
         groups later; the Model's particle_group holds the final, densely numbered ones).
         Particles of one group never collide with each other unless the group self-collides."""
-        from ..builder import _ids           # (builder.py imports this module)
         return self._groups_now()[_ids(ids, self._n, "ids").ravel()]
 
     def disable_collision(self, ids_a, ids_b):
         """The groups of particles ids_a never collide with the groups of ids_b (e.g. two
         bones joined by a joint). Resolved to groups at build()."""
-        from ..builder import _ids
         a = _ids(ids_a, self._n, "ids_a").ravel()
         b = _ids(ids_b, self._n, "ids_b").ravel()
         if a.size == 0 or b.size == 0:
