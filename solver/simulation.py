@@ -500,7 +500,7 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
                               self.contacts.body_idx)
         self.colliders.collide(ctl, x, free, each + self._radius, self.contacts, self.kernels)
         # the contacts of rigid bodies leave the particle solves for the bodies' (rigid.py)
-        self.rigid.select(self.contacts, awake, x)
+        self.rigid.select(self.contacts, awake, x, self.kernels)
         return asleep
 
     def _loop_args(self, h, field_keep=None, asleep=None):

@@ -22,8 +22,9 @@ class Contacts:
         # colliders): particle v of the u candidates is by_particle[v] (u,) int64, its
         # colliders (increasing) by_particle_collider[by_particle_start[v]:by_particle_start[v
         # + 1]] ((u + 1,) and (q,) int64)
-        self.projected = (self.pair_particle, self.pair_start, np.zeros(0, np.int64),
-                          np.zeros(1, np.int64), np.zeros(0, np.int64))
+        self._projected = (self.pair_particle, self.pair_start, np.zeros(0, np.int64),
+                           np.zeros(1, np.int64), np.zeros(0, np.int64))
+        self._candidate_keep = None
         # --- contact state of the current substep (allocated once, reset every substep)
         self.depth = np.zeros(n)                 # (n,) float64 [m] normal correction this substep
         self.used = np.zeros(n)                  # (n,) float64 [m] friction distance spent
@@ -56,8 +57,8 @@ class Contacts:
         kind (K,) int64 bodies.PAIR | VERTEX_TRI | EDGES; side (K,)
         +-1 (0 for particle pairs); dist (K,) [m] contact distance; mu (K,) friction; jit
         (K, 3) a pair's coincident-particle normal, an edge pair's normal at the step's start
-        (0 for vertex-triangle). Builds the gather: every particle's slots (contact
-        * 4 + corner) in increasing order."""
+        (0 for vertex-triangle). The particle solve takes all of them until
+        keep_body_contacts says otherwise."""
         self.body_idx = np.ascontiguousarray(idx, np.int64)   # (K, 4) int64
         self.body_kind = np.ascontiguousarray(kind, np.int64)     # (K,) int64
         self.body_side = np.ascontiguousarray(side, np.float64)   # (K,) float64 +-1 or 0
@@ -69,16 +70,33 @@ class Contacts:
     def keep_body_contacts(self, keep):
         """The body contacts the particle solve (collision/bodies.py) takes: keep (K,) bool, or
         None for all of them; the others are solved on the bodies (collision/rigid.py). The
-        full lists above stay (sleep joins islands by them). Builds the gather: every
-        particle's slots (contact * 4 + corner) in increasing order."""
+        full lists above stay (sleep joins islands by them). The kept lists and their gather
+        are built when the substep loop's arguments are (body_args): the collide stage sets
+        and narrows the contacts two or three times a step, and a gather per call was a tenth
+        of a crate pile's Python (measured 2026-11-27)."""
+        self._body_keep = keep
+        self._solved = None
+
+    @property
+    def solved(self):
+        """The kept body contacts: (idx, kind, side, dist, mu, jit), as set_body_contacts takes
+        them (keep_body_contacts)."""
+        if self._solved is None:
+            self._gather()
+        return self._solved
+
+    def _gather(self):
+        """The kept contacts (solved) and their gather: every particle's slots (contact * 4 +
+        corner) in increasing order."""
+        keep = self._body_keep
         if keep is None:
-            self.solved = (self.body_idx, self.body_kind, self.body_side, self.body_dist,
-                           self.body_mu, self.body_jit)
+            self._solved = (self.body_idx, self.body_kind, self.body_side, self.body_dist,
+                            self.body_mu, self.body_jit)
         else:
-            self.solved = tuple(np.ascontiguousarray(a[keep]) for a in (
+            self._solved = tuple(np.ascontiguousarray(a[keep]) for a in (
                 self.body_idx, self.body_kind, self.body_side, self.body_dist, self.body_mu,
                 self.body_jit))
-        idx = self.solved[0]
+        idx = self._solved[0]
         flat = idx.ravel()
         slots = np.nonzero(flat >= 0)[0]
         # by particle, each particle's slots in increasing order: one sort of unique keys is
@@ -112,22 +130,32 @@ class Contacts:
     def keep_candidates(self, keep):
         """The candidate pairs the particle projection takes: keep (q,) bool, or None for all;
         the others (particles of rigid bodies) are solved on the bodies (collision/rigid.py).
-        The full lists above stay. Sets ``projected``: (pair_particle, pair_start, by_particle,
-        by_particle_start, by_particle_collider) of the kept pairs (the colliders group of
-        loop.run_substeps reads them)."""
-        sizes = np.diff(self.pair_start)
-        pair_collider = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
-        pair_particle, pair_start = self.pair_particle, self.pair_start
-        if keep is not None:
-            pair_particle, pair_collider = pair_particle[keep], pair_collider[keep]
-            pair_start = np.concatenate(([0], np.cumsum(np.bincount(
-                pair_collider, minlength=len(sizes))))).astype(np.int64)
-        order = np.lexsort((pair_collider, pair_particle))      # by particle, then collider
-        p = pair_particle[order]
-        first = np.r_[True, p[1:] != p[:-1]] if p.size else np.zeros(0, bool)
-        self.projected = (np.ascontiguousarray(pair_particle, np.int64), pair_start, p[first],
-                          np.r_[np.nonzero(first)[0], p.size].astype(np.int64),
-                          np.ascontiguousarray(pair_collider[order], np.int64))
+        The full lists above stay. ``projected`` is built from it when the substep loop's
+        arguments are (as the body contacts' gather)."""
+        self._candidate_keep = keep
+        self._projected = None
+
+    @property
+    def projected(self):
+        """(pair_particle, pair_start, by_particle, by_particle_start, by_particle_collider)
+        of the kept pairs (keep_candidates; the colliders group of loop.run_substeps reads
+        them)."""
+        if self._projected is None:
+            keep = self._candidate_keep
+            sizes = np.diff(self.pair_start)
+            pair_collider = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+            pair_particle, pair_start = self.pair_particle, self.pair_start
+            if keep is not None:
+                pair_particle, pair_collider = pair_particle[keep], pair_collider[keep]
+                pair_start = np.concatenate(([0], np.cumsum(np.bincount(
+                    pair_collider, minlength=len(sizes))))).astype(np.int64)
+            order = np.lexsort((pair_collider, pair_particle))      # by particle, then collider
+            p = pair_particle[order]
+            first = np.r_[True, p[1:] != p[:-1]] if p.size else np.zeros(0, bool)
+            self._projected = (np.ascontiguousarray(pair_particle, np.int64), pair_start,
+                               p[first], np.r_[np.nonzero(first)[0], p.size].astype(np.int64),
+                               np.ascontiguousarray(pair_collider[order], np.int64))
+        return self._projected
 
     def kernel_args(self):
         """The contacts group of loop.run_substeps' arguments (the loop resets them per

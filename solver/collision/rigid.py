@@ -139,7 +139,7 @@ from .frames import MESH, Frame
 from .mesh_query import mesh_far
 from .project import _carried, _distance, _guard, _motion, _surface_motion
 from ..constraints.joints import _iw, _rotate
-from .rigid_order import _lexsort3, _nested_order, _starts
+from .rigid_order import _lexsort3, _nested_order  # noqa: F401 (tests import them here)
 from .rigid_pairs import Pairs
 
 PASSES = 2
@@ -160,6 +160,8 @@ class RigidContacts:
         count = np.bincount(shapes.particles, minlength=n)
         single = count[shapes.particles] == 1
         self.entry[shapes.particles[single]] = np.nonzero(single)[0]
+        # (K,) int64 each cluster's first particle: where its part of space is (_nested_order)
+        self._first_particle = shapes.particles[shapes.start[:-1]]
         self._cluster = shapes.cluster
         self._inv_particle = model.particle_inv_mass   # (n,) [1/kg] 0 = pinned
         self.inv_mass = joints.inv_mass           # (K + 1,) [1/kg] per cluster (joints.py)
@@ -214,12 +216,13 @@ class RigidContacts:
         # carries no joint: impact_body), rising: the compiled pass visits these alone
         self.cand_impact = z
 
-    def select(self, contacts, awake, x):
+    def select(self, contacts, awake, x, kernels):
         """Take this step's contacts with a movable rigid body out of the particle solves
-        (contacts.keep_body_contacts, keep_candidates) and order them: the contacts between
-        bodies by parts of space (_nested_order), the collider candidates by colour. awake (n,)
-        bool the particles not asleep (a sleeping body is immovable in a contact); x (n, 3)
-        [m] positions (where the parts lie)."""
+        (contacts.keep_body_contacts, keep_candidates) and order them (the kernel table's
+        order_rigid, collision/rigid_order.py): the contacts between bodies by parts of space
+        (_nested_order), the collider candidates by colour. awake (n,) bool the particles not
+        asleep (a sleeping body is immovable in a contact); x (n, 3) [m] positions (where the
+        parts lie)."""
         sh = self._shapes
         body = self.body
         body.fill(-1)
@@ -234,67 +237,25 @@ class RigidContacts:
         body[ok] = self._cluster[e[ok]]
         mine = np.nonzero(body >= 0)[0]
         self.impact_body[mine] = np.where(self._jointed[body[mine]], -1, body[mine])
+        (on, q, self.part_start, self.level_start, mine, self.cand_particle,
+         self.cand_collider, self.cand_start, self.cand_impact, self.cand_by_body,
+         self.cand_body_start, self.cand_run_next, self.bodies, self.entries,
+         self.entry_body) = kernels.order_rigid(
+            contacts.body_idx, body, awake & (self._inv_particle > 0),
+            np.ascontiguousarray(x[self._first_particle]), contacts.pair_particle,
+            contacts.pair_start, self.impact_body, sh.start)
         # contacts between bodies: every corner on a movable rigid body or immovable
-        idx = contacts.body_idx
-        valid = idx >= 0
-        cb = np.where(valid, body[np.where(valid, idx, 0)], -1)
-        fixed = valid & (cb < 0) & ~(self._movable(np.where(valid, idx, 0), awake))
-        on = np.all(~valid | (cb >= 0) | fixed, axis=1) & np.any(cb >= 0, axis=1)
         contacts.keep_body_contacts(~on)
-        q = np.nonzero(on)[0]
-        order, self.part_start, self.level_start = _nested_order(
-            cb[q], x[self._shapes.particles[self._shapes.start[:-1]]])
-        q = q[order]
-        self.idx = np.ascontiguousarray(idx[q])
-        self.kind = np.ascontiguousarray(contacts.body_kind[q])
-        self.side = np.ascontiguousarray(contacts.body_side[q])
-        self.dist = np.ascontiguousarray(contacts.body_dist[q])
-        self.mu = np.ascontiguousarray(contacts.body_mu[q])
-        self.jit = np.ascontiguousarray(contacts.body_jit[q])
+        self.idx = contacts.body_idx[q]
+        self.kind = contacts.body_kind[q]
+        self.side = contacts.body_side[q]
+        self.dist = contacts.body_dist[q]
+        self.mu = contacts.body_mu[q]
+        self.jit = contacts.body_jit[q]
         self._friction_state(len(q))
         # collider candidates of rigid bodies' particles, coloured by rank within the body
-        pp = contacts.pair_particle
-        pk = np.repeat(np.arange(len(contacts.pair_start) - 1, dtype=np.int64),
-                       np.diff(contacts.pair_start))
-        mine = body[pp] >= 0
         contacts.keep_candidates(~mine)
-        pp, pk = pp[mine], pk[mine]
-        pb = body[pp]
-        # a body's candidates by particle, then collider: a particle's come together, so the
-        # compiled kernel skips a clear particle's at once (cand_run_next)
-        by_body = _lexsort3(pk, pp, pb)
-        first = np.r_[True, pb[by_body][1:] != pb[by_body][:-1]] if len(pb) else \
-            np.zeros(0, bool)
-        run = np.cumsum(first) - 1
-        rank = np.empty(len(pb), np.int64)
-        rank[by_body] = np.arange(len(pb)) - np.nonzero(first)[0][run]
-        order = _lexsort3(pb, pk, rank)
-        self.cand_particle = np.ascontiguousarray(pp[order])
-        self.cand_collider = np.ascontiguousarray(pk[order])
-        self.cand_start = _starts(rank[order])
-        self.cand_impact = np.nonzero(self.impact_body[self.cand_particle] >= 0)[0].astype(
-            np.int64)
-        self._candidate_friction_state(len(order))
-        # by body, each body's in their order: by_body's runs, moved to where order put them
-        # (a body's ranks rise along by_body, and order sorts by rank first)
-        where = np.empty(len(order), np.int64)
-        where[order] = np.arange(len(order))
-        self.cand_by_body = where[by_body]
-        self.cand_body_start = np.append(np.nonzero(first)[0], len(pb)).astype(np.int64)
-        pq = pp[by_body]
-        new_run = np.r_[True, pq[1:] != pq[:-1]] if len(pq) else np.zeros(0, bool)
-        run_start = np.nonzero(new_run)[0]
-        self.cand_run_next = np.append(run_start[1:], len(pq)).astype(np.int64)[
-            np.cumsum(new_run) - 1]
-        # the bodies in the solve and their entries
-        touched = np.zeros(len(sh.start) - 1, bool)     # np.unique's result, by a mask
-        touched[cb[q][cb[q] >= 0]] = True
-        touched[pb] = True
-        self.bodies = np.nonzero(touched)[0].astype(np.int64)
-        sizes = np.diff(sh.start)[self.bodies]
-        first = np.repeat(sh.start[self.bodies] - (np.cumsum(sizes) - sizes), sizes)
-        self.entries = (np.arange(len(first)) + first).astype(np.int64)
-        self.entry_body = np.repeat(self.bodies, sizes).astype(np.int64)
+        self._candidate_friction_state(len(self.cand_particle))
 
     def _friction_state(self, q):
         """The static friction state of this step's Q contacts between bodies (Pairs)."""
@@ -312,10 +273,6 @@ class RigidContacts:
         self.cand_anchor = np.zeros((q, 3))       # (Qc, 3) [m] where, in world space
         # (Qc, 2) [kg m] the normal impulse and the friction taken since the anchor was set
         self.cand_sums = np.zeros((q, 2))
-
-    def _movable(self, ids, awake):
-        """bool, shaped as ids: the particles a contact may move (awake, not pinned)."""
-        return awake[ids] & (self._inv_particle[ids] > 0)
 
     def kernel_args(self, contact_iterations=1, resting=0.0):
         """The rigid group of loop.run_substeps' arguments: PASSES per contact iteration

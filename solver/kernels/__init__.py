@@ -7,7 +7,7 @@ The NumPy kernels are the readable reference and the fallback; each lives beside
 implements (forces.py, integrator.py, sleep.py, constraints/*.py, collision/project.py,
 collision/colliders.py, collision/bodies.py, collision/body_stage.py, collision/pairs.py,
 collision/rigid.py,
-collision/mesh.py, collision/mesh_query.py, and the substep loop itself in loop.py). The compiled kernels
+collision/rigid_order.py, collision/mesh.py, collision/mesh_query.py, and the substep loop itself in loop.py). The compiled kernels
 (compiled.py and the compiled_*.py it imports; Numba) perform the same floating-point operations
 in the same order, so the backends agree bit for bit (tests/solver/test_backends.py). Positions always
 travel as (3, n) coordinate rows X [m]. Physics classes take a table and never ask which backend
@@ -25,7 +25,7 @@ KERNELS = ("apply_drag", "predict", "squared_motion", "surface_normals", "solve_
            "edge_sag", "find_body_contacts", "filter_pairs", "solve_bodies", "place_meshes",
            "mesh_distances", "refit_meshes", "mesh_normals", "primitive_candidates", "islands",
            "sweep_pairs", "body_frames", "solve_rigid", "rigid_velocities",
-           "rigid_pair_velocities", "run_substeps")
+           "rigid_pair_velocities", "order_rigid", "run_substeps")
 
 
 def _numpy_table():
@@ -38,6 +38,7 @@ def _numpy_table():
     from ..collision.project import project_collider, project_points, release_overlap, restitution
     from ..collision.impacts import rigid_pair_velocities, rigid_velocities
     from ..collision.rigid import solve_rigid
+    from ..collision.rigid_order import order_rigid
     from ..constraints.joints import body_frames_of, solve_joints
     from ..constraints.pins import solve_soft_pins
     from ..constraints.shapes import damp_shapes, solve_shapes
@@ -65,7 +66,7 @@ def _numpy_table():
                            sweep_pairs=sweep_pairs, body_frames=body_frames_of,
                            solve_rigid=solve_rigid, rigid_velocities=rigid_velocities,
                            rigid_pair_velocities=rigid_pair_velocities,
-                           run_substeps=run_substeps)
+                           order_rigid=order_rigid, run_substeps=run_substeps)
 
 
 def table(backend):

@@ -371,51 +371,6 @@ def test_a_cube_dropped_flat_lands_flat(backend, size, drop):
     assert abs(centre[-1] - size / 2) < 1e-3
 
 
-def test_contacts_between_bodies_are_ordered_in_parts_that_share_no_body():
-    """collision/rigid_order._nested_order: a 10 x 10 grid of bodies in a chain of contacts (each
-    with its right and upper neighbour, some against a fixed corner) is cut into 8 parts, 3
-    halvings; every contact appears once, the parts of one level share no movable body (so
-    the compiled kernel may solve them in parallel), each part's contacts keep the collide
-    stage's order, and most contacts lie in the smallest parts."""
-    from solver.collision.rigid import _nested_order
-    side = 10
-    where = np.array([(i % side, i // side, 0.0) for i in range(side * side)], float)
-    cb = []
-    for i in range(side * side):
-        if i % side < side - 1:
-            cb.append((i, i, i + 1, -1))
-        if i // side < side - 1:
-            cb.append((i, -1, i + side, i + side))
-        if i % 7 == 0:
-            cb.append((i, -1, -1, -1))                 # against something immovable
-    cb = np.array(cb, np.int64)
-    order, part_start, level_start = _nested_order(cb, where)
-    assert sorted(order.tolist()) == list(range(len(cb)))
-    assert level_start.tolist() == [0, 8, 12, 14, 15]       # 100 bodies: 3 halvings
-    assert part_start[-1] == len(cb) and np.all(np.diff(part_start) >= 0)
-    ordered = cb[order]
-    for lv in range(len(level_start) - 1):
-        seen = {}
-        for part in range(level_start[lv], level_start[lv + 1]):
-            lo, hi = part_start[part], part_start[part + 1]
-            assert np.all(np.diff(order[lo:hi]) > 0)            # the stage's order
-            for b in set(ordered[lo:hi].ravel().tolist()) - {-1}:
-                assert seen.setdefault(b, part) == part, (lv, b)
-    # most contacts lie within the smallest parts: a neighbour is mostly in one's own part
-    assert part_start[level_start[1]] > 0.6 * len(cb)
-
-
-def test_the_candidates_sort_is_lexsorts_order():
-    """collision/rigid_order._lexsort3 (the collider candidates' order: rank, collider, body) gives
-    np.lexsort's order, ties in their given order, with many ties and with keys too large
-    for its combined key (lexsort itself then)."""
-    from solver.collision.rigid import _lexsort3
-    rng = np.random.default_rng(3)
-    for n, top in ((0, 1), (1, 1), (500, 3), (5000, 40), (300, 1 << 30)):
-        a, b, c = (rng.integers(0, top, n) for _ in range(3))
-        assert np.array_equal(_lexsort3(c, b, a), np.lexsort((c, b, a))), (n, top)
-
-
 def _turned_stack(yaws, half=0.25, mass=20.0):
     """Boxes set down exactly on one another (no gap), each turned about the vertical and
     shifted a little, on the ground: at rest from the start."""

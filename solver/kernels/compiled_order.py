@@ -1,0 +1,229 @@
+"""The compiled mirror of collision/rigid_order.order_rigid: which of a step's contacts the rigid
+bodies take and their order, as the same integer arrays (the sorts are stable, as NumPy's are,
+so ties fall as they do there). The NumPy function is a few dozen array operations a step, each
+a few microseconds of Python whatever the size: at the 100-crate pile the selection cost 0.8 ms
+a frame, about an eighth of the frame (measured 2026-11-27), and this is one call.
+"""
+
+import numpy as np
+from numba import njit
+
+# the NumPy side's constants, copied so that this file's digest (backend.KERNEL_SOURCES) keys
+# the cached kernels that use them (tests/solver/test_structure.py checks each copy)
+LEVELS = 4         # collision/rigid_order.LEVELS
+PART_BODIES = 8    # collision/rigid_order.PART_BODIES
+
+
+@njit(cache=True)
+def _count_sort(key, size):
+    """(k,) int64 the stable order of key (k,) int64 in [0, size): a counting sort, the same
+    permutation as np.argsort(key, kind="stable")."""
+    start = np.zeros(size + 1, np.int64)
+    for v in key:
+        start[v + 1] += 1
+    for i in range(size):
+        start[i + 1] += start[i]
+    out = np.empty(key.shape[0], np.int64)
+    for i in range(key.shape[0]):
+        out[start[key[i]]] = i
+        start[key[i]] += 1
+    return out
+
+
+@njit(cache=True)
+def _nested_order(cb, where):
+    """rigid_order._nested_order: (order, part_start, level_start) of the contacts whose
+    corners' movable bodies are cb (Q, 4) int64, the clusters' points where (G, 3) [m]."""
+    Q = cb.shape[0]
+    G = where.shape[0]
+    held = np.zeros(G, np.bool_)
+    for k in range(Q):
+        for j in range(4):
+            if cb[k, j] >= 0:
+                held[cb[k, j]] = True
+    ids = np.nonzero(held)[0].astype(np.int64)
+    nb = ids.shape[0]
+    levels = 0
+    while levels < LEVELS and (nb >> (levels + 1)) >= PART_BODIES:
+        levels += 1
+    # the parts of the last halving: [bound[j], bound[j + 1]) of ids
+    bound = np.array([0, nb], np.int64)
+    for _ in range(levels):
+        nxt = np.empty(2 * (bound.shape[0] - 1) + 1, np.int64)
+        nxt[0] = 0
+        for j in range(bound.shape[0] - 1):
+            a = bound[j]
+            b = bound[j + 1]
+            axis = 0
+            if b > a:
+                best = -np.inf
+                for i in range(3):
+                    hi = where[ids[a], i]
+                    lo = where[ids[a], i]
+                    for m in range(a + 1, b):
+                        v = where[ids[m], i]
+                        if v > hi:
+                            hi = v
+                        if v < lo:
+                            lo = v
+                    spread = hi - lo
+                    if spread > best:         # np.argmax: the first of the largest
+                        best = spread
+                        axis = i
+                seg = ids[a:b].copy()
+                key = np.empty(b - a)
+                for m in range(b - a):
+                    key[m] = where[seg[m], axis]
+                o = np.argsort(key, kind="mergesort")
+                for m in range(b - a):
+                    ids[a + m] = seg[o[m]]
+            nxt[2 * j + 1] = a + (b - a) // 2
+            nxt[2 * j + 2] = b
+        bound = nxt
+    label = np.zeros(G, np.int64)
+    for j in range(bound.shape[0] - 1):
+        for m in range(bound[j], bound[j + 1]):
+            label[ids[m]] = j
+    level_start = np.zeros(levels + 2, np.int64)
+    for k in range(levels + 1):
+        level_start[k + 1] = level_start[k] + (1 << (levels - k))
+    part = np.empty(Q, np.int64)
+    for k in range(Q):
+        lo = 9223372036854775807         # np.iinfo(np.int64).max
+        hi = -1
+        for j in range(4):
+            if cb[k, j] >= 0:
+                lab = label[cb[k, j]]
+                lo = min(lo, lab)
+                hi = max(hi, lab)
+        level = 0
+        for s in range(levels):
+            if (lo >> s) != (hi >> s):
+                level += 1
+        part[k] = level_start[level] + (lo >> level)
+    n_parts = level_start[levels + 1]
+    order = _count_sort(part, n_parts)
+    part_start = np.zeros(n_parts + 1, np.int64)
+    for k in range(Q):
+        part_start[part[k] + 1] += 1
+    for j in range(n_parts):
+        part_start[j + 1] += part_start[j]
+    return order, part_start, level_start
+
+
+@njit(cache=True)
+def _by_three(a, b, c):
+    """np.lexsort((c, b, a)) of (k,) non-negative int64 keys (a first, ties in the given
+    order): a stable sort by b, then c, then a stable counting sort by a."""
+    k = a.shape[0]
+    if k == 0:
+        return np.zeros(0, np.int64)
+    nc = c.max() + 1
+    first = np.argsort(b * nc + c, kind="mergesort")
+    return first[_count_sort(a[first], a.max() + 1)]
+
+
+@njit(cache=True)
+def order_rigid(idx, body, movable, where, pair_particle, pair_start, impact_body, start):
+    """collision/rigid_order.order_rigid (its docstring gives the arguments and results)."""
+    K = idx.shape[0]
+    on = np.zeros(K, np.bool_)
+    cb = np.full((K, 4), -1, np.int64)
+    nq = 0
+    for k in range(K):
+        keep = True
+        some = False
+        for j in range(4):
+            p = idx[k, j]
+            if p < 0:
+                continue
+            cb[k, j] = body[p]
+            if body[p] >= 0:
+                some = True
+            elif movable[p]:
+                keep = False
+        on[k] = keep and some
+        if on[k]:
+            nq += 1
+    q = np.empty(nq, np.int64)
+    cq = np.empty((nq, 4), np.int64)
+    m = 0
+    for k in range(K):
+        if on[k]:
+            q[m] = k
+            cq[m] = cb[k]
+            m += 1
+    order, part_start, level_start = _nested_order(cq, where)
+    q = q[order]
+    # collider candidates of rigid bodies' particles, coloured by rank within the body
+    mine = body[pair_particle] >= 0
+    n_mine = np.count_nonzero(mine)
+    pp = np.empty(n_mine, np.int64)
+    pk = np.empty(n_mine, np.int64)
+    pb = np.empty(n_mine, np.int64)
+    m = 0
+    for k in range(pair_start.shape[0] - 1):
+        for i in range(pair_start[k], pair_start[k + 1]):
+            if mine[i]:
+                pp[m] = pair_particle[i]
+                pk[m] = k
+                pb[m] = body[pair_particle[i]]
+                m += 1
+    by_body = _by_three(pb, pp, pk)
+    rank = np.empty(n_mine, np.int64)
+    starts = 0
+    body_starts = np.empty(n_mine + 1, np.int64)
+    for i in range(n_mine):
+        if i == 0 or pb[by_body[i]] != pb[by_body[i - 1]]:
+            body_starts[starts] = i
+            starts += 1
+        rank[by_body[i]] = i - body_starts[starts - 1]
+    body_starts[starts] = n_mine
+    cand_body_start = body_starts[:starts + 1].copy()
+    order = _by_three(rank, pk, pb)
+    cand_particle = pp[order]
+    cand_collider = pk[order]
+    colours = 0 if n_mine == 0 else rank.max() + 1
+    cand_start = np.zeros(colours + 1, np.int64)
+    for i in range(n_mine):
+        cand_start[rank[i] + 1] += 1
+    for j in range(colours):
+        cand_start[j + 1] += cand_start[j]
+    cand_impact = np.nonzero(impact_body[cand_particle] >= 0)[0].astype(np.int64)
+    at = np.empty(n_mine, np.int64)
+    for i in range(n_mine):
+        at[order[i]] = i
+    cand_by_body = np.empty(n_mine, np.int64)
+    for i in range(n_mine):
+        cand_by_body[i] = at[by_body[i]]
+    # for each position along by_body, where its particle's run ends
+    cand_run_next = np.empty(n_mine, np.int64)
+    end = n_mine
+    for i in range(n_mine - 1, -1, -1):
+        cand_run_next[i] = end
+        if i == 0 or pp[by_body[i]] != pp[by_body[i - 1]]:
+            end = i
+    # the bodies in the solve and their entries
+    G = start.shape[0] - 1
+    touched = np.zeros(G, np.bool_)
+    for m in range(nq):
+        for j in range(4):
+            if cq[m, j] >= 0:
+                touched[cq[m, j]] = True
+    for i in range(n_mine):
+        touched[pb[i]] = True
+    bodies = np.nonzero(touched)[0].astype(np.int64)
+    n_entries = 0
+    for b in bodies:
+        n_entries += start[b + 1] - start[b]
+    entries = np.empty(n_entries, np.int64)
+    entry_body = np.empty(n_entries, np.int64)
+    m = 0
+    for b in bodies:
+        for e in range(start[b], start[b + 1]):
+            entries[m] = e
+            entry_body[m] = b
+            m += 1
+    return (on, q, part_start, level_start, mine, cand_particle, cand_collider, cand_start,
+            cand_impact, cand_by_body, cand_body_start, cand_run_next, bodies, entries,
+            entry_body)
