@@ -121,7 +121,7 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
         self.volumes = VolumeSolver(model)
         self.points = TetraPoints(model)
         self.colliders = Colliders(model)
-        self.contacts = Contacts(n, self.points.count, self.colliders.count)
+        self.contacts = Contacts(n, self.points.count, self.colliders.count, self.kernels)
         self.bodies = BodyContacts(model, self.kernels)
         # contacts of rigid bodies, solved on the bodies (after the fit, before the joints)
         self.rigid = RigidContacts(model, self.shapes, self.joints)

@@ -5,7 +5,7 @@ Fedkiw and Anderson, "Robust treatment of collisions, contact and friction for c
 animation", SIGGRAPH 2002), once per step, beside the colliders' broad phase
 (colliders.Colliders.collide).
 
-Per step, in four kernels of the kernel table (each compiled, with its NumPy reference):
+Per step, in five kernels of the kernel table (each compiled, with its NumPy reference):
 - sweep_pairs: the groups' boxes (each the union of its particles' boxes swept over the step)
   that overlap, by sweep and prune; a capsule body is a group of its own, and two capsules
   whose axes' boxes overlap and whose axes can come within their radii in the step are a
@@ -14,8 +14,9 @@ Per step, in four kernels of the kernel table (each compiled, with its NumPy ref
 - active_items: only the particles, triangles and edges whose box meets another group's box
   (or that self-collide) take part, and the stage is skipped when none can touch;
 - find_body_contacts: the candidate pairs, from a grid of the active items (bodies.py);
-- filter_pairs: the pairs, sorted (so both backends store the same list), that can meet this
-  step, and their sides (vertex-triangle and edge-edge; pairs.py).
+- sort_pairs: the pairs sorted (so both backends store the same list; a radix sort compiled);
+- filter_pairs: those that can meet this step, and their sides (vertex-triangle and
+  edge-edge; pairs.py).
 The kept pairs get a contact distance, a friction and, for particle pairs, a jitter direction,
 and are stored in the Contacts with the per-particle gather (contacts.py). What Python does
 between the kernels is a few array operations per step, none per item.
@@ -36,10 +37,11 @@ PAIRS_MAX = 1 << 22
 PAIR_CHUNK = 1 << 14
 
 
-def _by_pair(a, b):
-    """Pairs (a, b) (k,) int64 sorted by a, then b: an argsort of one key a * m + b, which
-    NumPy sorts several times faster than lexsort's two passes (the same result: equal keys
-    are equal pairs)."""
+def sort_pairs(a, b):
+    """The kernel table's sort_pairs (compiled in kernels/compiled_order.py, a radix sort):
+    pairs (a, b) (k,) non-negative int64 sorted by a, then b. An argsort of one key a * m +
+    b, which NumPy sorts several times faster than lexsort's two passes (the same result:
+    equal keys are equal pairs)."""
     m = int(b.max()) + 1 if len(b) else 1
     o = np.argsort(a * m + b)
     return a[o], b[o]
@@ -361,7 +363,7 @@ class BodyContacts:
             < (self.seg_radius[a] + self.seg_radius[b]
                + np.maximum(reach[ea0], reach[ea1]) + np.maximum(reach[eb0], reach[eb1]))
         a, b = a[near], b[near]
-        return _by_pair(np.minimum(a, b), np.maximum(a, b))
+        return self.kernels.sort_pairs(np.minimum(a, b), np.maximum(a, b))
 
     def _active(self, lo, hi, boxes, pairs):
         """The kernel table's active_items for this step's boxes lo, hi (n, 3) [m], given the
@@ -439,9 +441,9 @@ class BodyContacts:
         if not (len(pi) or len(tv) or len(ea) or len(segments[0])):
             contacts.clear_body_contacts()
             return
-        pi, pj = _by_pair(pi, pj)
-        tv, tt = _by_pair(tv, tt)
-        ea, eb = _by_pair(ea, eb)
+        pi, pj = self.kernels.sort_pairs(pi, pj)
+        tv, tt = self.kernels.sort_pairs(tv, tt)
+        ea, eb = self.kernels.sort_pairs(ea, eb)
         near, t_keep, t_side, e_keep, e_side, e_nrm = self.kernels.filter_pairs(
             x, xp, h, dt, self.acc, self.g_dt2, self.radius, self.tris, self.solid,
             self.tri_thick, self.tri_depth, self.edges, self.edge_face, self.edge_thick, pi, pj,

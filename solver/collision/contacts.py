@@ -12,8 +12,26 @@ n = particles, P = embedded points of tetrahedral bodies, q = candidate pairs, C
 import numpy as np
 
 
+def gather_slots(idx):
+    """The kernel table's gather_slots (compiled in kernels/compiled_order.py, a counting
+    sort): the gather of the body contacts idx (K, 4) int64 (-1: no corner). Returns (u,)
+    int64 the particles in them, rising, (u + 1,) int64 each one's run and (S,) int64 its
+    slots (contact * 4 + corner), in increasing order within each run."""
+    flat = idx.ravel()
+    slots = np.nonzero(flat >= 0)[0]
+    # by particle, each particle's slots in increasing order: one sort of unique keys is
+    # the stable sort's result, at a third of its cost
+    order = np.argsort(flat[slots] * max(len(flat), 1) + slots)
+    p = flat[slots][order]
+    first = np.r_[True, p[1:] != p[:-1]] if p.size else np.zeros(0, bool)
+    return (p[first], np.r_[np.nonzero(first)[0], p.size].astype(np.int64),
+            slots[order].astype(np.int64))
+
+
 class Contacts:
-    def __init__(self, n, n_points, n_colliders):
+    def __init__(self, n, n_points, n_colliders, kernels=None):
+        # the kernel table whose gather_slots builds the body contacts' gather (None: NumPy's)
+        self._gather_slots = gather_slots if kernels is None else kernels.gather_slots
         # --- pairs found by the collide stage this step, grouped by collider
         self.pair_particle = np.zeros(0, np.int64)         # (q,) int64 particle of each pair
         self.pair_start = np.zeros(n_colliders + 1, np.int64)   # (C + 1,) pairs of collider k
@@ -97,16 +115,8 @@ class Contacts:
                 self.body_idx, self.body_kind, self.body_side, self.body_dist, self.body_mu,
                 self.body_jit))
         idx = self._solved[0]
-        flat = idx.ravel()
-        slots = np.nonzero(flat >= 0)[0]
-        # by particle, each particle's slots in increasing order: one sort of unique keys is
-        # the stable sort's result, at a third of its cost
-        order = np.argsort(flat[slots] * max(len(flat), 1) + slots)
-        p = flat[slots][order]
-        first = np.r_[True, p[1:] != p[:-1]] if p.size else np.zeros(0, bool)
-        self.body_particle = p[first]                                       # (u,) int64
-        self.body_start = np.r_[np.nonzero(first)[0], p.size].astype(np.int64)   # (u + 1,)
-        self.body_slot = slots[order].astype(np.int64)                      # (S,) int64
+        # (u,) the particles in a kept contact, (u + 1,) their runs, (S,) their slots
+        self.body_particle, self.body_start, self.body_slot = self._gather_slots(idx)
         self.body_dx = np.zeros((4 * len(idx), 3))      # (4K, 3) scratch [m]
         self.body_dl = np.zeros((4 * len(idx), 3))      # (4K, 3) scratch [m] x* shift
         self.body_share = np.zeros(4 * len(idx))          # (4K,) scratch

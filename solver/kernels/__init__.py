@@ -5,11 +5,11 @@
 
 The NumPy kernels are the readable reference and the fallback; each lives beside the physics it
 implements (forces.py, integrator.py, sleep.py, constraints/*.py, collision/project.py,
-collision/colliders.py, collision/bodies.py, collision/body_stage.py, collision/pairs.py,
-collision/rigid.py,
-collision/rigid_order.py, collision/mesh.py, collision/mesh_query.py, and the substep loop itself in loop.py). The compiled kernels
+collision/colliders.py, collision/contacts.py, collision/bodies.py, collision/body_stage.py,
+collision/pairs.py, collision/rigid.py, collision/rigid_order.py, collision/mesh.py,
+collision/mesh_query.py, and the substep loop itself in loop.py). The compiled kernels
 (compiled.py and the compiled_*.py it imports; Numba) perform the same floating-point operations
-in the same order, so the backends agree bit for bit (tests/solver/test_backends.py). Positions always
+in the same order (and the sorts give the same arrays), so the backends agree bit for bit (tests/solver/test_backends.py). Positions always
 travel as (3, n) coordinate rows X [m]. Physics classes take a table and never ask which backend
 it is. A new kernel is a NumPy function, its compiled mirror, its name in KERNELS, and its call
 in the substep loop (loop.py and compiled_loop.py, fed by a group that Simulation._loop_args
@@ -25,12 +25,14 @@ KERNELS = ("apply_drag", "predict", "squared_motion", "surface_normals", "solve_
            "edge_sag", "find_body_contacts", "filter_pairs", "solve_bodies", "place_meshes",
            "mesh_distances", "refit_meshes", "mesh_normals", "primitive_candidates", "islands",
            "sweep_pairs", "body_frames", "solve_rigid", "rigid_velocities",
-           "rigid_pair_velocities", "order_rigid", "run_substeps")
+           "rigid_pair_velocities", "order_rigid", "sort_pairs", "gather_slots",
+           "run_substeps")
 
 
 def _numpy_table():
     from ..collision.bodies import find_body_contacts, solve_bodies
-    from ..collision.body_stage import active_items, edge_sag, sweep_pairs
+    from ..collision.body_stage import active_items, edge_sag, sort_pairs, sweep_pairs
+    from ..collision.contacts import gather_slots
     from ..collision.pairs import filter_pairs
     from ..collision.colliders import primitive_candidates
     from ..collision.mesh import mesh_normals, refit_meshes
@@ -66,7 +68,8 @@ def _numpy_table():
                            sweep_pairs=sweep_pairs, body_frames=body_frames_of,
                            solve_rigid=solve_rigid, rigid_velocities=rigid_velocities,
                            rigid_pair_velocities=rigid_pair_velocities,
-                           order_rigid=order_rigid, run_substeps=run_substeps)
+                           order_rigid=order_rigid, sort_pairs=sort_pairs,
+                           gather_slots=gather_slots, run_substeps=run_substeps)
 
 
 def table(backend):

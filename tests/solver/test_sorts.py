@@ -1,11 +1,15 @@
-"""The order of a step's rigid contacts (collision/rigid_order.py, the kernel table's
-order_rigid): parts of space for the contacts between bodies, colours for the collider
-candidates; the compiled mirror gives the same arrays."""
+"""The collide stage's sorts and orders, once per step: the order of the rigid contacts
+(collision/rigid_order.py, the kernel table's order_rigid: parts of space for the contacts
+between bodies, colours for the collider candidates), the body contacts' pairs sorted
+(body_stage.sort_pairs) and their per-particle gather (contacts.gather_slots). The compiled
+mirrors (kernels/compiled_order.py) give the same arrays."""
 
 import numpy as np
 import pytest
 
 from solver import backend as _backend
+from solver.collision.body_stage import sort_pairs
+from solver.collision.contacts import gather_slots
 from solver.collision.rigid_order import order_rigid
 
 KERNELS = _backend.numba_kernels()
@@ -128,3 +132,39 @@ def test_the_compiled_order_is_the_numpy_order():
         ours, theirs = order_rigid(*args), KERNELS.order_rigid(*args)
         for i, (a, b) in enumerate(zip(ours, theirs)):
             assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), (trial, i)
+
+
+def test_pairs_are_sorted_by_their_first_then_their_second_id():
+    """sort_pairs: the pairs in lexicographic order, duplicates kept."""
+    rng = np.random.default_rng(5)
+    a, b = rng.integers(0, 30, 500), rng.integers(0, 30, 500)
+    sa, sb = sort_pairs(a, b)
+    assert sorted(zip(a.tolist(), b.tolist())) == list(zip(sa.tolist(), sb.tolist()))
+
+
+def test_the_gather_lists_each_particles_slots_in_rising_order():
+    """gather_slots: every particle in a contact once, rising, with exactly the slots (contact *
+    4 + corner) that hold it, in increasing order."""
+    idx = np.array([[3, 0, 7, -1], [7, 3, -1, -1], [0, 0, 9, 3]], np.int64)
+    particle, start, slot = gather_slots(idx)
+    assert particle.tolist() == [0, 3, 7, 9]
+    runs = [slot[start[u]:start[u + 1]].tolist() for u in range(len(particle))]
+    assert runs == [[1, 8, 9], [0, 5, 11], [2, 4], [10]]
+
+
+@pytest.mark.skipif(KERNELS is None, reason="compiled kernels only")
+def test_the_compiled_sorts_are_the_numpy_sorts():
+    """kernels/compiled_order.sort_pairs and gather_slots (counting sorts) return the NumPy
+    functions' arrays (comparison sorts), value, dtype and shape: random ids with repeats,
+    empty lists, contacts without corners."""
+    rng = np.random.default_rng(1)
+    for trial in range(200):
+        k, top = int(rng.integers(0, 3000)), int(rng.integers(1, 500))
+        a, b = rng.integers(0, top, k), rng.integers(0, top, k)
+        idx = rng.integers(-1, top, (k, 4))
+        if trial % 10 == 0:
+            idx[:] = -1
+        for ours, theirs in ((sort_pairs(a, b), KERNELS.sort_pairs(a, b)),
+                             (gather_slots(idx), KERNELS.gather_slots(idx))):
+            for u, v in zip(ours, theirs):
+                assert u.dtype == v.dtype and u.shape == v.shape and np.array_equal(u, v), trial
