@@ -1,9 +1,10 @@
 """The settings an artist may keyframe, read at every frame of a bake or of live playback.
 
 Gravity (the scene's, its Use Gravity and our Gravity Scale), the scene's damping and air drag,
-each object's damping, stiffness (stretch, shear, bend, shape), pressure and restitution (a
+each object's damping, stiffness (stretch, shear, bend, shape), pressure, restitution (a
 simulated body's bounce at colliders: a contact takes the larger of the body's and the
-collider's), and each collider's friction and restitution are read at the frame being
+collider's) and friction (a simulated body's, between bodies: a contact takes the mean of both
+sides'), and each collider's friction and restitution are read at the frame being
 simulated and handed to the Simulation's setters (solver/animated.py): they act from that
 frame's step on, and the solver keeps them in its Control, so a resumed simulation carries
 them. Wind and Blender's force fields are read beside them (simscene.py, fields.py). A
@@ -95,6 +96,9 @@ class AnimatedSettings:
         if kind in _BOUNCING:           # the kinds whose Collisions panel shows Restitution
             self.channels.append(((name, "restitution"), name, lambda: s.restitution,
                                   lambda r: sim.set_restitution(ids, min(r, 1.0))))
+            # and Friction: between bodies (a ragdoll's contacts take the colliders')
+            self.channels.append(((name, "friction"), name, lambda: s.friction,
+                                  lambda f: sim.set_friction(ids, max(f, 0.0))))
         if kind == "CLOTH":
             pairs = _CLOTH
         elif kind == "PLANT":

@@ -195,7 +195,10 @@ class VerletObjectSettings(bpy.types.PropertyGroup):
                         soft_max=1000.0, unit="MASS", options=FIXED,
                         description="Total mass of the object [kg]")
     friction: FloatProperty(name="Friction", default=0.5, min=0.0, max=10.0, soft_max=2.0,
-                            description="Coulomb friction coefficient (keyframable)")
+                            description="Coulomb friction coefficient (keyframable). A "
+                                        "collider's acts on everything that touches it; a "
+                                        "simulated body's acts where it touches another body "
+                                        "(a contact takes the mean of the two)")
     thickness: FloatProperty(name="Thickness", default=0.0, min=0.0, max=100.0, soft_max=0.1,
                              unit="LENGTH", options=FIXED,
                              description="Collision offset from the surface [m]")

@@ -62,6 +62,10 @@ def settings_hash(scene):
         # takes no restitution: animated.py _BOUNCING)
         if obj.verlet.kind in _BOUNCING and s.get("restitution") != 0.0:
             s["restitution_acts"] = True
+        # and its keyed Friction since 2026-11-27 (only the start frame's value was read): a
+        # bake made before with Friction keyed reads outdated; unkeyed, the hash is unchanged
+        if obj.verlet.kind in _BOUNCING and "verlet.friction" in keyed:
+            s["friction_keys_act"] = True
         objects.append(json.dumps(s, sort_keys=True, default=str))
     data["objects"] = sorted(objects)
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -107,6 +107,20 @@ class AnimatedSettings:
         self.sleep.wake_particles(self.state, ids[mine[ids] != e])
         mine[ids] = e
 
+    def set_friction(self, ids, friction):
+        """The Coulomb coefficient (finite, >= 0; scalar or per particle) of particles ``ids``
+        in contacts between bodies from the next step on (the Builder's ``friction``): a
+        contact takes the mean of its two sides' (collision/body_stage.py), a triangle or an
+        edge the mean of its corners'. Against a collider the collider's coefficients count
+        (set_collider_friction)."""
+        ids = self._ids(ids)
+        mu = np.broadcast_to(np.asarray(friction, dtype=np.float64), ids.shape) + 0.0
+        if not np.all(np.isfinite(mu)) or np.any(mu < 0):
+            raise ValueError("friction: must be finite and >= 0")
+        mine = self.control.particle_friction
+        self.sleep.wake_particles(self.state, ids[mine[ids] != mu])
+        mine[ids] = mu
+
     def sticks_among(self, ids, source="stick"):
         """(k,) int64 indices (the Model's order) of the sticks of ``source`` (a name in
         model.STICK_SOURCES) whose two particles are both in ``ids``: the sticks that

@@ -146,6 +146,7 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
                                collider_static_friction=model.collider_static_friction.copy(),
                                collider_restitution=model.collider_restitution.copy(),
                                particle_restitution=model.particle_restitution.copy(),
+                               particle_friction=model.particle_friction.copy(),
                                volume_rest=np.array(model.volume_rest, np.float64),
                                joint_target=np.tile(np.eye(3), (model.joint_count, 1, 1)),
                                joint_drive=np.zeros(model.joint_count),
@@ -485,7 +486,8 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
         # Pairs of sleeping bodies are left out (a settled pile costs its awake bodies only),
         # unless a body woke: then they are found, so it wakes the stack it rests in
         dormant = sleep.asleep(st) if st.island_asleep.any() else None
-        args = (x, xp, st.h, dt, acc, acc_max, self._pinned, ctl.pin_target, self.contacts)
+        args = (x, xp, st.h, dt, acc, acc_max, self._pinned, ctl.pin_target, self.contacts,
+                ctl.particle_friction)
         self.bodies.collide(*args, asleep=dormant)
         if sleep.wake_by_contacts(st, self.contacts) and dormant is not None:
             self.bodies.collide(*args)

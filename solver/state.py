@@ -100,7 +100,7 @@ class Control:
     soft_pin_compliance: np.ndarray = field(default_factory=lambda: np.zeros(0))   # (s,) [m/N]
     # Animatable settings (Simulation.set_gravity, set_global_damping, set_stick_compliance,
     # set_shape_compliance, set_shape_damping, set_collider_friction, set_collider_restitution,
-    # set_restitution, set_volume_pressure).
+    # set_restitution, set_friction, set_volume_pressure).
     # None only in a Control read from a file written before they could change: set_state then
     # keeps the simulation's own values, which are the model's, as they were when it was written.
     gravity: np.ndarray = None            # (3,) float64 [m/s^2]
@@ -112,6 +112,7 @@ class Control:
     collider_static_friction: np.ndarray = None   # (C,) float64 static coefficient (>= kinetic)
     collider_restitution: np.ndarray = None       # (C,) float64 in [0, 1]
     particle_restitution: np.ndarray = None       # (n,) float64 in [0, 1] (set_restitution)
+    particle_friction: np.ndarray = None  # (n,) float64 >= 0 contacts between bodies (set_friction)
     volume_rest: np.ndarray = None        # (V,) float64 [m^3] target volume (rest x pressure)
     # joint drives (Simulation.set_joint_targets / set_joint_drive; constraints/joints.py)
     joint_target: np.ndarray = None       # (J, 3, 3) float64 target R_a^T R_b of each joint
@@ -124,7 +125,8 @@ class Control:
     _SOFT = ("soft_pin_anchor", "soft_pin_target", "soft_pin_compliance")
     _ANIMATED = ("gravity", "stick_compliance", "shape_compliance", "shape_damping",
                  "collider_friction", "collider_static_friction", "collider_restitution",
-                 "particle_restitution", "volume_rest", "joint_target", "joint_drive",
+                 "particle_restitution", "particle_friction", "volume_rest", "joint_target",
+                 "joint_drive",
                  "mesh_vertices", "mesh_target")
 
     def copy(self):

@@ -194,7 +194,8 @@ class BodyContacts:
         self.radius = model.particle_radius                   # (n,) [m]
         self.group = model.particle_group                     # (n,) int64
         self.inv_mass = model.particle_inv_mass               # (n,) [1/kg]
-        self.friction = model.particle_friction               # (n,)
+        # (n,) the model's Coulomb coefficients: collide takes the Control's (set_friction)
+        self.friction = model.particle_friction
         self.x0 = np.ascontiguousarray(model.particle_x0)     # (n, 3) [m]
         self.tris = model.contact_tris                        # (F, 3) int64
         self.solid = model.contact_tri_solid                  # (F,) bool
@@ -202,8 +203,6 @@ class BodyContacts:
         t = self.tris
         # (F,) [m] a triangle's thickness: its corners' mean radius
         self.tri_thick = (r[t[:, 0]] + r[t[:, 1]] + r[t[:, 2]]) / 3.0 if len(t) else np.zeros(0)
-        f = self.friction
-        self.tri_mu = (f[t[:, 0]] + f[t[:, 1]] + f[t[:, 2]]) / 3.0 if len(t) else np.zeros(0)
         # the triangles' edges, each once, with its (up to two) faces, for edge-edge contact
         # and for a solid edge's outward normal (the sum of its solid faces' normals)
         if len(t):
@@ -231,12 +230,10 @@ class BodyContacts:
             self.edges = np.ascontiguousarray(self.edges[~flat])
             self.edge_face = np.ascontiguousarray(self.edge_face[~flat])
             self.edge_thick = (r[self.edges[:, 0]] + r[self.edges[:, 1]]) / 2.0   # (E,) [m]
-            self.edge_mu = (f[self.edges[:, 0]] + f[self.edges[:, 1]]) / 2.0
         else:
             self.edges = np.zeros((0, 2), np.int64)
             self.edge_face = np.zeros((0, 2), np.int64)
             self.edge_thick = np.zeros(0)
-            self.edge_mu = np.zeros(0)
         self.tri_depth = _solid_depth(model.particle_x0, t, self.solid, self.group)  # (F,) [m]
         self.self_group = model.group_self_collision           # (G,) bool
         self.disabled = model.group_disabled                   # (D,) int64
@@ -270,7 +267,6 @@ class BodyContacts:
         self.segments = np.ascontiguousarray(caps[own])                 # (S, 2) int64
         self.seg_group = cap_group[own]                                 # (S,) int64
         self.seg_radius = model.capsule_radius[own]                     # (S,) [m]
-        self.seg_mu = (f[self.segments[:, 0]] + f[self.segments[:, 1]]) / 2.0   # (S,)
         self.segment_of_group = np.full(G, -1, np.int64)                # (G,) int64, -1
         self.segment_of_group[self.seg_group] = np.arange(len(self.segments))
         self.by_group = np.argsort(self.group, kind="stable")   # particles sorted by group
@@ -385,14 +381,18 @@ class BodyContacts:
             lo, hi, self.tris, self.edges, self.radius, self.self_group, self.runs, ga, gb,
             np.ascontiguousarray(glo), np.ascontiguousarray(ghi), pairs is None)
 
-    def collide(self, x, xp, h, dt, acc, acc_max, pinned, pin_target, contacts, asleep=None):
+    def collide(self, x, xp, h, dt, acc, acc_max, pinned, pin_target, contacts, friction=None,
+                asleep=None):
         """Find this step's body contacts into ``contacts`` (set_body_contacts). acc (n, 3)
-        [m/s^2] the step's acceleration, acc_max [m/s^2] its largest norm. asleep (n,) bool
+        [m/s^2] the step's acceleration, acc_max [m/s^2] its largest norm; friction (n,) the
+        particles' Coulomb coefficients now (the Control's, Simulation.set_friction; None: the
+        model's). asleep (n,) bool
         the sleeping particles, or None: two groups that both sleep are no pair (a contact
         between sleeping bodies moves nothing, and the sleep stage drops it; but it is what
         wakes a sleeping stack with the body a moving one touches, so Simulation finds the
         contacts again without this when something woke)."""
         self.g_dt2 = 0.5 * acc_max * dt * dt                  # [m]
+        self._mu = self.friction if friction is None else friction
         if self.never or len(x) == 0:
             contacts.clear_body_contacts()
             return
@@ -472,12 +472,16 @@ class BodyContacts:
         jit[P + T:P + T + E] = e_nrm  # an edge pair's normal at the step's start keeps its sense
         if S:
             jit[P + T + E:] = jitter_directions(self.segments[sa, 0], self.segments[sb, 0])
+        # friction: the mean of the two sides', a triangle's or an edge's the mean of its corners'
+        f, tri, edge, seg = self._mu, self.tris[tt], self.edges, self.segments
+        tri_mu = (f[tri[:, 0]] + f[tri[:, 1]] + f[tri[:, 2]]) / 3.0
         contacts.set_body_contacts(
             idx, kind, np.r_[np.zeros(P), side, e_side, np.zeros(S)],
             np.r_[r[pi] + r[pj], r[tv] + self.tri_thick[tt],
                   self.edge_thick[ea] + self.edge_thick[eb],
                   self.seg_radius[sa] + self.seg_radius[sb]],
-            np.r_[0.5 * (self.friction[pi] + self.friction[pj]),
-                  0.5 * (self.friction[tv] + self.tri_mu[tt]),
-                  0.5 * (self.edge_mu[ea] + self.edge_mu[eb]),
-                  0.5 * (self.seg_mu[sa] + self.seg_mu[sb])], jit)
+            np.r_[0.5 * (f[pi] + f[pj]), 0.5 * (f[tv] + tri_mu),
+                  0.5 * ((f[edge[ea, 0]] + f[edge[ea, 1]]) / 2.0
+                         + (f[edge[eb, 0]] + f[edge[eb, 1]]) / 2.0),
+                  0.5 * ((f[seg[sa, 0]] + f[seg[sa, 1]]) / 2.0
+                         + (f[seg[sb, 0]] + f[seg[sb, 1]]) / 2.0)], jit)

@@ -437,6 +437,43 @@ def test_a_pushed_box_slides_its_kinetic_distance(backend, on):
     assert path[-1] >= max(path) - 1e-3            # not pulled back
 
 
+@pytest.mark.parametrize("mu", [0.1, 0.9])
+def test_a_box_s_friction_set_while_it_runs_sets_how_far_it_slides_on_a_box(backend, mu):
+    """Simulation.set_friction: the pushed box of the test above, on a pinned box of friction
+    0.5, its own friction set to mu after it came to rest: the contacts take the mean of the
+    two sides', so it slides v^2 / (2 mu' g), mu' = (mu + 0.5) / 2 (0.170 m at mu = 0.1,
+    0.073 at 0.9; 0.102 unchanged). The value is kept in the Control: a checkpoint taken
+    before the push resumes the same slide; bad values are refused."""
+    b = Builder()
+    _box(b, np.array([0.0, 0.0, 0.5]), 0.5, _rz(0.3), mass=20.0, pinned=True)
+    top = _box(b, np.array([-0.1, 0.0, 1.25]), 0.25, mass=20.0)
+    b.add_collider("plane", friction=0.5)
+    sim = Simulation(b.build(), backend=backend, sleep=False, air_drag=0.0)
+    for _ in range(12):
+        sim.step(1 / 24)
+    sim.set_friction(top, mu)
+    assert np.all(sim.control.particle_friction[top] == mu)
+    saved = sim.get_state()
+    start = sim.x[top].mean(axis=0)
+    v = np.zeros((8, 3))
+    v[:, 0] = 1.0
+    sim.set_velocities(top, v)
+    for _ in range(24):
+        sim.step(1 / 24)
+    slid = sim.x[top].mean(axis=0)[0] - start[0]
+    assert slid == pytest.approx(1.0 / (2 * 0.5 * (mu + 0.5) * 9.81), rel=0.15)
+    end = sim.x.copy()
+    sim.set_friction(top, 0.5)                    # the checkpoint brings mu back
+    sim.set_state(saved)
+    sim.set_velocities(top, v)
+    for _ in range(24):
+        sim.step(1 / 24)
+    assert np.array_equal(sim.x, end)
+    for bad in (-0.1, np.nan, np.inf):
+        with pytest.raises(ValueError, match="friction"):
+            sim.set_friction(top, bad)
+
+
 def test_a_resting_box_rides_a_moving_pinned_platform(backend):
     """A box resting on a wide pinned box whose pins move it sideways at 0.5 m/s (a kinematic
     platform): friction must carry the box along. Its contacts' anchors sit on the platform's
