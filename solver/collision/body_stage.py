@@ -386,11 +386,10 @@ class BodyContacts:
         """Find this step's body contacts into ``contacts`` (set_body_contacts). acc (n, 3)
         [m/s^2] the step's acceleration, acc_max [m/s^2] its largest norm; friction (n,) the
         particles' Coulomb coefficients now (the Control's, Simulation.set_friction; None: the
-        model's). asleep (n,) bool
-        the sleeping particles, or None: two groups that both sleep are no pair (a contact
-        between sleeping bodies moves nothing, and the sleep stage drops it; but it is what
-        wakes a sleeping stack with the body a moving one touches, so Simulation finds the
-        contacts again without this when something woke)."""
+        model's). asleep (n,) bool the sleeping particles, or None: two groups that both sleep
+        are no pair (a contact between sleeping bodies moves nothing, and the sleep stage drops
+        it; but it is what wakes a sleeping stack with the body a moving one touches, so
+        Simulation finds the contacts again without this when something woke)."""
         self.g_dt2 = 0.5 * acc_max * dt * dt                  # [m]
         self._mu = self.friction if friction is None else friction
         if self.never or len(x) == 0:
