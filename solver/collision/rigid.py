@@ -139,7 +139,6 @@ from .frames import MESH, Frame
 from .mesh_query import mesh_far
 from .project import _carried, _distance, _guard, _motion, _surface_motion
 from ..constraints.joints import _iw, _rotate
-from .rigid_order import _lexsort3, _nested_order  # noqa: F401 (tests import them here)
 from .rigid_pairs import Pairs
 
 PASSES = 2

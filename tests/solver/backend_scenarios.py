@@ -294,16 +294,23 @@ CUBE_FACES = np.array([[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [
                        [1, 5, 7, 3]])
 
 
-def animated_settings():
-    """Every animatable setting (solver/animated.py) changed between steps."""
+def animated_scene(n):
+    """A cloth of n x n particles, a soft cube with a volume and a plane, whose animatable
+    settings a driver changes as time goes on: (builder, cloth ids, soft ids, collider)."""
     b = Builder()
-    x, f = _grid(8, z=0.6)
+    x, f = _grid(n, z=0.6)
     cloth = b.add_cloth(x, f, stretch_compliance=1e-5)
     corners = np.array([[x, y, z] for x in (0.6, 0.8) for y in (-0.1, 0.1) for z in (0.2, 0.4)])
     soft = b.add_particles(corners, mass=0.2)
     b.add_shape_match(soft, stiffness=0.5, damping=0.1)
     b.add_volume(soft[CUBE_FACES], pressure=1.2)
     k = b.add_collider("plane", friction=0.3, restitution=0.2)
+    return b, cloth, soft, k
+
+
+def animated_settings():
+    """Every animatable setting (solver/animated.py) changed between steps."""
+    b, cloth, soft, k = animated_scene(8)
 
     def drive(sim):
         t = sim.time
@@ -318,6 +325,8 @@ def animated_settings():
         sim.set_collider_friction(k, 0.3 + 0.2 * t, static_friction=0.5 + 0.2 * t)
         sim.set_collider_restitution(k, min(0.3 * t, 1.0))
         sim.set_volume_pressure(soft, 1.2 + 0.5 * t)
+        sim.set_restitution(cloth, min(0.2 * t, 1.0))
+        sim.set_friction(soft, 0.5 + 0.3 * t)
     return b, dict(substeps=8), drive
 
 

@@ -8,6 +8,8 @@ from solver import Builder, Simulation
 from solver.geometry import signed_volume
 from solver.state import Checkpoint
 
+from backend_scenarios import CUBE_FACES, _grid, animated_scene  # noqa: E402 (on the path)
+
 G = 9.81
 DT = 1.0 / 24.0
 
@@ -138,18 +140,6 @@ def test_stick_compliance_selects_by_particles_and_source():
         sim.set_stick_compliance(cloth, [1e-3, 2e-3], "cloth shear")
 
 
-def _grid(n, size=1.0, z=1.0):
-    u, v = np.meshgrid(np.linspace(-size / 2, size / 2, n), np.linspace(-size / 2, size / 2, n))
-    x = np.column_stack([u.ravel(), v.ravel(), np.full(n * n, z)])
-    idx = np.arange(n * n).reshape(n, n)
-    return x, np.stack([idx[:-1, :-1], idx[:-1, 1:], idx[1:, 1:], idx[1:, :-1]], -1).reshape(-1, 4)
-
-
-# the six quads of 8 corners numbered 4 ix + 2 iy + iz
-CUBE_FACES = np.array([[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4],
-                       [1, 5, 7, 3]])
-
-
 def test_pressure_changed_mid_run_inflates_to_the_new_volume():
     """A closed 0.2 m cube held by its volume alone (no gravity): at pressure 1 it keeps
     0.008 m^3; set to pressure 2 it inflates to 0.016 m^3 (within 0.5 %) and stays there."""
@@ -172,20 +162,6 @@ def test_pressure_changed_mid_run_inflates_to_the_new_volume():
         sim.set_volume_pressure(ids, 0.0)
 
 
-def _everything():
-    """A chain, a soft cube and a cloth over a plane, all of whose animatable settings the
-    driver changes as time goes on."""
-    b = Builder()
-    x, faces = _grid(6, z=0.6)
-    cloth = b.add_cloth(x, faces, stretch_compliance=1e-5)
-    corners = np.array([[x, y, z] for x in (0.6, 0.8) for y in (-0.1, 0.1) for z in (0.2, 0.4)])
-    soft = b.add_particles(corners, mass=0.2)
-    b.add_shape_match(soft, stiffness=0.5, damping=0.1)
-    b.add_volume(soft[CUBE_FACES], pressure=1.2)
-    k = b.add_collider("plane", friction=0.3, restitution=0.2)
-    return b, cloth, soft, k
-
-
 def _drive(sim, cloth, soft, k, t):
     sim.set_gravity((0.5 * t, 0.0, -9.81 * (1.0 + 0.2 * t)))
     sim.set_global_damping(min(0.1 * t, 1.0))
@@ -196,13 +172,15 @@ def _drive(sim, cloth, soft, k, t):
     sim.set_collider_friction(k, 0.3 + 0.2 * t, static_friction=0.5 + 0.2 * t)
     sim.set_collider_restitution(k, min(0.1 * t, 1.0))
     sim.set_volume_pressure(soft, 1.2 + 0.5 * t)
+    sim.set_restitution(cloth, min(0.2 * t, 1.0))
+    sim.set_friction(soft, 0.5 + 0.3 * t)
 
 
 def test_checkpoint_resumes_changed_settings_bit_identically():
     """Settings changed before a checkpoint come back with it: a fresh simulation of the same
     model (built with the original values) resumed from the file's arrays continues exactly
     as the original does, with nothing set again."""
-    b, cloth, soft, k = _everything()
+    b, cloth, soft, k = animated_scene(6)
     model = b.build()
     a = Simulation(model, substeps=8)
     for _ in range(12):
@@ -221,7 +199,7 @@ def test_checkpoint_resumes_changed_settings_bit_identically():
 def test_checkpoint_without_the_settings_keeps_the_model_values():
     """A file written before the settings were animatable has none: resuming keeps the
     simulation's own (the model's), which is what that file's run used."""
-    b, cloth, soft, k = _everything()
+    b, cloth, soft, k = animated_scene(6)
     model = b.build()
     a = Simulation(model, substeps=8)
     for _ in range(6):
@@ -230,7 +208,8 @@ def test_checkpoint_without_the_settings_keeps_the_model_values():
               if key.rpartition(".")[2] not in ("gravity", "damping", "stick_compliance",
                                                 "shape_compliance", "shape_damping",
                                                 "collider_friction", "collider_static_friction",
-                                                "collider_restitution", "volume_rest")}
+                                                "collider_restitution", "volume_rest",
+                                                "particle_restitution", "particle_friction")}
     resumed = Simulation(model, substeps=8)
     resumed.set_state(Checkpoint.from_arrays(arrays))
     for _ in range(6):
@@ -240,7 +219,7 @@ def test_checkpoint_without_the_settings_keeps_the_model_values():
 
 
 def test_setters_refuse_bad_values_by_name():
-    b, cloth, soft, k = _everything()
+    b, cloth, soft, k = animated_scene(6)
     sim = Simulation(b.build())
     with pytest.raises(ValueError, match="gravity"):
         sim.set_gravity((0.0, float("nan"), 0.0))

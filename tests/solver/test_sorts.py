@@ -21,7 +21,7 @@ def test_contacts_between_bodies_are_ordered_in_parts_that_share_no_body():
     halvings; every contact appears once, the parts of one level share no movable body (so
     the compiled kernel may solve them in parallel), each part's contacts keep the collide
     stage's order, and most contacts lie in the smallest parts."""
-    from solver.collision.rigid import _nested_order
+    from solver.collision.rigid_order import _nested_order
     side = 10
     where = np.array([(i % side, i // side, 0.0) for i in range(side * side)], float)
     cb = []
@@ -53,7 +53,7 @@ def test_the_candidates_sort_is_lexsorts_order():
     """collision/rigid_order._lexsort3 (the collider candidates' order: rank, collider, body) gives
     np.lexsort's order, ties in their given order, with many ties and with keys too large
     for its combined key (lexsort itself then)."""
-    from solver.collision.rigid import _lexsort3
+    from solver.collision.rigid_order import _lexsort3
     rng = np.random.default_rng(3)
     for n, top in ((0, 1), (1, 1), (500, 3), (5000, 40), (300, 1 << 30)):
         a, b, c = (rng.integers(0, top, n) for _ in range(3))
