@@ -3,8 +3,9 @@
 Gravity (the scene's, its Use Gravity and our Gravity Scale), the scene's damping and air drag,
 each object's damping, stiffness (stretch, shear, bend, shape), pressure, restitution (a
 simulated body's bounce at colliders: a contact takes the larger of the body's and the
-collider's) and friction (a simulated body's, between bodies: a contact takes the mean of both
-sides'), and each collider's friction and restitution are read at the frame being
+collider's) and friction (a simulated body's: a contact takes the geometric mean of its two
+sides', a body's and a collider's or two bodies'), and each collider's friction and
+restitution are read at the frame being
 simulated and handed to the Simulation's setters (solver/animated.py): they act from that
 frame's step on, and the solver keeps them in its Control, so a resumed simulation carries
 them. Wind and Blender's force fields are read beside them (simscene.py, fields.py). A
@@ -96,7 +97,7 @@ class AnimatedSettings:
         if kind in _BOUNCING:           # the kinds whose Collisions panel shows Restitution
             self.channels.append(((name, "restitution"), name, lambda: s.restitution,
                                   lambda r: sim.set_restitution(ids, min(r, 1.0))))
-            # and Friction: between bodies (a ragdoll's contacts take the colliders')
+            # and Friction (a ragdoll's capsules keep the solver's 0.5)
             self.channels.append(((name, "friction"), name, lambda: s.friction,
                                   lambda f: sim.set_friction(ids, max(f, 0.0))))
         if kind == "CLOTH":

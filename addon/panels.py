@@ -138,7 +138,7 @@ class PHYSICS_PT_verlet_collisions(VerletPanel, bpy.types.Panel):
     bl_label = "Collisions"
     bl_parent_id = "PHYSICS_PT_verlet"
     bl_options = {"DEFAULT_CLOSED"}
-    # not a ragdoll's: its capsules' radii are fitted to the skin, friction is the colliders'
+    # not a ragdoll's: its capsules' radii are fitted to the skin, their friction is 0.5
     kinds = ("CLOTH", "PLANT", "SOFT", "RIGID", "COLLIDER")
 
     def draw(self, context):

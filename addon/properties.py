@@ -196,9 +196,9 @@ class VerletObjectSettings(bpy.types.PropertyGroup):
                         description="Total mass of the object [kg]")
     friction: FloatProperty(name="Friction", default=0.5, min=0.0, max=10.0, soft_max=2.0,
                             description="Coulomb friction coefficient (keyframable). A "
-                                        "collider's acts on everything that touches it; a "
-                                        "simulated body's acts where it touches another body "
-                                        "(a contact takes the mean of the two)")
+                                        "contact takes the geometric mean of its two sides' "
+                                        "(a body's and a collider's, or two bodies'): equal "
+                                        "sides keep their value, 0 on either side slides")
     thickness: FloatProperty(name="Thickness", default=0.0, min=0.0, max=100.0, soft_max=0.1,
                              unit="LENGTH", options=FIXED,
                              description="Collision offset from the surface [m]")

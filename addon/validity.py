@@ -47,10 +47,12 @@ def settings_hash(scene):
                DEFAULT_CONTACT_ITERATIONS) != DEFAULT_CONTACT_ITERATIONS:
         data["contact_iterations"] = scene.verlet.contact_iterations
     objects = []
+    frictions = set()          # the friction values that meet in contacts (_friction_mixed)
     for obj in scene.objects:
         if getattr(obj, "verlet", None) is None or obj.verlet.kind == "NONE":
             continue
         keyed = _keyed(obj)
+        frictions.add(_friction_met(obj, keyed))
         s = {p.identifier: _plain(getattr(obj.verlet, p.identifier), keyed,
                                   f"verlet.{p.identifier}")
              for p in obj.verlet.bl_rna.properties if p.identifier not in NOT_SETTINGS}
@@ -68,7 +70,30 @@ def settings_hash(scene):
             s["friction_keys_act"] = True
         objects.append(json.dumps(s, sort_keys=True, default=str))
     data["objects"] = sorted(objects)
+    # a body's own friction counts at colliders, and two bodies' combine by their geometric
+    # mean, since 2026-11-27 (colliders' alone counted, and bodies took the mean): a scene
+    # where different friction values meet (or one is keyed) reads outdated; where they are
+    # all equal nothing changed (sqrt(mu mu) = mu to the bit), and its hash is as before
+    frictions.discard(None)
+    if len(frictions) > 1:
+        data["friction_mixed"] = True
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _friction_met(obj, keyed):
+    """The friction obj brings to its contacts, for settings_hash's mark: a simulated body's
+    Friction (a ragdoll's capsules carry 0.5, the solver's default), a collider's when above 0
+    (a frictionless collider stays so: solver/collision/project.combined_friction), None for
+    none; "<keyed>" when keyed (any value may meet another's)."""
+    kind = obj.verlet.kind
+    if kind == "RAGDOLL":
+        return 0.5
+    if "verlet.friction" in keyed:
+        return _KEYED
+    f = float(obj.verlet.friction)
+    if kind == "COLLIDER":
+        return f if f > 0 else None
+    return f
 
 
 # ------------------------------------------------------------------ the hash during playback

@@ -69,7 +69,8 @@ class AnimatedSettings:
     def set_collider_friction(self, k, friction, static_friction=None):
         """Collider k's Coulomb coefficients from the next step on: ``friction`` (kinetic,
         >= 0) and ``static_friction`` (>= friction; None = equal to friction, as the Builder's
-        default)."""
+        default). A contact combines them with its particle's own (set_friction;
+        collision/project.combined_friction)."""
         k = self._collider(k)
         mu_k = _scalar(friction, "friction", 0.0)
         mu_s = mu_k if static_friction is None else _scalar(static_friction, "static_friction",
@@ -109,10 +110,11 @@ class AnimatedSettings:
 
     def set_friction(self, ids, friction):
         """The Coulomb coefficient (finite, >= 0; scalar or per particle) of particles ``ids``
-        in contacts between bodies from the next step on (the Builder's ``friction``): a
-        contact takes the mean of its two sides' (collision/body_stage.py), a triangle or an
-        edge the mean of its corners'. Against a collider the collider's coefficients count
-        (set_collider_friction)."""
+        in contacts from the next step on (the Builder's ``friction``): a contact between
+        bodies takes the geometric mean of its two sides' (collision/body_stage.py; a triangle
+        or an edge counts as the mean of its corners'), a contact with a collider the
+        geometric mean of its own and the collider's kinetic coefficient, the collider's
+        static one scaled alike (collision/project.combined_friction)."""
         ids = self._ids(ids)
         mu = np.broadcast_to(np.asarray(friction, dtype=np.float64), ids.shape) + 0.0
         if not np.all(np.isfinite(mu)) or np.any(mu < 0):

@@ -64,8 +64,10 @@ class Builder(GroupsMixin, JointBuilder):
         """Add particles at x (n, 3) [m] with mass [kg] (scalar or (n,), > 0), contact radius
         [m] and exposed area [m^2] (scalars or (n,), >= 0; the area is what air drag and wind
         act on for particles that are not part of a surface, e.g. strands), and the Coulomb
-        friction coefficient of their contacts with other bodies (scalar or (n,), >= 0; a
-        contact uses the mean of its two sides', collision/bodies.py), and their restitution at
+        friction coefficient of their contacts (scalar or (n,), >= 0; a contact with another
+        body takes the geometric mean of its two sides', collision/bodies.py, one with a
+        collider the geometric mean of its and the collider's, project.combined_friction,
+        Simulation.set_friction changes it later), and their restitution at
         colliders (scalar or (n,), in [0, 1]; a contact takes the larger of the particle's and
         the collider's, Simulation.set_restitution changes it later). The particles form a new
         collision group (particle_group): they collide with every other group, and not with
@@ -161,8 +163,8 @@ class Builder(GroupsMixin, JointBuilder):
         vertex's share of the face area. Compliances in [m/N]. radius [m] is the cloth's
         thickness in contacts; its faces are a two-sided contact surface that other bodies
         collide with, and with self_collision=True its own particles too (collision/bodies.py);
-        friction: Coulomb coefficient of those contacts; restitution in [0, 1] its bounce at
-        colliders (add_particles). Returns (n,) int64 particle ids.
+        friction: Coulomb coefficient of its contacts, with bodies and colliders; restitution in
+        [0, 1] its bounce at colliders (add_particles). Returns (n,) int64 particle ids.
         """
         x = _points(x, "x")
         corners, start, size = normalize_faces(faces, x.shape[0])
@@ -351,8 +353,9 @@ class Builder(GroupsMixin, JointBuilder):
                      triangles=None):
         """A collider: shape "plane" | "sphere" | "box" | "cylinder" | "capsule" | "mesh" placed by a 4x4
         world matrix (default identity). friction is the kinetic Coulomb coefficient,
-        static_friction (default = friction) the static one; restitution in [0, 1]; thickness
-        [m] offsets the surface outwards. Sizes as Blender's primitives: radius [m] (sphere,
+        static_friction (default = friction) the static one (a contact combines them with its
+        particle's own friction: collision/project.combined_friction); restitution in [0, 1];
+        thickness [m] offsets the surface outwards. Sizes as Blender's primitives: radius [m] (sphere,
         cylinder, capsule; default 1, capsule 0.5), depth [m] full length along local Z, caps
         included (default 2), size (x, y, z) full extents of the box (default 2, 2, 2).
         A mesh takes vertices (v, 3) [m] in its local frame and triangles (t, 3) int vertex ids

@@ -86,7 +86,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
      j_drive_alpha, j_target, j_lam, j_order, j_color_offsets, j_island, j_island_done,
      j_island_order, j_island_start, j_passes, j_tolerance,
      j_disjoint) = joints
-    (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, p_restitution, radius,
+    (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, p_restitution, p_friction, radius,
      pair_particle, pair_start,
      by_particle, by_particle_start, by_particle_collider, approximate, abc, R, t, sc, Rb, tb, sb,
      moving, mesh) = colliders
@@ -157,14 +157,14 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                 a, b, c = abc[s, k]
                 project_collider(X, Xp, idx, c_shape[k], approximate[s, k], a, b, c,
                                  c_thickness[k], radius, R[s, k], t[s, k], sc[s, k], Rb[s, k],
-                                 tb[s, k], sb[s, k], moving[s, k], c_mu_s[k], c_mu_k[k], k,
-                                 depth, used, touching, normal, motion, collider, allowance, lift,
-                                 lifted, mesh)
+                                 tb[s, k], sb[s, k], moving[s, k], c_mu_s[k], c_mu_k[k],
+                                 p_friction, k, depth, used, touching, normal, motion, collider,
+                                 allowance, lift, lifted, mesh)
             if rank_points.size and n_colliders:
                 project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, c_shape,
-                               c_thickness, c_mu_s, c_mu_k, approximate[s], abc[s], R[s], t[s],
-                               sc[s], Rb[s], tb[s], sb[s], moving[s], point_depth, point_used,
-                               allowance, lift, lifted, mesh)
+                               c_thickness, c_mu_s, c_mu_k, p_friction, approximate[s], abc[s],
+                               R[s], t[s], sc[s], Rb[s], tb[s], sb[s], moving[s], point_depth,
+                               point_used, allowance, lift, lifted, mesh)
             if m_particles.size:
                 solve_shapes(X, m_particles, m_rest_offset, m_start, m_color_offsets, m_mass,
                              m_collider_boost, m_w, m_alpha, m_lam, touching, b_touch,
@@ -174,8 +174,9 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             if r_bodies.size:
                 solve_rigid(X, Xp, m_particles, m_rest_offset, m_origin, m_rot, rigid, c_shape,
                             approximate[s], abc[s], c_thickness, radius, R[s], t[s], sc[s],
-                            Rb[s], tb[s], sb[s], moving[s], c_mu_s, c_mu_k, mesh, depth, used,
-                            touching, normal, motion, collider, allowance, None, None)
+                            Rb[s], tb[s], sb[s], moving[s], c_mu_s, c_mu_k, p_friction, mesh,
+                            depth, used, touching, normal, motion, collider, allowance, None,
+                            None)
             if j_order.size:
                 solve_joints(X, m_particles, m_rest_offset, m_mass, m_origin, m_rot, m_exact,
                              j_bodies, j_entries, j_entry_start, j_inv_mass, j_inv_inertia,

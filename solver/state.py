@@ -112,7 +112,7 @@ class Control:
     collider_static_friction: np.ndarray = None   # (C,) float64 static coefficient (>= kinetic)
     collider_restitution: np.ndarray = None       # (C,) float64 in [0, 1]
     particle_restitution: np.ndarray = None       # (n,) float64 in [0, 1] (set_restitution)
-    particle_friction: np.ndarray = None  # (n,) float64 >= 0 contacts between bodies (set_friction)
+    particle_friction: np.ndarray = None  # (n,) float64 >= 0 every contact's (set_friction)
     volume_rest: np.ndarray = None        # (V,) float64 [m^3] target volume (rest x pressure)
     # joint drives (Simulation.set_joint_targets / set_joint_drive; constraints/joints.py)
     joint_target: np.ndarray = None       # (J, 3, 3) float64 target R_a^T R_b of each joint

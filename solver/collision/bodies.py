@@ -67,10 +67,12 @@ As against colliders (collision/project.py), overlap the particles did not move 
 substep (they started inside: a late contact, a stack settling) is resolved at most at
 max_depenetration_speed and without giving speed: its part l moves x* as well (split impulse).
 
-mu is the mean of the two sides' friction (a triangle's is its corners' mean), the same static
-and kinetic, so a box on a slope slides iff tan(angle) > mu as against colliders
-(collision/project.py). Coincident particles have no normal: n is a direction drawn from a hash
-of (i, j) and the seed 2 (jitter_directions), so they separate the same way every run.
+mu is the geometric mean of the two sides' friction, sqrt(mu_a mu_b) (a triangle's or an
+edge's side is its corners' mean; Box2D's b2MixFriction; the same rule as against colliders,
+project.combined_friction), the same static and kinetic, so a box on a slope slides iff
+tan(angle) > mu as against colliders (collision/project.py). Coincident particles have no
+normal: n is a direction drawn from a hash of (i, j) and the seed 2 (jitter_directions), so
+they separate the same way every run.
 
 Jacobi with averaging: solve_bodies computes every contact's corrections from the same
 positions (pass 1, in parallel over contacts), then each particle adds the sum of its

@@ -471,7 +471,9 @@ class BodyContacts:
         jit[P + T:P + T + E] = e_nrm  # an edge pair's normal at the step's start keeps its sense
         if S:
             jit[P + T + E:] = jitter_directions(self.segments[sa, 0], self.segments[sb, 0])
-        # friction: the mean of the two sides', a triangle's or an edge's the mean of its corners'
+        # friction: the geometric mean of the two sides' (equal sides keep their value to the
+        # bit, a side of 0 makes the contact frictionless, as against a collider:
+        # project.combined_friction); a triangle's or an edge's side the mean of its corners'
         f, tri, edge, seg = self._mu, self.tris[tt], self.edges, self.segments
         tri_mu = (f[tri[:, 0]] + f[tri[:, 1]] + f[tri[:, 2]]) / 3.0
         contacts.set_body_contacts(
@@ -479,8 +481,8 @@ class BodyContacts:
             np.r_[r[pi] + r[pj], r[tv] + self.tri_thick[tt],
                   self.edge_thick[ea] + self.edge_thick[eb],
                   self.seg_radius[sa] + self.seg_radius[sb]],
-            np.r_[0.5 * (f[pi] + f[pj]), 0.5 * (f[tv] + tri_mu),
-                  0.5 * ((f[edge[ea, 0]] + f[edge[ea, 1]]) / 2.0
-                         + (f[edge[eb, 0]] + f[edge[eb, 1]]) / 2.0),
-                  0.5 * ((f[seg[sa, 0]] + f[seg[sa, 1]]) / 2.0
-                         + (f[seg[sb, 0]] + f[seg[sb, 1]]) / 2.0)], jit)
+            np.sqrt(np.r_[f[pi] * f[pj], f[tv] * tri_mu,
+                          ((f[edge[ea, 0]] + f[edge[ea, 1]]) / 2.0)
+                          * ((f[edge[eb, 0]] + f[edge[eb, 1]]) / 2.0),
+                          ((f[seg[sa, 0]] + f[seg[sa, 1]]) / 2.0)
+                          * ((f[seg[sb, 0]] + f[seg[sb, 1]]) / 2.0)]), jit)

@@ -234,13 +234,14 @@ class Colliders:
     def kernel_args(self, control, substeps, radius, contacts):
         """The colliders group of loop.run_substeps' arguments: material per collider (the
         Control's), each particle's restitution (n,) (the Control's: a contact bounces by the
-        larger of its particle's and its collider's), the particle radii (n,) [m], the collide
-        stage's candidates that the
-        particle projection takes (contacts.projected: not those of rigid bodies' particles,
-        collision/rigid.py) and the placements."""
+        larger of its particle's and its collider's) and friction (n,) (the Control's: a
+        contact takes project.combined_friction of its particle's and its collider's), the
+        particle radii (n,) [m], the collide stage's candidates that the particle projection
+        takes (contacts.projected: not those of rigid bodies' particles, collision/rigid.py)
+        and the placements."""
         return (self.shape, self.thickness, control.collider_static_friction,
                 control.collider_friction, control.collider_restitution,
-                control.particle_restitution, radius) \
+                control.particle_restitution, control.particle_friction, radius) \
             + contacts.projected \
             + self.placements(control, substeps) \
             + (self.meshes.kernel_args(control.mesh_vertices, control.mesh_target),)

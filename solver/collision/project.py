@@ -21,6 +21,14 @@ frame now, (R*, t*, s*) at the substep's start):
            min(max(mu_k D - used, 0), |r_t|)      (kinetic)
     x <- y - r_t take / |r_t|,  used <- used + take
 
+mu_s and mu_k are the collider's and the particle's friction combined (``combined_friction``):
+the geometric mean of the collider's kinetic coefficient and the particle's own (Box2D's
+b2MixFriction; Catto, Box2D), with the collider's static coefficient scaled by the same
+factor, so its static / kinetic ratio stays. Equal sides keep their value to the bit
+(sqrt(mu / mu) = 1), and either side at 0 makes the contact frictionless, as between two
+bodies (collision/body_stage.py). An embedded point's own friction is the mean of its four
+corners'.
+
 Tunnelling guard (Jakobsen, section 8: "a segment test from the last position to the current
 one"; conservative advancement / sphere tracing, Hart, "Sphere Tracing", 1996). A particle that
 moved more than max(offset, GUARD_MIN_MOTION) in the substep relative to the collider, and
@@ -79,11 +87,26 @@ GUARD_TOLERANCE = 1e-6     # [m]
 GUARD_STEPS = 32
 
 
+def combined_friction(mu_s, mu_k, friction):
+    """The static and kinetic coefficients of contacts between a collider of coefficients mu_s,
+    mu_k and particles of Coulomb coefficient friction (scalars or arrays; module docstring):
+    mu_k' = mu_k sqrt(friction / mu_k) = sqrt(mu_k friction), mu_s' = mu_s sqrt(friction /
+    mu_k); the static ratio stands in for a collider whose kinetic coefficient is 0.
+    kernels/compiled_contact._combined_friction performs the same operations."""
+    ref = mu_k if mu_k > 0 else mu_s
+    if not ref > 0:
+        return mu_s, mu_k                         # a frictionless collider stays so
+    f = np.sqrt(friction / ref)
+    return mu_s * f, mu_k * f
+
+
 def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
-                     sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider,
-                     allowance, lift, lifted, mesh):
+                     sb, moving, mu_s, mu_k, friction, k, depth, used, touching, normal, motion,
+                     collider, allowance, lift, lifted, mesh):
     """Project candidates idx (unique ids) out of collider k, with friction. X, Xp (3, n) [m]
     positions (updated) and previous positions; (a, b, c) from sdf.placement; radius (n,) [m];
+    mu_s, mu_k the collider's coefficients and friction (n,) the particles' own (combined:
+    combined_friction);
     R, Rb (3, 3), t, tb (3,) [m], s, sb (3,) the frame at the end and start of the substep
     (moving: they differ); depth, used (n,) [m], touching (n,) bool, normal (n, 3), motion (n, 3)
     [m], collider (n,) int64: the contact state, written for the particles that touch;
@@ -93,18 +116,20 @@ def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius,
     cs = SimpleNamespace(depth=depth, used=used, touching=touching, normal=normal,
                          motion=motion, collider=collider, lift=lift, lifted=lifted)
     _project(X.T, Xp.T, idx, shape, (a, b, c), thickness, radius, Frame(R, t, s),
-             Frame(Rb, tb, sb), moving, mu_s, mu_k, k, cs, allowance, approximate, mesh)
+             Frame(Rb, tb, sb), moving, mu_s, mu_k, friction, k, cs, allowance, approximate,
+             mesh)
 
 
 def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, thickness, mu_s,
-                   mu_k, approximate, abc, R, t, s, Rb, tb, sb, moving, point_depth, point_used,
-                   allowance, lift, lifted, mesh):
+                   mu_k, friction, approximate, abc, R, t, s, Rb, tb, sb, moving, point_depth,
+                   point_used, allowance, lift, lifted, mesh):
     """Embedded points of tetrahedral bodies against every collider: rank after rank, and within
     a rank collider after collider (points of one rank belong to different bodies, so their
     particles are disjoint). rank_start (ranks + 1,), rank_points (P,) int64; tet (P, 4) int64
     corner particles, weight (P, 4) their weights, inv_c2 (P,) 1 / sum c^2; per collider (C,):
     shape, thickness, mu_s, mu_k, approximate, abc (C, 3), frames now R (C, 3, 3), t, s (C, 3)
-    and at the substep's start Rb, tb, sb, moving (C,) bool; point_depth, point_used (P,) [m];
+    and at the substep's start Rb, tb, sb, moving (C,) bool; friction (n,) the particles'
+    Coulomb coefficients (a point's: its corners' mean); point_depth, point_used (P,) [m];
     allowance, lift, lifted as project_collider's (a point's lift goes to its corners)."""
     cs = SimpleNamespace(point_depth=point_depth, point_used=point_used, lift=lift,
                          lifted=lifted)
@@ -117,7 +142,8 @@ def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, t
         for k in range(len(shape)):
             _project_points(x, x_prev, ids, corners, weights, inv, shape[k], abc[k],
                             thickness[k], Frame(R[k], t[k], s[k]), Frame(Rb[k], tb[k], sb[k]),
-                            moving[k], mu_s[k], mu_k[k], cs, allowance, approximate[k], k, mesh)
+                            moving[k], mu_s[k], mu_k[k], friction, cs, allowance,
+                            approximate[k], k, mesh)
 
 
 def _to_local(R, t, x0, x1, x2):
@@ -294,8 +320,8 @@ def _guard(xc, xpc, idx, shape, approximate, abc, thickness, radius, now, before
             whole[u] = part[use]
 
 
-def _project(x, x_prev, idx, shape, abc, thickness, radius, now, before, moving, mu_s, mu_k, k, cs,
-             allowance, approximate, mesh):
+def _project(x, x_prev, idx, shape, abc, thickness, radius, now, before, moving, mu_s, mu_k,
+             friction, k, cs, allowance, approximate, mesh):
     """project_collider on (n, 3) views x, x_prev, with frames.Frame placements and the
     contact state's arrays as attributes of cs. A mesh skips the particles that cannot reach
     it in this substep (mesh_query.mesh_far)."""
@@ -322,6 +348,7 @@ def _project(x, x_prev, idx, shape, abc, thickness, radius, now, before, moving,
     ids = idx[hit]
     d = -pen[hit]
     n0, n1, n2 = n0[hit], n1[hit], n2[hit]
+    mu_s, mu_k = combined_friction(mu_s, mu_k, friction[ids])
     (y0, y1, y2), (f0, f1, f2), (m0, m1, m2), depth, used, _, lift = _contact(
         xc[hit, 0], xc[hit, 1], xc[hit, 2], xpc[hit, 0], xpc[hit, 1], xpc[hit, 2], n0, n1, n2, d,
         cs.depth[ids], cs.used[ids], now, before, moving, mu_s, mu_k, allowance,
@@ -350,7 +377,7 @@ def _embedded(col, tet, c):
 
 
 def _project_points(x, x_prev, ids, tet, c, inv_c2, shape, abc, thickness, now, before, moving,
-                    mu_s, mu_k, cs, allowance, approximate, k, mesh):
+                    mu_s, mu_k, friction, cs, allowance, approximate, k, mesh):
     """Jakobsen's embedded-point contact (module docstring) of points ids (p,) of one rank
     against one collider: tet four (p,) int64 columns, their bodies' corner particles; c four
     (p,) float64 columns, their weights; inv_c2 (p,) float64 1 / sum_k c_k^2. Points of one
@@ -370,6 +397,8 @@ def _project_points(x, x_prev, ids, tet, c, inv_c2, shape, abc, thickness, now, 
     th, ch = [t[hit] for t in tet], [w[hit] for w in c]
     d = -pen[hit]
     n0, n1, n2 = g0[hit], g1[hit], g2[hit]
+    own = (((friction[th[0]] + friction[th[1]]) + friction[th[2]]) + friction[th[3]]) * 0.25
+    mu_s, mu_k = combined_friction(mu_s, mu_k, own)
     _, (f0, f1, f2), _, depth, used, corr, lift = _contact(
         p0[hit], p1[hit], p2[hit], pp0[hit], pp1[hit], pp2[hit], n0, n1, n2, d,
         cs.point_depth[ids], cs.point_used[ids], now, before, moving, mu_s, mu_k, allowance,

@@ -137,7 +137,7 @@ import numpy as np
 
 from .frames import MESH, Frame
 from .mesh_query import mesh_far
-from .project import _carried, _distance, _guard, _motion, _surface_motion
+from .project import _carried, _distance, _guard, _motion, _surface_motion, combined_friction
 from ..constraints.joints import _iw, _rotate
 from .rigid_pairs import Pairs
 
@@ -291,15 +291,17 @@ class RigidContacts:
 
 # ------------------------------------------------------------------ the kernel (NumPy)
 def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approximate, abc,
-                thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, mesh, depth, used,
-                touching, normal, motion, collider, allowance, X0, clear):
+                thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, friction, mesh, depth,
+                used, touching, normal, motion, collider, allowance, X0, clear):
     """One solve of the rigid contacts (module docstring), in place on X (3, n) [m], and on
     the fit's poses origin (K, 3) [m], rot (K, 3, 3) of the bodies that moved. Xp (3, n) [m]
     positions a substep ago; particles (e,) int64 and rest_offset (e, 3) [m] the clusters'
     entries and rest offsets (ShapeSolver's); rigid:
     RigidContacts.kernel_args(); per collider (C,) for this substep: shape, approximate, abc
     (C, 3), thickness [m], frames R (C, 3, 3), t, s (C, 3) and Rb, tb, sb at the substep's
-    start, moving, mu_s, mu_k; radius (n,) [m]; mesh the mesh group; the contact state depth,
+    start, moving, mu_s, mu_k; radius (n,) [m]; friction (n,) the particles' Coulomb
+    coefficients (a contact's: project.combined_friction of the collider's and the
+    particle's); mesh the mesh group; the contact state depth,
     used (n,) (impulses [kg m] at a rigid body's particles), touching, normal, motion,
     collider as project.py's; allowance [m] the depenetration bound. X0, clear: the compiled
     kernel's skip of candidates still clear of their collider (kernels/compiled_rigid.py);
@@ -326,7 +328,7 @@ def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approx
                 _collider_contacts(st, cand_particle[sel], k, shape[k], approximate[k], abc[k],
                                    thickness[k], radius, Frame(R[k], t[k], s[k]),
                                    Frame(Rb[k], tb[k], sb[k]), moving[k], mu_s[k], mu_k[k],
-                                   mesh, depth, used, touching, normal, motion, collider,
+                                   friction, mesh, depth, used, touching, normal, motion, collider,
                                    allowance, sel, p == 0, rigid[31], rigid[32], rigid[33],
                                    rigid[34][0])
     _place(st, particles, bodies, entries, entry_body, origin, rot)
@@ -402,8 +404,8 @@ def _cross(a, b):
 
 
 def _collider_contacts(st, ids, k, shape, approximate, abc, thickness, radius, now, before,
-                       moving, mu_s, mu_k, mesh, depth, used, touching, normal, motion, collider,
-                       allowance, cand, first, held, anchor, sums, resting):
+                       moving, mu_s, mu_k, friction, mesh, depth, used, touching, normal, motion,
+                       collider, allowance, cand, first, held, anchor, sums, resting):
     """One colour's candidates ids (m,) (particles of different bodies) against collider k."""
     x = st.positions(ids)
     xp = st.before(ids)
@@ -436,6 +438,7 @@ def _collider_contacts(st, ids, k, shape, approximate, abc, thickness, radius, n
         return
     ids = ids[hit]
     cand = cand[hit]
+    mu_s, mu_k = combined_friction(mu_s, mu_k, friction[ids])
     d = -pen[hit]
     n = [n0[hit], n1[hit], n2[hit]]
     x = [v[hit] for v in x]

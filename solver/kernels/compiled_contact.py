@@ -145,6 +145,17 @@ def _motion(R, t, s, Rb, tb, sb, y0, y1, y2):
     return m0, m1, m2
 
 
+@njit(cache=True, fastmath=False, inline="always")
+def _combined_friction(mu_s, mu_k, friction):
+    """Scalar mirror of collision/project.combined_friction: a collider's coefficients mu_s,
+    mu_k combined with a particle's Coulomb coefficient friction (the same operations)."""
+    ref = mu_k if mu_k > 0 else mu_s
+    if not ref > 0:
+        return mu_s, mu_k
+    f = np.sqrt(friction / ref)
+    return mu_s * f, mu_k * f
+
+
 @njit(cache=True)
 def _friction(r0, r1, r2, n0, n1, n2, dep, u, mu_s, mu_k):
     """Scalar mirror of collision/project._contact's friction: tangential part t of the relative
@@ -272,10 +283,12 @@ def _trace(shape, approximate, a, b, c, R, t, s, Rb, tb, thickness, rad, p0, p1,
 
 @njit(cache=True, fastmath=False, inline="always")
 def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
-                      sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider,
-                      allowance, lift, lifted, mesh):
+                      sb, moving, mu, k, depth, used, touching, normal, motion, collider, allowance,
+                      lift, lifted, mesh):
     """Particle i against collider k (the arguments of project_collider), with the tunnelling
-    guard (collision/project.py)."""
+    guard (collision/project.py); mu (the collider's mu_s, mu_k, the particle's friction), a
+    tuple: thirty arguments at most, as a call with more is made with *args, which Numba
+    cannot inline into a parallel loop."""
     rad = radius[i]
     # the tunnelling guard's segment: from the substep's start (carried by the collider's
     # motion into its frame now) to the position now
@@ -322,6 +335,7 @@ def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, 
     y2 = X[2, i] + n2 * corr
     dep = depth[i] + corr
     u = used[i]
+    mu_s, mu_k = _combined_friction(mu[0], mu[1], mu[2])
     t0, t1, t2, scale, take = _friction(y0 - Xp[0, i] - m0, y1 - Xp[1, i] - m1,
                                         y2 - Xp[2, i] - m2, n0, n1, n2, dep, u, mu_s, mu_k)
     X[0, i] = y0 - t0 * scale
@@ -346,27 +360,28 @@ def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, 
 
 @njit(cache=True, parallel=True, fastmath=False)
 def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
-                     sb, moving, mu_s, mu_k, k, depth, used, touching, normal, motion, collider,
-                     allowance, lift, lifted, mesh):
+                     sb, moving, mu_s, mu_k, friction, k, depth, used, touching, normal, motion,
+                     collider, allowance, lift, lifted, mesh):
     """Scalar mirror of collision/project.project_collider: one collider, exact SDF (local_sdf)
     or, with ``approximate``, the first-order one (approx_local_sdf) of a sphere, cylinder or
     capsule under a non-uniform scale; candidates idx (unique ids); (a, b, c) from
     sdf.placement. One kernel for both keeps the compile paid once.
     X, Xp (3, n) float64 [m] positions (updated) and previous positions; radius (n,) [m];
     R, Rb (3, 3), t, tb (3,) [m], s, sb (3,) the frame now and at the substep's start;
+    mu_s, mu_k the collider's friction, friction (n,) the particles' (_combined_friction);
     depth, used (n,) [m], touching (n,) bool, normal (n, 3), motion (n, 3) [m],
     collider (n,) int64: the contact state, written for particles that touch; allowance [m],
     lift (n, 3) [m], lifted (n,) bool: the bounded depenetration (collision/project.py)."""
     for m in prange(idx.shape[0]):
         _project_particle(X, Xp, idx[m], shape, approximate, a, b, c, thickness, radius, R, t, s,
-                          Rb, tb, sb, moving, mu_s, mu_k, k, depth, used, touching, normal,
-                          motion, collider, allowance, lift, lifted, mesh)
+                          Rb, tb, sb, moving, (mu_s, mu_k, friction[idx[m]]), k, depth, used,
+                          touching, normal, motion, collider, allowance, lift, lifted, mesh)
 
 
 @njit(cache=True, parallel=True, fastmath=False)
 def project_colliders(X, Xp, particles, particle_start, pair_collider, shape, approximate, abc,
-                      thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, depth, used,
-                      touching, normal, motion, collider, allowance, lift, lifted, mesh, X0,
+                      thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, friction, depth,
+                      used, touching, normal, motion, collider, allowance, lift, lifted, mesh, X0,
                       clear):
     """Every collider in one parallel pass (what the compiled loop runs): particle after
     particle, each against its candidate colliders in increasing order. A particle's contact
@@ -376,11 +391,12 @@ def project_colliders(X, Xp, particles, particle_start, pair_collider, shape, ap
     their colliders: pair_collider[particle_start[v]:particle_start[v + 1]] for particles[v]
     (contacts.Contacts); per collider (C,): shape, approximate, abc (C, 3), thickness, the
     frames R (C, 3, 3), t, s (C, 3) and Rb, tb, sb at the substep's start, moving, mu_s, mu_k;
-    the rest as project_collider. X0 (3, n) [m] the step's start and clear (q,) [m] each pair's
-    clearance there (compiled_candidates.candidate_clearance): a pair whose particle, now and a substep ago, is
-    nearer to X0 than that is skipped, since projecting it would change nothing (the same bits
-    as the NumPy loop, which projects every pair: a wind-blown cloth is a candidate of every
-    collider within the 0.4 m it may travel in a step, and most of those pairs are that far)."""
+    friction (n,) and the rest as project_collider. X0 (3, n) [m] the step's start and clear
+    (q,) [m] each pair's clearance there (compiled_candidates.candidate_clearance): a pair
+    whose particle, now and a substep ago, is nearer to X0 than that is skipped, since
+    projecting it would change nothing (the same bits as the NumPy loop, which projects every
+    pair: a wind-blown cloth is a candidate of every collider within the 0.4 m it may travel in
+    a step, and most of those pairs are that far)."""
     for v in prange(particles.shape[0]):
         i = particles[v]
         a0 = X[0, i] - X0[0, i]
@@ -397,21 +413,22 @@ def project_colliders(X, Xp, particles, particle_start, pair_collider, shape, ap
             k = pair_collider[r]
             _project_particle(X, Xp, i, shape[k], approximate[k], abc[k, 0], abc[k, 1],
                               abc[k, 2], thickness[k], radius, R[k], t[k], s[k], Rb[k], tb[k],
-                              sb[k], moving[k], mu_s[k], mu_k[k], k, depth, used, touching,
-                              normal, motion, collider, allowance, lift, lifted, mesh)
+                              sb[k], moving[k], (mu_s[k], mu_k[k], friction[i]), k, depth, used,
+                              touching, normal, motion, collider, allowance, lift, lifted, mesh)
 
 
 @njit(cache=True, fastmath=False)
 def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, thickness, mu_s,
-                   mu_k, approximate, abc, R, t, s, Rb, tb, sb, moving, point_depth, point_used,
-                   allowance, lift, lifted, mesh):
+                   mu_k, friction, approximate, abc, R, t, s, Rb, tb, sb, moving, point_depth,
+                   point_used, allowance, lift, lifted, mesh):
     """Scalar mirror of collision/project.project_points (every rank, every collider): Jakobsen's embedded-point contact with friction.
     X, Xp (3, n) float64 [m] positions (updated) and previous positions;
     rank_start (ranks + 1,) int64, rank_points (P,) int64: rank r is
     rank_points[rank_start[r]:rank_start[r + 1]] (collision/points.TetraPoints);
     tet (P, 4) int64 each point's corner particles, weight (P, 4) float64 its weights c_k,
     inv_c2 (P,) float64 1 / sum_k c_k^2;
-    per collider (C colliders): shape (C,) int64, thickness, mu_s, mu_k (C,) float64,
+    per collider (C colliders): shape (C,) int64, thickness, mu_s, mu_k (C,) float64
+    (combined with friction (n,), the particles' coefficients: a point's is its corners' mean),
     approximate (C,) bool first-order SDF, abc (C, 3) its scaled dims, R, Rb (C, 3, 3),
     t, tb (C, 3) [m], s, sb (C, 3) the frames now and at the substep's start, moving (C,) bool
     (collision/colliders.Colliders.placements, one substep of them); point_depth, point_used (P,) float64 [m] updated for hits;
@@ -466,8 +483,10 @@ def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, t
                 y2 = p2 + n2 * corr
                 dep = point_depth[i] + corr
                 u = point_used[i]
+                own = (((friction[j0] + friction[j1]) + friction[j2]) + friction[j3]) * 0.25
+                ms2, mk2 = _combined_friction(ms, mkin, own)
                 t0, t1, t2, scale, take = _friction(y0 - pp0 - m0, y1 - pp1 - m1, y2 - pp2 - m2,
-                                                    n0, n1, n2, dep, u, ms, mkin)
+                                                    n0, n1, n2, dep, u, ms2, mk2)
                 point_depth[i] = dep
                 point_used[i] = u + take
                 # the point's move n c - friction, then each corner's share c_k / sum c^2 of it

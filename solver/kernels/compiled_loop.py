@@ -48,7 +48,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
      j_drive_alpha, j_target, j_lam, j_order, j_color_offsets, j_island, j_island_done,
      j_island_order, j_island_start, j_passes, j_tolerance,
      j_disjoint) = joints
-    (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, p_restitution, radius,
+    (c_shape, c_thickness, c_mu_s, c_mu_k, c_restitution, p_restitution, p_friction, radius,
      pair_particle, pair_start,
      by_particle, by_particle_start, by_particle_collider, approximate, abc, R, t, sc, Rb, tb, sb,
      moving, mesh) = colliders
@@ -163,13 +163,13 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                 project_colliders(X, Xp, by_particle, by_particle_start, by_particle_collider,
                                   c_shape, approximate[s], abc[s], c_thickness, radius, R[s],
                                   t[s], sc[s], Rb[s], tb[s], sb[s], moving[s], c_mu_s, c_mu_k,
-                                  depth, used, touching, normal, motion, collider, allowance,
-                                  lift, lifted, mesh, X0, clear)
+                                  p_friction, depth, used, touching, normal, motion, collider,
+                                  allowance, lift, lifted, mesh, X0, clear)
             if rank_points.shape[0] and n_colliders:
                 project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, c_shape,
-                               c_thickness, c_mu_s, c_mu_k, approximate[s], abc[s], R[s], t[s],
-                               sc[s], Rb[s], tb[s], sb[s], moving[s], point_depth, point_used,
-                               allowance, lift, lifted, mesh)
+                               c_thickness, c_mu_s, c_mu_k, p_friction, approximate[s], abc[s],
+                               R[s], t[s], sc[s], Rb[s], tb[s], sb[s], moving[s], point_depth,
+                               point_used, allowance, lift, lifted, mesh)
             if m_particles.shape[0]:
                 solve_shapes(X, m_particles, m_rest_offset, m_start, m_color_offsets, m_mass,
                              m_collider_boost, m_w, m_alpha, m_lam, touching, b_touch,
@@ -179,8 +179,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             if r_bodies.shape[0]:
                 solve_rigid(X, Xp, m_particles, m_rest_offset, m_origin, m_rot, rigid, c_shape,
                             approximate[s], abc[s], c_thickness, radius, R[s], t[s], sc[s],
-                            Rb[s], tb[s], sb[s], moving[s], c_mu_s, c_mu_k, mesh, depth, used,
-                            touching, normal, motion, collider, allowance, X0,
+                            Rb[s], tb[s], sb[s], moving[s], c_mu_s, c_mu_k, p_friction, mesh,
+                            depth, used, touching, normal, motion, collider, allowance, X0,
                             r_clear)
             if j_order.shape[0]:
                 solve_joints(X, m_particles, m_rest_offset, m_mass, m_origin, m_rot, m_exact,

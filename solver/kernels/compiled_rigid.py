@@ -27,7 +27,8 @@ import numpy as np
 from numba import njit, prange
 
 from .compiled_contact import (GUARD_MIN_MOTION, _MESH, _approx_sdf, _carried,
-                               _collider_motion, _distance, _local_sdf, _trace)
+                               _collider_motion, _combined_friction, _distance, _local_sdf,
+                               _trace)
 from .compiled_mesh import mesh_far
 from .compiled_rigid_scalar import (_ACTIVE, _EDGES, _SEGMENTS, _VERTEX_TRI, _coulomb,
                                     _geometry, _impulse, _resp)
@@ -226,10 +227,10 @@ def _body_pass(X, Xp, part_start, level_start, reverse, idx, kind, side, dist, m
 
 @njit(cache=True, parallel=True, fastmath=False)
 def _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc, thickness,
-                   radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, mesh, depth, used, touching,
-                   normal, motion, collider, allowance, body, entry, rest, c, Rm, inv_mass,
-                   inv_inertia, moved, X0, clear, by_body, body_start, pclear, run_next, first,
-                   held, anchor, sums, resting):
+                   radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, friction, mesh, depth,
+                   used, touching, normal, motion, collider, allowance, body, entry, rest, c, Rm,
+                   inv_mass, inv_inertia, moved, X0, clear, by_body, body_start, pclear, run_next,
+                   first, held, anchor, sums, resting):
     """rigid._collider_contacts for every candidate: one loop, not a call per candidate (a
     call passing the mesh group's arrays cost a microsecond in reference counting, more than
     the contact). The bodies in parallel, each body's candidates in their order (by_body,
@@ -251,7 +252,7 @@ def _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc,
     # grouped in tuples: a call with more than 30 arguments is made with *args, which
     # Numba cannot inline into a parallel loop (nor pass it a tuple holding a tuple: mesh)
     geo = (cand_particle, cand_collider, shape, approximate, abc, thickness, radius, R, t, s, Rb,
-           tb, sb, moving, mu_s, mu_k)
+           tb, sb, moving, mu_s, mu_k, friction)
     state = (depth, used, touching, normal, motion, collider)
     bodies = (body, entry, rest, c, Rm, inv_mass, inv_inertia, moved, X0, clear, by_body,
               body_start, pclear, run_next)
@@ -271,7 +272,7 @@ def _collider_body(g, X, Xp, geo, state, bodies, held_state, mesh, allowance, fi
                    resting):
     """_collider_pass for body g's candidates (by_body[body_start[g]:body_start[g + 1]])."""
     (cand_particle, cand_collider, shape, approximate, abc, thickness, radius, R, t, s, Rb, tb, sb,
-     moving, mu_s, mu_k) = geo
+     moving, mu_s, mu_k, friction) = geo
     (depth, used, touching, normal, motion, collider) = state
     (body, entry, rest, c, Rm, inv_mass, inv_inertia, moved, X0, clear, by_body, body_start,
      pclear, run_next) = bodies
@@ -464,7 +465,8 @@ def _collider_body(g, X, Xp, geo, state, bodies, held_state, mesh, allowance, fi
                                   inv_inertia[b, 1, 1], inv_inertia[b, 1, 2],
                                   inv_inertia[b, 2, 0], inv_inertia[b, 2, 1],
                                   inv_inertia[b, 2, 2], y0, y1, y2, u0, u1, u2)
-            take, static = _coulomb(need, u, dep, mu_s[k], mu_k[k])
+            ms, mk = _combined_friction(mu_s[k], mu_k[k], friction[p])
+            take, static = _coulomb(need, u, dep, ms, mk)
             if tl > 1e-300:
                 _impulse(b, y0, y1, y2, (u0 * take) * -1.0, (u1 * take) * -1.0,
                          (u2 * take) * -1.0, c, Rm, inv_mass, inv_inertia, moved)
@@ -493,8 +495,8 @@ def _collider_body(g, X, Xp, geo, state, bodies, held_state, mesh, allowance, fi
 
 @njit(cache=True, fastmath=False)
 def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approximate, abc,
-                thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, mesh, depth, used,
-                touching, normal, motion, collider, allowance, X0, clear):
+                thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, friction, mesh, depth,
+                used, touching, normal, motion, collider, allowance, X0, clear):
     """Scalar mirror of collision/rigid.solve_rigid (the same arguments). Unlike it, it skips
     a collider candidate that is still clear of its collider: X0 (3, n) [m] the step's start,
     clear (Qc,) [m] each candidate's clearance there (compiled_candidates.candidate_clearance,
@@ -523,10 +525,10 @@ def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approx
                    allowance, touch, body, entry, rest_offset, c, Rm, inv_mass, inv_inertia,
                    moved, p == 0, rigid[28], rigid[29], rigid[30], rigid[34][0])
         _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc, thickness,
-                       radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, mesh, depth, used,
-                       touching, normal, motion, collider, allowance, body, entry, rest_offset,
-                       c, Rm, inv_mass, inv_inertia, moved, X0, clear, rigid[23], rigid[24],
-                       rigid[26], rigid[27], p == 0, rigid[31], rigid[32], rigid[33],
+                       radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, friction, mesh, depth,
+                       used, touching, normal, motion, collider, allowance, body, entry,
+                       rest_offset, c, Rm, inv_mass, inv_inertia, moved, X0, clear, rigid[23],
+                       rigid[24], rigid[26], rigid[27], p == 0, rigid[31], rigid[32], rigid[33],
                        rigid[34][0])
     # the moved bodies' particles on their poses
     for m in range(entries.shape[0]):

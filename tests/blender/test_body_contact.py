@@ -105,6 +105,41 @@ def test_a_bodys_restitution_outdates_bakes_made_before_it_acted(extension, monk
     assert not any("restitution_acts" in e for e in entries())
 
 
+def test_different_frictions_meeting_outdate_bakes_made_before_they_combined(extension):
+    """Since 2026-11-27 a body's Friction counts at colliders and two bodies' combine by their
+    geometric mean (before: a collider's alone, and the mean). Where every friction that meets
+    is the same the results are the same to the bit, and the settings hash is the one of
+    before; where different values meet (or one is keyed) the hash takes a mark that no earlier
+    bake has, so those bakes read outdated. A frictionless collider stays frictionless whatever
+    the body's, so it is left out; a ragdoll's capsules bring 0.5."""
+    from verlet_physics.addon import validity
+    scenes.set_range(1, 4)
+    floor = scenes.ground()
+    crate = scenes.cube("Crate", size=0.5, location=(0.0, 0.0, 0.3))
+    scene = bpy.context.scene
+    seen = []
+    dumps = validity.json.dumps
+
+    def marked():
+        seen.clear()
+        validity.settings_hash(scene)
+        return "friction_mixed" in seen[-1]
+    validity.json.dumps = lambda data, **kw: (seen.append(data), dumps(data, **kw))[1]
+    try:
+        assert floor.verlet.friction == crate.verlet.friction == 0.5
+        assert not marked()
+        crate.verlet.friction = 0.2
+        assert marked()
+        floor.verlet.friction = 0.0              # frictionless: stays so, nothing meets
+        assert not marked()
+        floor.verlet.friction = 0.2
+        assert not marked()
+        crate.keyframe_insert("verlet.friction", frame=1)
+        assert marked()
+    finally:
+        validity.json.dumps = dumps
+
+
 def test_cloth_self_collision_property_and_errors(extension):
     scenes.set_range(1, 4)
     scenes.ground()

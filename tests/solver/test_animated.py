@@ -16,13 +16,15 @@ DT = 1.0 / 24.0
 
 def _block_sliding(mu, tan_theta=0.5):
     """A rigid 8-particle 0.2 m block on a horizontal plane of friction mu (static = kinetic),
-    under gravity tilted by theta (tan theta = 0.5): a slope without a tilted plane. Returns the
-    simulation, the collider index and the unit down-slope direction."""
+    under gravity tilted by theta (tan theta = 0.5): a slope without a tilted plane. The block's
+    own friction is mu too, so its contacts take mu (collision/project.combined_friction: the
+    geometric mean of equal sides). Returns the simulation, the collider index and the unit
+    down-slope direction."""
     theta = np.arctan(tan_theta)
     corners = np.array([[x, y, z] for x in (-0.1, 0.1) for y in (-0.1, 0.1)
                         for z in (1e-4, 0.2001)])
     b = Builder()
-    ids = b.add_particles(corners, mass=0.25)
+    ids = b.add_particles(corners, mass=0.25, friction=mu)
     b.add_shape_match(ids, stiffness=1.0)
     k = b.add_collider("plane", friction=mu)
     down = np.array([1.0, 0.0, 0.0])
@@ -39,7 +41,8 @@ def test_friction_raised_mid_run_stops_a_sliding_block():
     """Coulomb: on a slope with tan(theta) = 0.5 a block slides on friction 0.2 with acceleration
     g (sin - 0.2 cos). Friction raised to 0.8 > tan(theta) decelerates it at g (0.8 cos - sin)
     until it stops within v^2 / (2 a) and then holds it; raised to 0.4 < tan(theta) instead,
-    it keeps accelerating at g (sin - 0.4 cos)."""
+    it keeps accelerating at g (sin - 0.4 cos). (The block's own friction follows the plane's,
+    Simulation.set_friction, so the contact takes the plane's value: _block_sliding.)"""
     t1 = 1.0
     ends = {}
     for mu2 in (0.8, 0.4):
@@ -53,6 +56,7 @@ def test_friction_raised_mid_run_stops_a_sliding_block():
         v1 = float(sim.v.mean(axis=0) @ down)
         assert abs(v1 / (a1 * t1) - 1.0) < 0.02
         sim.set_collider_friction(k, mu2)
+        sim.set_friction(np.arange(8), mu2)
         s1 = _along(sim, down)
         for _ in range(int(round(2.0 / DT))):
             sim.step(DT)

@@ -142,8 +142,8 @@ def test_candidate_clearance_is_the_distance_to_a_static_primitive_only():
     sim.step(1 / 24)
     c = seen["colliders"]
     (shape, thickness, radius, by_particle, start, pair_collider, approximate, abc, R, t, s,
-     moving, mesh) = (c[0], c[1], c[6], c[9], c[10], c[11], c[12], c[13], c[14], c[15], c[16],
-                      c[20], c[21])
+     moving, mesh) = (c[0], c[1], c[7], c[10], c[11], c[12], c[13], c[14], c[15], c[16], c[17],
+                      c[21], c[22])
     clear = np.full(len(pair_collider), np.nan)
     cc.candidate_clearance(seen["X0"], by_particle, start, pair_collider, shape, approximate,
                            abc, thickness, radius, R, t, s, moving, mesh, clear)

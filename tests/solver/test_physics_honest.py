@@ -21,13 +21,15 @@ STILL = {"damping": 0.0, "air_drag": 0.0}      # Simulation kwargs: no damping, 
 def _particle_on_incline(tan_theta, mu_k, mu_s, v0=0.0):
     """One particle on a plane tilted by theta = atan(tan_theta) about X (kinetic friction mu_k,
     static mu_s), launched down the slope at v0 [m/s]; returns the simulation, the unit
-    down-slope direction and theta [rad]."""
+    down-slope direction and theta [rad]. The particle's own friction is mu_k, so the contact
+    takes the plane's coefficients exactly (collision/project.combined_friction: sqrt(mu_k /
+    mu_k) = 1)."""
     theta = np.arctan(tan_theta)
     c, s = np.cos(theta), np.sin(theta)
     tilt = np.eye(4)
     tilt[:3, :3] = [[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]]
     b = Builder()
-    ids = b.add_particles([[0.0, 0.0, 0.0]], mass=1.0)
+    ids = b.add_particles([[0.0, 0.0, 0.0]], mass=1.0, friction=mu_k)
     b.add_collider("plane", matrix=tilt, friction=mu_k, static_friction=mu_s)
     sim = Simulation(b.build(), substeps=20, iterations=1, **STILL)
     down = np.array([0.0, -c, -s])
