@@ -61,6 +61,11 @@ class Contacts:
         self.lifted = np.zeros(n, bool)          # (n,) bool lift is non-zero
 
         self.body_touch = np.zeros(n, bool)      # (n,) bool touched another body this substep
+        # the body solve's scratch (solve_bodies' dx, dl, share), allocated once and grown
+        # (doubled) when a step has more contacts: body_args hands out their first 4K rows
+        self._scratch_dx = np.zeros((0, 3))      # (capacity, 3) float64 [m]
+        self._scratch_dl = np.zeros((0, 3))      # (capacity, 3) float64 [m]
+        self._scratch_share = np.zeros(0)        # (capacity,) float64
         self.clear_body_contacts()
 
     # ------------------------------------------------------------------ body contacts
@@ -117,9 +122,15 @@ class Contacts:
         idx = self._solved[0]
         # (u,) the particles in a kept contact, (u + 1,) their runs, (S,) their slots
         self.body_particle, self.body_start, self.body_slot = self._gather_slots(idx)
-        self.body_dx = np.zeros((4 * len(idx), 3))      # (4K, 3) scratch [m]
-        self.body_dl = np.zeros((4 * len(idx), 3))      # (4K, 3) scratch [m] x* shift
-        self.body_share = np.zeros(4 * len(idx))          # (4K,) scratch
+        need = 4 * len(idx)
+        if need > len(self._scratch_share):
+            size = max(need, 2 * len(self._scratch_share))
+            self._scratch_dx = np.zeros((size, 3))
+            self._scratch_dl = np.zeros((size, 3))
+            self._scratch_share = np.zeros(size)
+        self.body_dx = self._scratch_dx[:need]           # (4K, 3) scratch [m]
+        self.body_dl = self._scratch_dl[:need]           # (4K, 3) scratch [m] x* shift
+        self.body_share = self._scratch_share[:need]     # (4K,) scratch
 
     def body_args(self, inv_mass, allowance):
         """The bodies group of loop.run_substeps' arguments (allowance [m]: the depenetration
