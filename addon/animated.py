@@ -97,9 +97,9 @@ class AnimatedSettings:
         if kind in _BOUNCING:           # the kinds whose Collisions panel shows Restitution
             self.channels.append(((name, "restitution"), name, lambda: s.restitution,
                                   lambda r: sim.set_restitution(ids, min(r, 1.0))))
-            # and Friction (a ragdoll's capsules keep the solver's 0.5)
-            self.channels.append(((name, "friction"), name, lambda: s.friction,
-                                  lambda f: sim.set_friction(ids, max(f, 0.0))))
+        # Friction, every simulated kind's (a ragdoll's: its capsules' particles)
+        self.channels.append(((name, "friction"), name, lambda: s.friction,
+                              lambda f: sim.set_friction(ids, max(f, 0.0))))
         if kind == "CLOTH":
             pairs = _CLOTH
         elif kind == "PLANT":

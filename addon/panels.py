@@ -138,14 +138,16 @@ class PHYSICS_PT_verlet_collisions(VerletPanel, bpy.types.Panel):
     bl_label = "Collisions"
     bl_parent_id = "PHYSICS_PT_verlet"
     bl_options = {"DEFAULT_CLOSED"}
-    # not a ragdoll's: its capsules' radii are fitted to the skin, their friction is 0.5
-    kinds = ("CLOTH", "PLANT", "SOFT", "RIGID", "COLLIDER")
+    kinds = ("CLOTH", "PLANT", "SOFT", "RIGID", "COLLIDER", "RAGDOLL")
 
     def draw(self, context):
         layout = split_layout(self.layout)
         obj = context.object
         s = obj.verlet
         col = settings_column(layout, obj)
+        if s.kind == "RAGDOLL":         # its capsules' radii are fitted to the skin; no bounce
+            col.prop(s, "friction")
+            return
         if s.kind == "COLLIDER":
             col.prop(s, "collider_shape", text="Shape")
         col.prop(s, "thickness")

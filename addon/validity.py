@@ -68,6 +68,11 @@ def settings_hash(scene):
         # bake made before with Friction keyed reads outdated; unkeyed, the hash is unchanged
         if obj.verlet.kind in _BOUNCING and "verlet.friction" in keyed:
             s["friction_keys_act"] = True
+        # and a ragdoll's Friction since 2026-11-27 (its capsules carried 0.5 whatever it was):
+        # at 0.5, unkeyed, its entry is the one of before
+        if obj.verlet.kind == "RAGDOLL" and ("verlet.friction" in keyed
+                                             or s.get("friction") != 0.5):
+            s["friction_acts"] = True
         objects.append(json.dumps(s, sort_keys=True, default=str))
     data["objects"] = sorted(objects)
     # a body's own friction counts at colliders, and two bodies' combine by their geometric
@@ -82,12 +87,10 @@ def settings_hash(scene):
 
 def _friction_met(obj, keyed):
     """The friction obj brings to its contacts, for settings_hash's mark: a simulated body's
-    Friction (a ragdoll's capsules carry 0.5, the solver's default), a collider's when above 0
-    (a frictionless collider stays so: solver/collision/project.combined_friction), None for
-    none; "<keyed>" when keyed (any value may meet another's)."""
+    Friction, a collider's when above 0 (a frictionless collider stays so:
+    solver/collision/project.combined_friction), None for none; "<keyed>" when keyed (any
+    value may meet another's)."""
     kind = obj.verlet.kind
-    if kind == "RAGDOLL":
-        return 0.5
     if "verlet.friction" in keyed:
         return _KEYED
     f = float(obj.verlet.friction)

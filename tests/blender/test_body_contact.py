@@ -111,7 +111,7 @@ def test_different_frictions_meeting_outdate_bakes_made_before_they_combined(ext
     is the same the results are the same to the bit, and the settings hash is the one of
     before; where different values meet (or one is keyed) the hash takes a mark that no earlier
     bake has, so those bakes read outdated. A frictionless collider stays frictionless whatever
-    the body's, so it is left out; a ragdoll's capsules bring 0.5."""
+    the body's, so it is left out."""
     from verlet_physics.addon import validity
     scenes.set_range(1, 4)
     floor = scenes.ground()

@@ -434,7 +434,8 @@ def test_the_panels_of_a_ragdoll(extension):
     r, _ = rig.ragdoll(skinned=False)
     panels = bpy.types
     assert panels.PHYSICS_PT_verlet_physical.poll(types.SimpleNamespace(object=r))
-    assert not panels.PHYSICS_PT_verlet_collisions.poll(types.SimpleNamespace(object=r))
+    assert panels.PHYSICS_PT_verlet_collisions.poll(types.SimpleNamespace(object=r))
+    assert drawn(draw("PHYSICS_PT_verlet_collisions", r)) == ["friction"]
     assert drawn(draw("PHYSICS_PT_verlet_physical", r)) == ["mass", "damping", "animated",
                                                            "pose_match"]
     log = draw("PHYSICS_PT_verlet_shape", r)
@@ -445,6 +446,46 @@ def test_the_panels_of_a_ragdoll(extension):
     r.verlet.kind = "NONE"              # an armature shows only the kind until it is a ragdoll
     assert not panels.PHYSICS_PT_verlet_physical.poll(types.SimpleNamespace(object=r))
     assert panels.PHYSICS_PT_verlet.poll(types.SimpleNamespace(object=r))
+
+
+def test_a_ragdolls_friction_reaches_its_capsules_and_marks_the_hash(extension):
+    """A ragdoll's Friction (Collisions panel; keyframable) is its capsules' particles' Coulomb
+    coefficient in the solver, read at every frame (before, they carried the solver's 0.5
+    whatever it was). At 0.5, unkeyed, its settings-hash entry is the one of before; another
+    value marks it (friction_acts), so a bake made before reads outdated."""
+    import json
+    from verlet_physics.addon import simscene, validity
+    scene = scenes.set_range(1, 6, substeps=10)
+    scenes.ground()
+    r, _ = rig.ragdoll(skinned=False)
+
+    def entry():
+        seen = []
+        dumps = validity.json.dumps
+        validity.json.dumps = lambda data, **kw: (seen.append(data), dumps(data, **kw))[1]
+        try:
+            validity.settings_hash(scene)
+        finally:
+            validity.json.dumps = dumps
+        return [json.loads(e) for e in seen[-1]["objects"] if '"RAGDOLL"' in e][0]
+    assert r.verlet.friction == 0.5 and "friction_acts" not in entry()
+    r.verlet.friction = 0.9
+    assert entry()["friction_acts"] is True
+    scene.frame_set(1)
+    ss = simscene.SceneSim(scene, bpy.context.evaluated_depsgraph_get())
+    body = next(b for b in ss.bodies if b.name == r.name)
+    assert np.all(ss.sim.control.particle_friction[body.ids] == pytest.approx(0.9))
+    r.verlet.friction = 0.2
+    r.keyframe_insert("verlet.friction", frame=1)
+    r.verlet.friction = 1.1
+    r.keyframe_insert("verlet.friction", frame=5)
+    assert entry()["friction_acts"] is True
+    scene.frame_set(1)
+    ss = simscene.SceneSim(scene, bpy.context.evaluated_depsgraph_get())
+    for f in range(2, 6):
+        scene.frame_set(f)
+        ss.step_to(bpy.context.evaluated_depsgraph_get())
+    assert np.all(ss.sim.control.particle_friction[body.ids] == pytest.approx(1.1))
 
 
 def test_a_changed_ik_limit_marks_the_bake_outdated(extension):
