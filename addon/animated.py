@@ -94,12 +94,16 @@ class AnimatedSettings:
         else:
             self.channels.append(((name, "damping"), name, lambda: s.damping,
                                   lambda d: sim.set_damping(ids, min(d, 1.0))))
+        # what touches: the body's particles, and a strand plant's edge frame particles too
+        # (they reach colliders; until 2026-11-27 they kept friction 0.5 and restitution 0)
+        frames = getattr(body, "frames", None)
+        touching = ids if frames is None else np.concatenate([ids, frames[0]])
         if kind in _BOUNCING:           # the kinds whose Collisions panel shows Restitution
             self.channels.append(((name, "restitution"), name, lambda: s.restitution,
-                                  lambda r: sim.set_restitution(ids, min(r, 1.0))))
+                                  lambda r: sim.set_restitution(touching, min(r, 1.0))))
         # Friction, every simulated kind's (a ragdoll's: its capsules' particles)
         self.channels.append(((name, "friction"), name, lambda: s.friction,
-                              lambda f: sim.set_friction(ids, max(f, 0.0))))
+                              lambda f: sim.set_friction(touching, max(f, 0.0))))
         if kind == "CLOTH":
             pairs = _CLOTH
         elif kind == "PLANT":

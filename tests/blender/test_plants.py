@@ -32,6 +32,26 @@ def _tip(obj):
     return co.reshape(-1, 3)[-1].astype(np.float64)
 
 
+def test_a_strands_friction_and_restitution_reach_its_edge_frames(extension):
+    """An edge-only plant's Friction and Restitution go to its vertices and to the frame
+    particle of each edge (solver/strands.py), which touch colliders as well: before
+    2026-11-27 the frames kept the solver's 0.5 and 0 whatever the plant's settings."""
+    from verlet_physics.addon import simscene
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 4
+    obj = _strand("Grass", 0.0)
+    obj.verlet.friction = 0.3
+    obj.verlet.restitution = 0.4
+    scene.frame_set(1)
+    ss = simscene.SceneSim(scene, bpy.context.evaluated_depsgraph_get())
+    body = next(b for b in ss.bodies if b.name == obj.name)
+    every = np.concatenate([body.ids, body.frames[0]])
+    assert len(body.frames[0]) == 6
+    ctl = ss.sim.control
+    assert np.all(ctl.particle_friction[every] == pytest.approx(0.3))
+    assert np.all(ctl.particle_restitution[every] == pytest.approx(0.4))
+
+
 @pytest.mark.parametrize("wind", [0.0, 6.0])
 def test_edge_only_strand_sways_in_wind(extension, wind):
     scene = bpy.context.scene
