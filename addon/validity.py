@@ -47,12 +47,12 @@ def settings_hash(scene):
                DEFAULT_CONTACT_ITERATIONS) != DEFAULT_CONTACT_ITERATIONS:
         data["contact_iterations"] = scene.verlet.contact_iterations
     objects = []
-    frictions = set()          # the friction values that meet in contacts (_friction_mixed)
+    frictions = []             # the friction values that meet in contacts (_friction_met)
     for obj in scene.objects:
         if getattr(obj, "verlet", None) is None or obj.verlet.kind == "NONE":
             continue
         keyed = _keyed(obj)
-        frictions.add(_friction_met(obj, keyed))
+        frictions += _friction_met(obj, keyed)
         s = {p.identifier: _plain(getattr(obj.verlet, p.identifier), keyed,
                                   f"verlet.{p.identifier}")
              for p in obj.verlet.bl_rna.properties if p.identifier not in NOT_SETTINGS}
@@ -64,6 +64,9 @@ def settings_hash(scene):
         # takes no restitution: animated.py _BOUNCING)
         if obj.verlet.kind in _BOUNCING and s.get("restitution") != 0.0:
             s["restitution_acts"] = True
+            # and a strand plant's edge frames bounce too since 2026-11-27 (they kept 0)
+            if obj.verlet.kind == "PLANT":
+                s["restitution_frames"] = True
         # and its keyed Friction since 2026-11-27 (only the start frame's value was read): a
         # bake made before with Friction keyed reads outdated; unkeyed, the hash is unchanged
         if obj.verlet.kind in _BOUNCING and "verlet.friction" in keyed:
@@ -79,24 +82,25 @@ def settings_hash(scene):
     # mean, since 2026-11-27 (colliders' alone counted, and bodies took the mean): a scene
     # where different friction values meet (or one is keyed) reads outdated; where they are
     # all equal nothing changed (sqrt(mu mu) = mu to the bit), and its hash is as before
-    frictions.discard(None)
-    if len(frictions) > 1:
+    # (two keyed sources may differ although both read "<keyed>")
+    if len(set(frictions)) > 1 or (_KEYED in frictions and len(frictions) > 1):
         data["friction_mixed"] = True
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _friction_met(obj, keyed):
-    """The friction obj brings to its contacts, for settings_hash's mark: a simulated body's
-    Friction, a collider's when above 0 (a frictionless collider stays so:
-    solver/collision/project.combined_friction), None for none; "<keyed>" when keyed (any
-    value may meet another's)."""
+    """The friction values obj brings to its contacts, for settings_hash's mark (a list): a
+    simulated body's Friction, a plant's with 0.5 (a strand's edge frames carried 0.5 until
+    2026-11-27), a collider's when above 0 (a frictionless collider stays so:
+    solver/collision/project.combined_friction), none for a frictionless collider; "<keyed>"
+    for a keyed Friction (any value may meet another's)."""
     kind = obj.verlet.kind
     if "verlet.friction" in keyed:
-        return _KEYED
-    f = float(obj.verlet.friction)
-    if kind == "COLLIDER":
-        return f if f > 0 else None
-    return f
+        met = [_KEYED]
+    else:
+        f = float(obj.verlet.friction)
+        met = [] if kind == "COLLIDER" and not f > 0 else [f]
+    return met + [0.5] if kind == "PLANT" else met
 
 
 # ------------------------------------------------------------------ the hash during playback

@@ -96,13 +96,14 @@ class JointBuilder:
     """Builder methods for articulated bodies (mixed into Builder, whose particles and clusters
     they use). Joints are stored as given; build() turns them into the Model's joint arrays."""
 
-    def add_capsule_body(self, head, tail, radius, mass=1.0, up=None):
+    def add_capsule_body(self, head, tail, radius, mass=1.0, up=None, friction=0.5):
         """A rigid body for a bone from ``head`` to ``tail`` (3,) [m] with contact radius
         ``radius`` [m] and ``mass`` [kg]: spheres of the radius along the segment, at most one
         radius apart (a capsule for colliders), and four frame particles (radius 0) inside it,
         masses chosen so that the body's mass and inertia are a solid capsule's; ``up`` (3,)
-        orients the frame (any direction not along the bone). One rigid shape-matching
-        cluster. Returns ((n,) particle ids, body id: the cluster index)."""
+        orients the frame (any direction not along the bone); ``friction`` (>= 0) its Coulomb
+        coefficient (add_particles). One rigid shape-matching cluster. Returns ((n,) particle
+        ids, body id: the cluster index)."""
         head = _vec(head, "head", "add_capsule_body")
         tail = _vec(tail, "tail", "add_capsule_body")
         try:
@@ -119,7 +120,7 @@ class JointBuilder:
         if up is not None:
             up = _vec(up, "up", "add_capsule_body")
         pos, masses, radii = capsule_layout(head, tail, radius, mass, up)
-        ids = self.add_particles(pos, mass=masses, radius=radii)
+        ids = self.add_particles(pos, mass=masses, radius=radii, friction=friction)
         self._shielded.append(ids[-FRAME_PARTICLES:])
         # the axis's end spheres: other capsules meet this one's axis segment
         self._capsules.append((int(ids[0]), int(ids[-FRAME_PARTICLES - 1]), radius))

@@ -218,13 +218,15 @@ class Builder(GroupsMixin, JointBuilder):
 
     # ------------------------------------------------------------------ strands
     def add_strands(self, x, edges, mass=1.0, radius=0.0, area=0.0, stretch_compliance=0.0,
-                    bend_compliance=CLOTH_BEND_COMPLIANCE):
+                    bend_compliance=CLOTH_BEND_COMPLIANCE, friction=0.5):
         """Edge-only strands with bend and twist stiffness (strands.py): x (n, 3) [m], edges
         (e, 2) int ids local to x; mass [kg], radius [m], area [m^2] per vertex as in
         add_particles; stretch_compliance [m/N] of the edges; bend_compliance [m/N] (scalar or
-        (n,)) of the joint at each vertex (0 = rigid). Adds a frame particle per edge; one whose
-        edge has both ends pinned by ``pin`` (hard) is pinned too, at its build position until
-        Simulation.set_pin_targets moves it. Returns ((n,) vertex ids, (e,) frame ids)."""
+        (n,)) of the joint at each vertex (0 = rigid); friction (scalar, >= 0) the Coulomb
+        coefficient of the vertices and the frames (add_particles). Adds a frame particle per
+        edge; one whose edge has both ends pinned by ``pin`` (hard) is pinned too, at its build
+        position until Simulation.set_pin_targets moves it. Returns ((n,) vertex ids, (e,)
+        frame ids)."""
         x = _points(x, "x")
         n = x.shape[0]
         e = _ids(edges, n, "edges", shape=(None, 2))
@@ -240,9 +242,9 @@ class Builder(GroupsMixin, JointBuilder):
         stretch = _per_item(stretch_compliance, len(e), "stretch_compliance")
         self._next_group = self._new_group()      # vertices and frames: one group
         try:
-            ids = self.add_particles(x, mass=mass, radius=radius, area=area)
+            ids = self.add_particles(x, mass=mass, radius=radius, area=area, friction=friction)
             frame_mass = FRAME_MASS_FRACTION * 0.5 * (mass[e[:, 0]] + mass[e[:, 1]])
-            frames_ = self.add_particles(edge_frames(x, e), mass=frame_mass)
+            frames_ = self.add_particles(edge_frames(x, e), mass=frame_mass, friction=friction)
         finally:
             self._next_group = None
         self.add_sticks(ids[e], compliance=stretch)
@@ -323,11 +325,13 @@ class Builder(GroupsMixin, JointBuilder):
         return len(self._volumes) - 1
 
     # ------------------------------------------------------------------ Jakobsen's rigid body
-    def add_tetra_body(self, corners, points, mass=1.0):
+    def add_tetra_body(self, corners, points, mass=1.0, friction=0.5):
         """Jakobsen's rigid body: 4 particles at corners (4, 3) [m], 6 rigid sticks, and points
         (P, 3) [m] embedded with fixed barycentric weights. A penetrating embedded point is
         pushed out by moving the four particles (Simulation.tetra_points reads them back).
-        mass [kg] is the body's total mass. Returns (particle ids (4,), body index)."""
+        mass [kg] is the body's total mass; friction (>= 0) its Coulomb coefficient (its
+        particles', add_particles; an embedded point takes its corners' mean). Returns
+        (particle ids (4,), body index)."""
         c = _points(corners, "corners")
         if c.shape != (4, 3):
             raise ValueError(f"corners: expected shape (4, 3), got {c.shape}")
@@ -341,7 +345,7 @@ class Builder(GroupsMixin, JointBuilder):
             raise ValueError("corners: the tetrahedron is flat (zero volume)")
         w123 = np.linalg.solve(basis, (p - c[3]).T).T
         weights = np.column_stack([w123, 1.0 - w123.sum(axis=1)])
-        ids = self.add_particles(c, mass=mass / 4.0)
+        ids = self.add_particles(c, mass=mass / 4.0, friction=friction)
         pairs = ids[np.array([[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]])]
         self.add_sticks(pairs, compliance=0.0, source="tetrahedron edge")
         self._tetras.append((ids, weights))

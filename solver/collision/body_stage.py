@@ -475,7 +475,10 @@ class BodyContacts:
         # bit, a side of 0 makes the contact frictionless, as against a collider:
         # project.combined_friction); a triangle's or an edge's side the mean of its corners'
         f, tri, edge, seg = self._mu, self.tris[tt], self.edges, self.segments
-        tri_mu = (f[tri[:, 0]] + f[tri[:, 1]] + f[tri[:, 2]]) / 3.0
+        f0, f1, f2 = f[tri[:, 0]], f[tri[:, 1]], f[tri[:, 2]]
+        # three equal corners give exactly their value ((f + f + f) / 3 need not), so a
+        # contact between equal sides keeps it to the bit
+        tri_mu = np.where((f1 == f0) & (f2 == f0), f0, (f0 + f1 + f2) / 3.0)
         contacts.set_body_contacts(
             idx, kind, np.r_[np.zeros(P), side, e_side, np.zeros(S)],
             np.r_[r[pi] + r[pj], r[tv] + self.tri_thick[tt],

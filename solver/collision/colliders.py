@@ -10,6 +10,8 @@ proportional to the normal force: F_n = m d / h^2) and dx_t the tangential part 
 displacement relative to the collider's own motion at the contact point. If |dx_t| <= mu_s d the
 particle sticks (dx_t is removed: static friction); otherwise dx_t is shortened by mu_k d but never
 reversed (kinetic friction). On a slope this gives the exact Coulomb threshold tan(theta) = mu_s.
+mu_s and mu_k combine the collider's coefficients with the particle's own friction
+(project.combined_friction: their geometric mean).
 The same rule at velocity level is GAMES103's a = max(1 - mu_T (1 + mu_N) |v_N| / |v_T|, 0).
 
 Restitution (GAMES103 impulse response, mu_N = e): projection leaves a contact with zero normal

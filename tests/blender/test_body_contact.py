@@ -136,6 +136,8 @@ def test_different_frictions_meeting_outdate_bakes_made_before_they_combined(ext
         assert not marked()
         crate.keyframe_insert("verlet.friction", frame=1)
         assert marked()
+        floor.keyframe_insert("verlet.friction", frame=1)    # two keyed values may differ
+        assert marked()
     finally:
         validity.json.dumps = dumps
 

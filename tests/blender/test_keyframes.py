@@ -328,9 +328,10 @@ def test_a_rigid_bodys_restitution_reaches_the_solver_and_it_bounces(extension, 
 
 def test_a_bodys_keyed_friction_reaches_the_solver_each_frame_and_marks_the_hash(extension):
     """Object.verlet.friction of a simulated body is keyframable: its value at each frame is
-    handed to the solver (Simulation.set_friction, contacts between bodies), where before only
-    the start frame's was read. Keyed, it marks the body's settings-hash entry (a bake made
-    before, with the start value throughout, reads outdated); unkeyed, the entry is as before."""
+    handed to the solver (Simulation.set_friction: its contacts with bodies and colliders),
+    where before only the start frame's was read. Keyed, it marks the body's settings-hash
+    entry (a bake made before, with the start value throughout, reads outdated); unkeyed, the
+    entry is as before."""
     import json
     from verlet_physics.addon import simscene, validity
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from solver import Builder, Simulation
+from solver.collision.project import combined_friction
 from test_bodies import BACKENDS, _box  # noqa: E402  (tests/solver is on the path)
 
 G = 9.81
@@ -140,3 +141,22 @@ def test_a_tetrahedral_body_slides_by_its_own_friction_on_the_ground(backend, mi
     sim = Simulation(b.build(), backend=backend, sleep=False, air_drag=0.0, damping=0.0)
     sim.set_friction(ids, mine)
     assert _pushed(sim, ids, 6) == pytest.approx(_slide(1.0, np.sqrt(0.5 * mine)), rel=0.1)
+
+
+def test_equal_sides_keep_their_friction_to_the_bit(backend):
+    """A contact between two sides of the same friction takes exactly that value, whatever it
+    is: a particle of friction 0.19 resting on a pinned triangle whose corners are 0.19 (where
+    (f + f + f) / 3 is not f, and sqrt(f x that) is not f either: a triangle's side is its
+    corners' value when they are equal, not their computed mean), and the collider rule."""
+    b = Builder()
+    tri = b.add_particles([[-1.0, -1.0, 0.0], [1.0, -1.0, 0.0], [0.0, 1.5, 0.0]], radius=0.01,
+                          friction=0.19)
+    b.pin(tri)
+    b.add_contact_surface([[0, 1, 2]])
+    b.add_particles([[0.1, 0.0, 0.03]], radius=0.02, friction=0.19)
+    sim = Simulation(b.build(), backend=backend, sleep=False)
+    sim.step(1 / 24)
+    mu = sim.contacts.body_mu
+    assert len(mu) and np.all(mu == 0.19), mu
+    ms, mk = combined_friction(np.float64(0.3), np.float64(0.19), np.array([0.19]))
+    assert ms[0] == 0.3 and mk[0] == 0.19
