@@ -126,8 +126,7 @@ class Control:
     _ANIMATED = ("gravity", "stick_compliance", "shape_compliance", "shape_damping",
                  "collider_friction", "collider_static_friction", "collider_restitution",
                  "particle_restitution", "particle_friction", "volume_rest", "joint_target",
-                 "joint_drive",
-                 "mesh_vertices", "mesh_target")
+                 "joint_drive", "mesh_vertices", "mesh_target")
 
     def copy(self):
         # frames are immutable tuples of arrays nobody writes: the lists are copied, the frames

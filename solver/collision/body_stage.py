@@ -185,6 +185,18 @@ def edge_sag(x, tris, edges, edge_face, active):
 
 
 # ----------------------------------------------------------------------------- the stage
+
+def _corner_mean(f, corners):
+    """(m,) the mean of f (n,) over each row of corners (m, k) int64 (summed left to right):
+    a contact side's friction from its corners'. k equal corners give exactly their value
+    ((f + f + f) / 3 need not be f), so a contact between equal sides keeps it to the bit."""
+    total = f[corners[:, 0]]
+    same = np.ones(len(corners), bool)
+    for j in range(1, corners.shape[1]):
+        total = total + f[corners[:, j]]
+        same &= f[corners[:, j]] == f[corners[:, 0]]
+    return np.where(same, f[corners[:, 0]], total / corners.shape[1])
+
 class BodyContacts:
     """The collide stage of body contacts and their arrays (Contacts holds this step's pairs).
     Built once from the Model; collide() runs once per step."""
@@ -473,19 +485,15 @@ class BodyContacts:
             jit[P + T + E:] = jitter_directions(self.segments[sa, 0], self.segments[sb, 0])
         # friction: the geometric mean of the two sides' (equal sides keep their value to the
         # bit, a side of 0 makes the contact frictionless, as against a collider:
-        # project.combined_friction); a triangle's or an edge's side the mean of its corners'
-        f, tri, edge, seg = self._mu, self.tris[tt], self.edges, self.segments
-        f0, f1, f2 = f[tri[:, 0]], f[tri[:, 1]], f[tri[:, 2]]
-        # three equal corners give exactly their value ((f + f + f) / 3 need not), so a
-        # contact between equal sides keeps it to the bit
-        tri_mu = np.where((f1 == f0) & (f2 == f0), f0, (f0 + f1 + f2) / 3.0)
+        # project.combined_friction); a triangle's, an edge's or a capsule axis's side the
+        # mean of its corners' (_corner_mean)
+        f = self._mu
         contacts.set_body_contacts(
             idx, kind, np.r_[np.zeros(P), side, e_side, np.zeros(S)],
             np.r_[r[pi] + r[pj], r[tv] + self.tri_thick[tt],
                   self.edge_thick[ea] + self.edge_thick[eb],
                   self.seg_radius[sa] + self.seg_radius[sb]],
-            np.sqrt(np.r_[f[pi] * f[pj], f[tv] * tri_mu,
-                          ((f[edge[ea, 0]] + f[edge[ea, 1]]) / 2.0)
-                          * ((f[edge[eb, 0]] + f[edge[eb, 1]]) / 2.0),
-                          ((f[seg[sa, 0]] + f[seg[sa, 1]]) / 2.0)
-                          * ((f[seg[sb, 0]] + f[seg[sb, 1]]) / 2.0)]), jit)
+            np.sqrt(np.r_[f[pi] * f[pj], f[tv] * _corner_mean(f, self.tris[tt]),
+                          _corner_mean(f, self.edges[ea]) * _corner_mean(f, self.edges[eb]),
+                          _corner_mean(f, self.segments[sa])
+                          * _corner_mean(f, self.segments[sb])]), jit)

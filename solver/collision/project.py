@@ -105,11 +105,11 @@ def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius,
                      collider, allowance, lift, lifted, mesh):
     """Project candidates idx (unique ids) out of collider k, with friction. X, Xp (3, n) [m]
     positions (updated) and previous positions; (a, b, c) from sdf.placement; radius (n,) [m];
-    mu_s, mu_k the collider's coefficients and friction (n,) the particles' own (combined:
-    combined_friction);
-    R, Rb (3, 3), t, tb (3,) [m], s, sb (3,) the frame at the end and start of the substep
-    (moving: they differ); depth, used (n,) [m], touching (n,) bool, normal (n, 3), motion (n, 3)
-    [m], collider (n,) int64: the contact state, written for the particles that touch;
+    mu_s, mu_k the collider's coefficients and friction (n,) the particles' own (a contact
+    takes combined_friction of them); R, Rb (3, 3), t, tb (3,) [m], s, sb (3,) the frame at
+    the end and start of the substep (moving: they differ); depth, used (n,) [m], touching
+    (n,) bool, normal (n, 3), motion (n, 3) [m], collider (n,) int64: the contact state,
+    written for the particles that touch;
     allowance [m] the depenetration s_max of this substep; lift (n, 3) [m] x* shift owed,
     added to, and lifted (n,) bool set, where the lift is positive; mesh the mesh group
     (collision/mesh_query.py) a mesh collider's geometry comes from."""

@@ -301,9 +301,8 @@ def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approx
     (C, 3), thickness [m], frames R (C, 3, 3), t, s (C, 3) and Rb, tb, sb at the substep's
     start, moving, mu_s, mu_k; radius (n,) [m]; friction (n,) the particles' Coulomb
     coefficients (a contact's: project.combined_friction of the collider's and the
-    particle's); mesh the mesh group; the contact state depth,
-    used (n,) (impulses [kg m] at a rigid body's particles), touching, normal, motion,
-    collider as project.py's; allowance [m] the depenetration bound. X0, clear: the compiled
+    particle's); mesh the mesh group; the contact state depth, used (n,) (impulses [kg m] at
+    a rigid body's particles), touching, normal, motion, collider as project.py's; allowance [m] the depenetration bound. X0, clear: the compiled
     kernel's skip of candidates still clear of their collider (kernels/compiled_rigid.py);
     unused here, where every candidate is taken (the same bits)."""
     (body, entry, inv_mass, inv_inertia, bodies, entries, entry_body, c, Rm, moved, idx, kind,

@@ -167,3 +167,39 @@ def world(obj, local):
     """(n, 3) local positions of obj to world space by its current matrix."""
     m = np.array(obj.matrix_world, dtype=np.float64)
     return np.asarray(local, dtype=np.float64) @ m[:3, :3].T + m[:3, 3]
+
+
+def hashed(scene):
+    """What addon/validity.settings_hash(scene) hashes: its data dict, with "objects" decoded to
+    each object's settings dict (the marks such as restitution_acts included), so a test can
+    check which marks a scene takes."""
+    import json
+    from verlet_physics.addon import validity
+    seen, dumps = [], validity.json.dumps
+    validity.json.dumps = lambda data, **kw: (seen.append(data), dumps(data, **kw))[1]
+    try:
+        validity.settings_hash(scene)
+    finally:
+        validity.json.dumps = dumps
+    data = dict(seen[-1])
+    data["objects"] = [json.loads(e) for e in data["objects"]]
+    return data
+
+
+def keyed_friction(scene, obj, low, high, last):
+    """Keys obj's Friction at low on frame 1 and high on frame ``last``, simulates frames 1 to
+    ``last`` (simscene.SceneSim, as a bake does) and returns its body's particles' Coulomb
+    coefficients in the solver at frame 1 and at ``last``: ((n,), (n,)) float64."""
+    from verlet_physics.addon import simscene
+    obj.verlet.friction = low
+    obj.keyframe_insert("verlet.friction", frame=1)
+    obj.verlet.friction = high
+    obj.keyframe_insert("verlet.friction", frame=last)
+    scene.frame_set(1)
+    ss = simscene.SceneSim(scene, bpy.context.evaluated_depsgraph_get())
+    ids = next(b.ids for b in ss.bodies if b.name == obj.name)
+    first = ss.sim.control.particle_friction[ids].copy()
+    for f in range(2, last + 1):
+        scene.frame_set(f)
+        ss.step_to(bpy.context.evaluated_depsgraph_get())
+    return first, ss.sim.control.particle_friction[ids].copy()

@@ -70,29 +70,18 @@ def test_contact_iterations_reach_the_solver_and_the_bake_hash(extension):
     assert validity.settings_hash(scene) == default
 
 
-def test_a_bodys_restitution_outdates_bakes_made_before_it_acted(extension, monkeypatch):
+def test_a_bodys_restitution_outdates_bakes_made_before_it_acted(extension):
     """A simulated body's Restitution bounces it since 2026-11-27 (it was read for colliders
     only), so a body whose Restitution is above 0 enters the settings hash with a mark that no
     earlier bake has: those bakes, which did not bounce, read outdated. At 0 (the default) the
     entry is the one of before, so those bakes stay valid; a collider's is unchanged."""
-    import json
-    from verlet_physics.addon import validity
     scenes.set_range(1, 4)
     floor = scenes.ground()
     crate = scenes.cube("Crate", size=0.5, location=(0.0, 0.0, 0.3))
     scene = bpy.context.scene
-    seen = []
-    dumps = json.dumps
-
-    def spy(data, **kw):
-        seen.append(data)
-        return dumps(data, **kw)
-    monkeypatch.setattr(validity.json, "dumps", spy)
 
     def entries():
-        seen.clear()
-        validity.settings_hash(scene)
-        return [json.loads(e) for e in seen[-1]["objects"]]
+        return scenes.hashed(scene)["objects"]
     floor.verlet.restitution = 0.5
     assert not any("restitution_acts" in e for e in entries())
     crate.verlet.restitution = 0.4
@@ -112,34 +101,25 @@ def test_different_frictions_meeting_outdate_bakes_made_before_they_combined(ext
     before; where different values meet (or one is keyed) the hash takes a mark that no earlier
     bake has, so those bakes read outdated. A frictionless collider stays frictionless whatever
     the body's, so it is left out."""
-    from verlet_physics.addon import validity
     scenes.set_range(1, 4)
     floor = scenes.ground()
     crate = scenes.cube("Crate", size=0.5, location=(0.0, 0.0, 0.3))
     scene = bpy.context.scene
-    seen = []
-    dumps = validity.json.dumps
 
     def marked():
-        seen.clear()
-        validity.settings_hash(scene)
-        return "friction_mixed" in seen[-1]
-    validity.json.dumps = lambda data, **kw: (seen.append(data), dumps(data, **kw))[1]
-    try:
-        assert floor.verlet.friction == crate.verlet.friction == 0.5
-        assert not marked()
-        crate.verlet.friction = 0.2
-        assert marked()
-        floor.verlet.friction = 0.0              # frictionless: stays so, nothing meets
-        assert not marked()
-        floor.verlet.friction = 0.2
-        assert not marked()
-        crate.keyframe_insert("verlet.friction", frame=1)
-        assert marked()
-        floor.keyframe_insert("verlet.friction", frame=1)    # two keyed values may differ
-        assert marked()
-    finally:
-        validity.json.dumps = dumps
+        return "friction_mixed" in scenes.hashed(scene)
+    assert floor.verlet.friction == crate.verlet.friction == 0.5
+    assert not marked()
+    crate.verlet.friction = 0.2
+    assert marked()
+    floor.verlet.friction = 0.0              # frictionless: stays so, nothing meets
+    assert not marked()
+    floor.verlet.friction = 0.2
+    assert not marked()
+    crate.keyframe_insert("verlet.friction", frame=1)
+    assert marked()
+    floor.keyframe_insert("verlet.friction", frame=1)    # two keyed values may differ
+    assert marked()
 
 
 def test_cloth_self_collision_property_and_errors(extension):

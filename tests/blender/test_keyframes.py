@@ -332,36 +332,17 @@ def test_a_bodys_keyed_friction_reaches_the_solver_each_frame_and_marks_the_hash
     where before only the start frame's was read. Keyed, it marks the body's settings-hash
     entry (a bake made before, with the start value throughout, reads outdated); unkeyed, the
     entry is as before."""
-    import json
-    from verlet_physics.addon import simscene, validity
-
     scene = scenes.set_range(1, 12, substeps=10)
     scenes.ground()
     cube = scenes.cube(size=0.4, location=(0.0, 0.0, 0.25), kind="RIGID")
     cube.verlet.friction = 0.5
 
     def entry():
-        validity.settings_hash(scene)
-        return [json.loads(e) for e in seen[-1]["objects"] if '"RIGID"' in e][0]
-    seen, dumps = [], json.dumps
-    validity.json.dumps = lambda data, **kw: (seen.append(data), dumps(data, **kw))[1]
-    try:
-        assert "friction_keys_act" not in entry()
-        cube.verlet.friction = 0.2
-        cube.keyframe_insert("verlet.friction", frame=1)
-        cube.verlet.friction = 1.4
-        cube.keyframe_insert("verlet.friction", frame=10)
-        assert entry()["friction_keys_act"] is True
-    finally:
-        validity.json.dumps = dumps
-    scene.frame_set(1)
-    ss = simscene.SceneSim(scene, bpy.context.evaluated_depsgraph_get())
-    ids = next(b.ids for b in ss.bodies if b.name == cube.name)
-    assert np.all(ss.sim.control.particle_friction[ids] == pytest.approx(0.2))
-    for f in range(2, 11):
-        scene.frame_set(f)
-        ss.step_to(bpy.context.evaluated_depsgraph_get())
-    assert np.all(ss.sim.control.particle_friction[ids] == pytest.approx(1.4))
+        return next(e for e in scenes.hashed(scene)["objects"] if e["kind"] == "RIGID")
+    assert "friction_keys_act" not in entry()
+    first, last = scenes.keyed_friction(scene, cube, 0.2, 1.4, 10)
+    assert entry()["friction_keys_act"] is True
+    assert np.all(first == pytest.approx(0.2)) and np.all(last == pytest.approx(1.4))
 
 
 @pytest.mark.parametrize("use_sleep", [True, False])

@@ -46,6 +46,18 @@ def _box(b, centre, half, rot=np.eye(3), mass=1.0, friction=0.5, pinned=False):
     return ids
 
 
+def _pushed(sim, ids, settle):
+    """How far [m] the body of particles ids slides along x after ``settle`` frames at rest
+    and a push to 1 m/s, over 1 s (24 frames)."""
+    for _ in range(settle):
+        sim.step(1 / 24)
+    start = sim.x[ids].mean(axis=0)
+    sim.set_velocities(ids, np.tile([1.0, 0.0, 0.0], (len(ids), 1)))
+    for _ in range(24):
+        sim.step(1 / 24)
+    return sim.x[ids].mean(axis=0)[0] - start[0]
+
+
 def test_particle_rests_on_a_triangle_at_both_radii(backend):
     b = Builder()
     tri = b.add_particles([[-1, -1, 0], [1, -1, 0], [0, 1.5, 0]], radius=0.01)
@@ -455,20 +467,12 @@ def test_a_box_s_friction_set_while_it_runs_sets_how_far_it_slides_on_a_box(back
     sim.set_friction(top, mu)
     assert np.all(sim.control.particle_friction[top] == mu)
     saved = sim.get_state()
-    start = sim.x[top].mean(axis=0)
-    v = np.zeros((8, 3))
-    v[:, 0] = 1.0
-    sim.set_velocities(top, v)
-    for _ in range(24):
-        sim.step(1 / 24)
-    slid = sim.x[top].mean(axis=0)[0] - start[0]
+    slid = _pushed(sim, top, 0)
     assert slid == pytest.approx(1.0 / (2 * np.sqrt(0.5 * mu) * 9.81), rel=0.15)
     end = sim.x.copy()
     sim.set_friction(top, 0.5)                    # the checkpoint brings mu back
     sim.set_state(saved)
-    sim.set_velocities(top, v)
-    for _ in range(24):
-        sim.step(1 / 24)
+    _pushed(sim, top, 0)
     assert np.array_equal(sim.x, end)
     for bad in (-0.1, np.nan, np.inf):
         with pytest.raises(ValueError, match="friction"):

@@ -16,7 +16,7 @@ import pytest
 
 from solver import Builder, Simulation
 from solver.collision.project import combined_friction
-from test_bodies import BACKENDS, _box  # noqa: E402  (tests/solver is on the path)
+from test_bodies import BACKENDS, _box, _pushed  # noqa: E402  (tests/solver is on the path)
 
 G = 9.81
 
@@ -29,18 +29,6 @@ def backend(request):
 def _slide(v, mu):
     """How far [m] a body launched at v [m/s] on level ground slides under Coulomb friction mu."""
     return v * v / (2.0 * mu * G)
-
-
-def _pushed(sim, ids, settle):
-    """How far [m] the body of particles ids slides along x after ``settle`` frames at rest
-    and a push to 1 m/s, over 1 s (24 frames)."""
-    for _ in range(settle):
-        sim.step(1 / 24)
-    start = sim.x[ids].mean(axis=0)
-    sim.set_velocities(ids, np.tile([1.0, 0.0, 0.0], (len(ids), 1)))
-    for _ in range(24):
-        sim.step(1 / 24)
-    return sim.x[ids].mean(axis=0)[0] - start[0]
 
 
 @pytest.mark.parametrize("mine", [0.1, 0.5, 2.0])
