@@ -85,7 +85,31 @@ def settings_hash(scene):
     # (two keyed sources may differ although both read "<keyed>")
     if len(set(frictions)) > 1 or (_KEYED in frictions and len(frictions) > 1):
         data["friction_mixed"] = True
+    # edges meet colliders since 2026-11-27 (solver/collision/edges.py: a cloth hangs on a
+    # rail thinner than its edges): a bake of edges and a primitive other than a plane made
+    # before may differ; without both the hash is the one of before
+    if _edges_meet_primitives(scene):
+        data["edge_contacts"] = True
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _edges_meet_primitives(scene):
+    """Whether a cloth or plant shares the scene with a collider whose shape (inferred, for
+    Auto, as the bake infers it: simscene.infer_collider) is a sphere, box, cylinder or
+    capsule: the colliders edges meet (solver/collision/edges.py)."""
+    objs = [o for o in scene.objects if getattr(o, "verlet", None) is not None]
+    if not any(o.verlet.kind in ("CLOTH", "PLANT") for o in objs):
+        return False
+    from .simscene import infer_collider
+    for obj in objs:
+        if obj.verlet.kind != "COLLIDER" or obj.type != "MESH":
+            continue
+        shape = obj.verlet.collider_shape
+        if shape == "AUTO" and len(obj.data.vertices):
+            shape = infer_collider(obj, bridge.positions(obj.data))[0].upper()
+        if shape in ("SPHERE", "BOX", "CYLINDER", "CAPSULE"):
+            return True
+    return False
 
 
 def _friction_met(obj, keyed):

@@ -55,6 +55,7 @@ import math
 import numpy as np
 
 from .collision.bodies import solve_bodies
+from .collision.edges import project_edges
 from .collision.mesh_query import place_meshes
 from .collision.project import project_collider, project_points, release_overlap, restitution
 from .collision.impacts import rigid_pair_velocities, rigid_velocities
@@ -69,7 +70,7 @@ from .integrator import predict
 
 
 def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shapes, joints,
-                 colliders, points, contacts, bodies, rigid, counts, scalars):
+                 colliders, points, contacts, bodies, rigid, counts, scalars, edges):
     X, Xp = state
     a_h2, keep, lim = integrate
     d_ids, d_drift, d_normal, d_along, d_decay, d_g_h2 = drag
@@ -100,6 +101,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     r_bodies, r_touch = rigid[4], rigid[20]
     substeps, iterations, contact_iterations = counts
     h, gravity_norm, allowance = scalars
+    e_a, e_b, e_cand, e_collider, e_group_start, e_inv_mass, e_depth, e_used = edges
     n_colliders = c_shape.shape[0]
     any_bounce = bool(np.any(p_restitution > 0))          # a particle's own restitution
     any_restitution = bool(np.any(c_restitution > 0)) or any_bounce
@@ -120,7 +122,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         if mesh_ids.size:                      # the mesh colliders' vertices in this substep
             place_meshes(mesh[0], mesh[1], mesh[6], mesh_ids, sc, sb, s, substeps, mesh[19],
                          mesh[3], mesh[4])
-        for a in (depth, used, point_depth, point_used):
+        for a in (depth, used, point_depth, point_used, e_depth, e_used):
             a.fill(0.0)
         touching.fill(False)
         if any_bodies:
@@ -160,6 +162,11 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                                  tb[s, k], sb[s, k], moving[s, k], c_mu_s[k], c_mu_k[k],
                                  p_friction, k, depth, used, touching, normal, motion, collider,
                                  allowance, lift, lifted, mesh)
+            if e_cand.size:
+                project_edges(X, Xp, e_a, e_b, e_cand, e_collider, e_group_start, e_inv_mass,
+                              e_depth, e_used, c_shape, c_thickness, c_mu_s, c_mu_k, p_friction,
+                              radius, approximate[s], abc[s], R[s], t[s], sc[s], Rb[s], tb[s],
+                              sb[s], moving[s], allowance, lift, lifted, mesh)
             if rank_points.size and n_colliders:
                 project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, c_shape,
                                c_thickness, c_mu_s, c_mu_k, p_friction, approximate[s], abc[s],

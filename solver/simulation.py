@@ -539,7 +539,8 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
                 self.rigid.kernel_args(self.contact_iterations,
                                        2.0 * float(np.linalg.norm(self.gravity)) * h * h),
                 (S, self.iterations, self.contact_iterations),
-                (h, float(np.linalg.norm(self.gravity)), self.max_depenetration_speed * h))
+                (h, float(np.linalg.norm(self.gravity)), self.max_depenetration_speed * h),
+                self.colliders.edges.kernel_args())
 
     def _velocity_kept(self, h):
         """(n,) the fraction of velocity each particle keeps per substep of h [s], (1 -

@@ -35,13 +35,15 @@ move as above (delta = n d - friction correction, shared as c_k delta / sum c_k^
 
 The arithmetic is the kernel table's project_collider and project_points (NumPy in project.py,
 compiled in kernels/compiled_contact.py, the same operations in the same order: bit-identical
-contacts). Order: particles collider after collider; embedded points rank after rank, and within
-a rank collider after collider.
+contacts). Order: particles collider after collider; then the edges of cloths and ropes against
+the primitives (edges.py: a rail thinner than a cloth's edges holds it), group after group;
+embedded points rank after rank, and within a rank collider after collider.
 """
 
 import numpy as np
 
 from . import frames, sdf
+from .edges import ColliderEdges
 from .mesh import MeshSet
 
 
@@ -63,6 +65,7 @@ class Colliders:
         self.thickness = model.collider_thickness          # (C,) float64 [m]
         self.count = len(self.shape)
         self.meshes = MeshSet(model)                       # the mesh colliders (mesh.py)
+        self.edges = ColliderEdges(model)                  # edges against them (edges.py)
 
     def initial_frames(self, model):
         """(C,) frames.Frame of the build-time placements (the Control starts with these)."""
@@ -75,7 +78,8 @@ class Colliders:
         how far each particle can travel in this step (reach.particle_reach) plus its radius;
         kernels the kernel table (a mesh's distances). A primitive that rotates or scales during
         the step takes every free particle; a mesh takes the particles near its surface
-        (_mesh_candidates)."""
+        (_mesh_candidates). The edges' candidates (edges.ColliderEdges.find) come from the
+        same placements."""
         ids_free = np.nonzero(free)[0]
         X = x.T                                                # (3, n) [m]
         if ids_free.size == len(x):      # every particle collides (none sleeps, none is pinned
@@ -95,6 +99,7 @@ class Colliders:
         t = np.zeros((C, 3))                       # (C, 3) [m]
         s = np.ones((C, 3))                        # (C, 3)
         extra = np.zeros(C)                        # (C,) [m] sweep + thickness
+        turns = np.zeros(C, bool)                  # (C,) primitives that turn or scale
         for k in range(C):
             f0, f1 = control.collider_frame[k], control.collider_target[k]
             if self.shape[k] == frames.MESH:
@@ -105,6 +110,7 @@ class Colliders:
                                             and _close(f0.scale, f1.scale))
             if turning:
                 found[k] = ids_free
+                turns[k] = True
                 continue
             take[k] = True
             R[k], t[k], s[k] = f0.rotation, f0.translation, f0.scale
@@ -118,6 +124,8 @@ class Colliders:
             for k in np.nonzero(take)[0]:
                 found[k] = ids_free[near[k]]
         contacts.set_candidates(found)
+        self.edges.find(self.shape, take, turns, approximate, abc, R, t, s, extra, X, reach,
+                        free, kernels)
 
     def surface_speed(self, control, x, dt):
         """[m/s] the fastest any collider's surface moves during the next step of dt [s], at

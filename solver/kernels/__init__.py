@@ -21,12 +21,12 @@ from types import SimpleNamespace
 
 KERNELS = ("apply_drag", "predict", "squared_motion", "surface_normals", "solve_sticks",
            "solve_soft_pins", "solve_volumes", "solve_shapes", "damp_shapes", "solve_joints",
-           "project_collider", "project_points", "restitution", "release_overlap", "active_items",
-           "edge_sag", "find_body_contacts", "filter_pairs", "solve_bodies", "place_meshes",
-           "mesh_distances", "refit_meshes", "mesh_normals", "primitive_candidates", "islands",
-           "sweep_pairs", "body_frames", "solve_rigid", "rigid_velocities",
-           "rigid_pair_velocities", "order_rigid", "sort_pairs", "gather_slots",
-           "run_substeps")
+           "project_collider", "project_points", "project_edges", "restitution",
+           "release_overlap", "active_items", "edge_sag", "find_body_contacts", "filter_pairs",
+           "solve_bodies", "place_meshes", "mesh_distances", "refit_meshes", "mesh_normals",
+           "primitive_candidates", "islands", "sweep_pairs", "body_frames", "solve_rigid",
+           "rigid_velocities", "rigid_pair_velocities", "order_rigid", "sort_pairs",
+           "gather_slots", "run_substeps")
 
 
 def _numpy_table():
@@ -35,6 +35,7 @@ def _numpy_table():
     from ..collision.contacts import gather_slots
     from ..collision.pairs import filter_pairs
     from ..collision.colliders import primitive_candidates
+    from ..collision.edges import project_edges
     from ..collision.mesh import mesh_normals, refit_meshes
     from ..collision.mesh_query import mesh_distances, place_meshes
     from ..collision.project import project_collider, project_points, release_overlap, restitution
@@ -57,7 +58,8 @@ def _numpy_table():
                            solve_volumes=solve_volumes, solve_shapes=solve_shapes,
                            damp_shapes=damp_shapes, solve_joints=solve_joints,
                            project_collider=project_collider,
-                           project_points=project_points, restitution=restitution,
+                           project_points=project_points, project_edges=project_edges,
+                           restitution=restitution,
                            release_overlap=release_overlap,
                            active_items=active_items, edge_sag=edge_sag,
                            find_body_contacts=find_body_contacts,

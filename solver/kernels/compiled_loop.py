@@ -27,11 +27,12 @@ from .compiled_rigid import solve_rigid
 from .compiled_mesh import place_meshes
 from .compiled_candidates import candidate_clearance
 from .compiled_contact import project_colliders, project_points, restitution
+from .compiled_edges import edge_clearance, project_edges_clear
 
 
 @njit(cache=True, fastmath=False)
 def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shapes, joints,
-                 colliders, points, contacts, bodies, rigid, counts, scalars):
+                 colliders, points, contacts, bodies, rigid, counts, scalars, edges):
     X, Xp = state
     a_h2, keep, lim = integrate
     d_ids, d_drift, d_normal, d_along, d_decay, d_g_h2 = drag
@@ -62,6 +63,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     r_bodies, r_touch = rigid[4], rigid[20]
     substeps, iterations, contact_iterations = counts
     h, gravity_norm, allowance = scalars
+    e_a, e_b, e_cand, e_collider, e_group_start, e_inv_mass, e_depth, e_used = edges
     n_colliders = c_shape.shape[0]
     any_restitution = False
     for k in range(n_colliders):
@@ -87,6 +89,26 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     if by_particle.shape[0]:
         candidate_clearance(X0, by_particle, by_particle_start, by_particle_collider, c_shape,
                             approximate, abc, c_thickness, radius, R, t, sc, moving, mesh, clear)
+    # and the edges' candidates (compiled_edges.edge_clearance)
+    e_clear = np.empty(e_cand.shape[0])                    # (qe,) [m] per edge candidate
+    e_maybe = np.empty(e_cand.shape[0], np.bool_)         # (qe,) project_edges' scratch
+    e_moved = np.zeros(n if e_cand.shape[0] else 0, np.bool_)   # (n,) its scratch
+    e_moved2 = np.zeros(n if e_cand.shape[0] else 0)      # (n,) [m^2] its scratch
+    # (p,) the edge candidates' particles, each once (e_moved marks them, then is cleared)
+    e_parts = np.empty(2 * e_cand.shape[0], np.int64)
+    n_parts = 0
+    for q in range(e_cand.shape[0]):
+        for i in (e_a[e_cand[q]], e_b[e_cand[q]]):
+            if not e_moved[i]:
+                e_moved[i] = True
+                e_parts[n_parts] = i
+                n_parts += 1
+    e_parts = e_parts[:n_parts]
+    for j in range(n_parts):
+        e_moved[e_parts[j]] = False
+    if e_cand.shape[0]:
+        edge_clearance(X0, e_a, e_b, e_cand, e_collider, c_shape, abc, c_thickness, radius, R,
+                       t, sc, approximate, moving, mesh, e_clear)
     # and those of the rigid bodies' candidates, solved on the bodies (compiled_rigid)
     r_particle, r_collider = rigid[17], rigid[18]
     r_clear = np.empty(r_particle.shape[0])                # (Qc,) [m] per rigid candidate
@@ -136,6 +158,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                     r_sums[q, 1] = 0.0
         point_depth[:] = 0.0
         point_used[:] = 0.0
+        e_depth[:] = 0.0
+        e_used[:] = 0.0
         v_lam[:] = 0.0
         m_lam[:, :] = 0.0
         j_lam[:, :] = 0.0
@@ -165,6 +189,13 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                                   t[s], sc[s], Rb[s], tb[s], sb[s], moving[s], c_mu_s, c_mu_k,
                                   p_friction, depth, used, touching, normal, motion, collider,
                                   allowance, lift, lifted, mesh, X0, clear)
+            if e_cand.shape[0]:
+                project_edges_clear(X, Xp, e_a, e_b, e_cand, e_collider, e_group_start,
+                                    e_inv_mass, e_depth, e_used, c_shape, c_thickness, c_mu_s,
+                                    c_mu_k, p_friction, radius, approximate[s], abc[s], R[s],
+                                    t[s], sc[s], Rb[s], tb[s], sb[s], moving[s], allowance,
+                                    lift, lifted, mesh, X0, e_clear, e_maybe, e_moved,
+                                    e_parts, e_moved2)
             if rank_points.shape[0] and n_colliders:
                 project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, c_shape,
                                c_thickness, c_mu_s, c_mu_k, p_friction, approximate[s], abc[s],

@@ -8,6 +8,7 @@ import pytest
 from conftest import import_bpy
 
 bpy = import_bpy()
+import bmesh  # noqa: E402
 
 import scenes  # noqa: E402  (tests/blender, shared scene builders)
 
@@ -120,6 +121,51 @@ def test_different_frictions_meeting_outdate_bakes_made_before_they_combined(ext
     assert marked()
     floor.keyframe_insert("verlet.friction", frame=1)    # two keyed values may differ
     assert marked()
+
+
+def test_a_towel_hangs_on_a_rail_thinner_than_its_edges(extension):
+    """A Blender cylinder 1 cm in radius, 2 m long (Auto infers a cylinder), under a towel of
+    12 x 12 vertices 1 m square (edges 9 cm): the towel's edges meet the rail
+    (solver/collision/edges.py), so it hangs over it, both halves down, its top on the rail.
+    Before, it fell between two vertex rows through the rail to the ground."""
+    bake = _addon()
+    scenes.set_range(1, 30)
+    scenes.ground(z=-1.0)
+    rail = scenes._bmesh_object("Rail", lambda bm: bmesh.ops.create_cone(
+        bm, cap_ends=True, segments=16, radius1=0.01, radius2=0.01, depth=2.0),
+        (0.0, 0.0, 0.0), "COLLIDER", rotation=(1.5707963267948966, 0.0, 0.0))
+    towel = scenes.cloth("Towel", n=12, size=1.0, location=(0.0, 0.0, 0.2))
+    scenes.bake_op()
+    assert "edge_contacts" in scenes.hashed(bpy.context.scene)
+    _, x = bake.load(towel)
+    last = scenes.world(towel, x[-1])
+    assert rail.verlet.collider_shape == "AUTO"
+    assert 0.0 < last[:, 2].max() < 0.03, last[:, 2].max()
+    assert last[:, 2].min() > -0.6, last[:, 2].min()
+    assert (last[:, 0] < -0.05).sum() > 30 and (last[:, 0] > 0.05).sum() > 30
+
+
+def test_edges_meeting_primitives_outdate_bakes_made_before_they_met(extension):
+    """Since 2026-11-27 cloth and plant edges meet the colliders that are spheres, boxes,
+    cylinders or capsules (Auto inferred as the bake infers it): where both are in the scene,
+    the settings hash takes a mark no earlier bake has (those bakes read outdated); a plane or a
+    mesh collider, or no cloth, leave the hash as it was."""
+    scenes.set_range(1, 4)
+    scenes.ground()
+    cloth = scenes.cloth()
+    scene = bpy.context.scene
+
+    def marked():
+        return "edge_contacts" in scenes.hashed(scene)
+    assert not marked()                      # a plane only
+    ball = scenes.sphere()
+    assert marked()
+    ball.verlet.collider_shape = "MESH"
+    assert not marked()
+    ball.verlet.collider_shape = "CAPSULE"
+    assert marked()
+    cloth.verlet.kind = "RIGID"              # nothing with edges
+    assert not marked()
 
 
 def test_cloth_self_collision_property_and_errors(extension):

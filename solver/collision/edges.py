@@ -1,0 +1,255 @@
+"""Edges against colliders: a cloth, a rope or a plant held by a collider thinner than its
+edges (a towel rail, a clothesline, a flag pole, the edge of a table or a plank).
+
+A particle meets a collider where the particle is (project.py); a cloth whose edges are longer
+than a rail is thick falls through it between two vertices. Here every edge of a cloth and every
+user stick (a rope's links, a plant's strands) also meets the primitive colliders at its point
+nearest to them, an embedded point p = (1 - t) x_a + t x_b as Jakobsen's tetrahedral bodies
+have ("Advanced Character Physics", section 5), with t chosen afresh at every contact:
+
+    t* = argmin over t in [0, 1] of phi(p(t)),    phi the collider's signed distance (sdf.py)
+    C(x) = phi(p(t*)) - thickness - ((1 - t*) r_a + t* r_b) >= 0
+
+The primitives' distances are convex, so t* is found by bisection on the sign of the slope
+n(p) . (x_b - x_a) (EDGE_BISECTIONS halvings). An edge may dip a little into the contact
+offset D = thickness + the larger radius between its ends: tol = max(EDGE_TOLERANCE,
+EDGE_SKIN D), a quarter of that band (which is a skin: an edge a quarter into it stays three
+quarters clear of the surface), at least half a millimetre; the constraint is C >= -tol.
+Before the bisection, the tangent lines at the two ends (phi(a) + s_a t and phi(b) +
+s_b (t - 1), s the slopes there) bound phi from below along the edge (a convex function lies
+above its tangents): an edge whose bound is not tol inside the offset cannot meet the collider
+between its ends, and one whose distance falls toward an end (s_a >= 0 or s_b <= 0) is least
+at that end, where the particle's own contact acts: both are skipped at the cost of two
+distances. So a cloth lying on a large sphere (its edges' sag L^2 / 8R well under tol) costs
+that test only, and the edge contact acts where an edge passes over a thin or sharp collider.
+
+A contact of depth d along the normal n at p moves p as a particle's contact does
+(project.py: the bounded correction c, Coulomb friction against the collider's motion at the
+contact with the geometric mean of the collider's friction and the edge's, its two particles'
+mean; the overlap not moved into is owed to x*), and the move delta goes to the two particles
+weighted by their inverse masses w (Mueller et al., "Position Based Dynamics", 2007):
+
+    W = w_a (1 - t)^2 + w_b t^2,   dx_a = w_a (1 - t) delta / W,   dx_b = w_b t delta / W
+
+which puts p exactly at p + delta, and leaves a pinned end where it is.
+
+Which edges: sticks from "stick" and "cloth stretch" (model.STICK_SOURCES) that are not
+"min" sticks, whose particles belong to no shape-matching cluster or tetrahedral body (those
+meet colliders on their bodies: rigid.py, points.py) and are not shielded, with at least one
+movable particle. Which colliders: the primitives other than planes (a plane's distance is
+linear along an edge, least at an end). A mesh collider is met by particles only (its own
+edges and vertices against the cloth's triangles are not tested).
+
+The collide stage (Colliders.collide) keeps, per step, the edges that may reach each collider:
+the edge's midpoint tested as a particle of reach half the edge's length plus the larger of
+its ends' reach (kernels.primitive_candidates: the SDF is 1-Lipschitz, so no point of the edge
+is nearer than that). The candidates are sorted by (stick batch, collider, edge): the sticks of
+one batch share no particle (constraints/partition.py), so the NumPy kernel solves a batch's
+candidates of one collider as one vectorised group and the compiled one
+(kernels/compiled_edges.py) takes them one after another in the same order, with the same
+operations: the same bits. The edges' contacts run after the particles' in every iteration.
+
+No restitution (an edge bounces off nothing) and no tunnelling guard: an edge that crosses a
+collider thinner than its motion in one substep (40 substeps: 2.4 m/s across a 1 mm wire) is
+not caught.
+
+E = collider edges, q = this step's candidate pairs (edge, collider), G = their groups.
+"""
+
+import numpy as np
+
+from ..model import STICK_MIN, STICK_SOURCES
+from . import frames
+from .frames import Frame
+from .project import _contact, _distance, combined_friction
+
+EDGE_BISECTIONS = 12       # halvings of t: the nearest point to within 1/4096 of the edge
+# how far an edge may dip into a collider's contact offset between its ends: a quarter of the
+# offset (thickness + the larger radius: the band is a skin, and an edge a quarter into it
+# stays three quarters clear of the surface), at least EDGE_TOLERANCE
+EDGE_TOLERANCE = 5e-4      # [m]
+EDGE_SKIN = 0.25
+_SOURCES = (STICK_SOURCES.index("stick"), STICK_SOURCES.index("cloth stretch"))
+
+
+class ColliderEdges:
+    """The edges that meet colliders (module docstring), and this step's candidates."""
+
+    def __init__(self, model):
+        n = len(model.particle_inv_mass)
+        pairs = model.stick_particles
+        bodied = np.zeros(n, bool)                        # (n,) on a body of its own
+        bodied[model.shape_particles] = True
+        bodied[model.tetra_particles.ravel()] = True
+        bodied |= model.particle_shielded
+        free = model.particle_inv_mass > 0
+        a, b = pairs[:, 0], pairs[:, 1]
+        take = (np.isin(model.stick_source, _SOURCES) & (model.stick_kind != STICK_MIN)
+                & ~bodied[a] & ~bodied[b] & (free[a] | free[b]))
+        self.stick = np.nonzero(take)[0].astype(np.int64)        # (E,) int64, batch order
+        self.a = np.ascontiguousarray(a[self.stick])              # (E,) int64 particle ids
+        self.b = np.ascontiguousarray(b[self.stick])              # (E,) int64
+        # (E,) int64 the stick batch of each edge: edges of one batch share no particle
+        self.batch = (np.searchsorted(model.stick_batch_offsets, self.stick, side="right")
+                      - 1).astype(np.int64)
+        self.count = len(self.stick)
+        self.inv_mass = model.particle_inv_mass                   # (n,) [1/kg]
+        self.set_candidates(np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+    def set_candidates(self, edge, collider):
+        """Store this step's candidate pairs: edge, collider (q,) int64, in any order; sorted
+        here by (batch, collider, edge), with the groups of equal (batch, collider)."""
+        order = np.lexsort((edge, collider, self.batch[edge]))
+        self.cand_edge = np.ascontiguousarray(edge[order], np.int64)         # (q,) int64
+        self.cand_collider = np.ascontiguousarray(collider[order], np.int64)  # (q,) int64
+        key = self.batch[self.cand_edge] * (int(collider.max()) + 1 if collider.size else 1) \
+            + self.cand_collider
+        first = np.r_[True, key[1:] != key[:-1]] if key.size else np.zeros(0, bool)
+        # (G + 1,) int64 group g = candidates [group_start[g], group_start[g + 1])
+        self.group_start = np.r_[np.nonzero(first)[0], key.size].astype(np.int64)
+        self.depth = np.zeros(key.size)            # (q,) float64 [m] correction this substep
+        self.used = np.zeros(key.size)             # (q,) float64 [m] friction spent
+
+    def find(self, shape, take, turning, approximate, abc, R, t, s, extra, X, reach, free,
+             kernels):
+        """The collide stage's candidates (module docstring): shape (C,) int64; take (C,)
+        bool the primitives tested by distance and turning (C,) bool those that take every
+        edge (a primitive that rotates or scales in the step), with approximate, abc, R, t, s,
+        extra as Colliders.collide hands to primitive_candidates; X (3, n) [m]; reach (n,)
+        [m] each particle's reach plus its radius; free (n,) bool the particles that collide
+        this step (awake, movable)."""
+        edges = shape != frames.PLANE
+        take = take & edges
+        turning = turning & edges
+        if not self.count or not (take.any() or turning.any()):
+            if self.cand_edge.size:
+                self.set_candidates(np.zeros(0, np.int64), np.zeros(0, np.int64))
+            return
+        live = np.nonzero(free[self.a] | free[self.b])[0]
+        pairs_e, pairs_k = [], []
+        if live.size and take.any():
+            a, b = self.a[live], self.b[live]
+            d0, d1, d2 = X[0, b] - X[0, a], X[1, b] - X[1, a], X[2, b] - X[2, a]
+            mid = np.ascontiguousarray(np.stack([X[0, a] + d0 * 0.5, X[1, a] + d1 * 0.5,
+                                                 X[2, a] + d2 * 0.5]))
+            half = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2) * 0.5
+            near = np.zeros((len(shape), live.size), bool)
+            kernels.primitive_candidates(shape, approximate, abc, R, t, s, take, mid,
+                                         half + np.maximum(reach[a], reach[b]), extra, near)
+            for k in np.nonzero(take)[0]:
+                e = live[near[k]]
+                pairs_e.append(e)
+                pairs_k.append(np.full(e.size, k, np.int64))
+        for k in np.nonzero(turning)[0]:
+            pairs_e.append(live)
+            pairs_k.append(np.full(live.size, k, np.int64))
+        if pairs_e:
+            self.set_candidates(np.concatenate(pairs_e).astype(np.int64),
+                                np.concatenate(pairs_k))
+        else:
+            self.set_candidates(np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+    def kernel_args(self):
+        """The edges group of loop.run_substeps' arguments."""
+        return (self.a, self.b, self.cand_edge, self.cand_collider, self.group_start,
+                self.inv_mass, self.depth, self.used)
+
+
+def project_edges(X, Xp, ea, eb, cand_edge, cand_collider, group_start, inv_mass, e_depth,
+                  e_used, shape, thickness, mu_s, mu_k, friction, radius, approximate, abc, R,
+                  t, s, Rb, tb, sb, moving, allowance, lift, lifted, mesh):
+    """The edges' contacts of one iteration (module docstring), group after group. X, Xp
+    (3, n) [m] positions (updated) and previous positions; ea, eb (E,) int64 the edges'
+    particles; cand_edge, cand_collider (q,) int64 and group_start (G + 1,) int64 the
+    candidates (ColliderEdges); inv_mass (n,) [1/kg]; e_depth, e_used (q,) [m] each
+    candidate's correction and friction spent this substep (updated); per collider (C,):
+    shape, thickness, mu_s, mu_k, approximate, abc (C, 3) and one substep's placements R, Rb
+    (C, 3, 3), t, tb, s, sb (C, 3), moving (C,) bool; friction, radius (n,) the particles'
+    Coulomb coefficients and radii [m]; allowance [m], lift (n, 3) [m], lifted (n,) bool as
+    project.project_collider's; mesh the mesh group (unused: no mesh
+    collider takes edges)."""
+    for g in range(len(group_start) - 1):
+        q = np.arange(group_start[g], group_start[g + 1])
+        k = int(cand_collider[q[0]])
+        now, before = Frame(R[k], t[k], s[k]), Frame(Rb[k], tb[k], sb[k])
+        e = cand_edge[q]
+        _edge_group(X, Xp, ea[e], eb[e], q, shape[k], approximate[k], abc[k], thickness[k],
+                    now, before, moving[k], mu_s[k], mu_k[k], friction, radius, inv_mass,
+                    e_depth, e_used, allowance, lift, lifted, k)
+
+
+def _edge_group(X, Xp, ia, ib, q, shape, approximate, abc, thickness, now, before, moving,
+                mu_s, mu_k, friction, radius, inv_mass, e_depth, e_used, allowance, lift,
+                lifted, k):
+    """One group's edges (disjoint particles) against collider k, vectorised."""
+    a0, a1, a2 = X[0, ia], X[1, ia], X[2, ia]
+    e0, e1, e2 = X[0, ib] - a0, X[1, ib] - a1, X[2, ib] - a2
+    phi_a, (n0, n1, n2), _ = _distance(shape, approximate, abc, now, before, k, None, a0, a1,
+                                       a2, a0, a1, a2)
+    slope_a = n0 * e0 + n1 * e1 + n2 * e2
+    b0, b1, b2 = X[0, ib], X[1, ib], X[2, ib]
+    phi_b, (n0, n1, n2), _ = _distance(shape, approximate, abc, now, before, k, None, b0, b1,
+                                       b2, b0, b1, b2)
+    slope_b = n0 * e0 + n1 * e1 + n2 * e2
+    ra, rb = radius[ia], radius[ib]
+    inside = (slope_a < 0) & (slope_b > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        meet = (phi_b - slope_b - phi_a) / (slope_a - slope_b)
+    bound = phi_a + slope_a * meet
+    off = thickness + np.maximum(ra, rb)
+    tol = np.maximum(EDGE_TOLERANCE, EDGE_SKIN * off)
+    live = np.nonzero(inside & (bound - off < -tol))[0]
+    if not live.size:
+        return
+    ia, ib, q, ra, rb, tol = ia[live], ib[live], q[live], ra[live], rb[live], tol[live]
+    a0, a1, a2, e0, e1, e2 = a0[live], a1[live], a2[live], e0[live], e1[live], e2[live]
+    lo = np.zeros(live.size)
+    hi = np.ones(live.size)
+    for _ in range(EDGE_BISECTIONS):
+        mid = (lo + hi) * 0.5
+        m0, m1, m2 = a0 + e0 * mid, a1 + e1 * mid, a2 + e2 * mid
+        _, (n0, n1, n2), _ = _distance(shape, approximate, abc, now, before, k, None, m0, m1,
+                                       m2, m0, m1, m2)
+        down = n0 * e0 + n1 * e1 + n2 * e2 < 0
+        lo = np.where(down, mid, lo)
+        hi = np.where(down, hi, mid)
+    tt = (lo + hi) * 0.5
+    p0, p1, p2 = a0 + e0 * tt, a1 + e1 * tt, a2 + e2 * tt
+    phi, (n0, n1, n2), _ = _distance(shape, approximate, abc, now, before, k, None, p0, p1, p2,
+                                     p0, p1, p2)
+    pen = phi - (thickness + (ra + (rb - ra) * tt)) + tol
+    hit = pen < 0
+    if not hit.any():
+        return
+    ia, ib, q, tt = ia[hit], ib[hit], q[hit], tt[hit]
+    p0, p1, p2, n0, n1, n2 = p0[hit], p1[hit], p2[hit], n0[hit], n1[hit], n2[hit]
+    d = -pen[hit]
+    pa0, pa1, pa2 = Xp[0, ia], Xp[1, ia], Xp[2, ia]
+    pp0 = pa0 + (Xp[0, ib] - pa0) * tt
+    pp1 = pa1 + (Xp[1, ib] - pa1) * tt
+    pp2 = pa2 + (Xp[2, ib] - pa2) * tt
+    ms, mk = combined_friction(mu_s, mu_k, (friction[ia] + friction[ib]) * 0.5)
+    _, (f0, f1, f2), _, depth, used, corr, lf = _contact(
+        p0, p1, p2, pp0, pp1, pp2, n0, n1, n2, d, e_depth[q], e_used[q], now, before, moving,
+        ms, mk, allowance)
+    e_depth[q] = depth
+    e_used[q] = used
+    ca = 1.0 - tt
+    wa = inv_mass[ia] * ca
+    wb = inv_mass[ib] * tt
+    W = wa * ca + wb * tt
+    ok = W > 0
+    ga = np.where(ok, wa / np.where(ok, W, 1.0), 0.0)
+    gb = np.where(ok, wb / np.where(ok, W, 1.0), 0.0)
+    move = (n0 * corr - f0, n1 * corr - f1, n2 * corr - f2)
+    for c in range(3):
+        X[c, ia] += move[c] * ga
+        X[c, ib] += move[c] * gb
+    up = np.nonzero((lf > 0) & ok)[0]
+    if up.size:                           # the lift, shared as the move is
+        ln = (n0[up] * lf[up], n1[up] * lf[up], n2[up] * lf[up])
+        for c in range(3):
+            lift[ia[up], c] += ln[c] * ga[up]
+            lift[ib[up], c] += ln[c] * gb[up]
+        lifted[ia[up]] = True
+        lifted[ib[up]] = True

@@ -1,0 +1,295 @@
+"""Scalar mirror of collision/edges.project_edges (that module's docstring gives the
+constraint, the bisection and the order), with every expression of the NumPy kernel in its
+order, so the backends agree bit for bit. Each pass runs the candidates' end tests in parallel
+on the positions the pass starts from, then the candidates in order on one thread, solving
+those whose test passed or whose particles an earlier contact of the pass moved (then testing
+them again): a candidate left out saw exactly what the serial pass would have seen, and its
+contact would have changed nothing (project_edges_clear).
+
+As the particles' candidates (compiled_candidates.candidate_clearance), an edge candidate
+that cannot reach its collider yet is skipped: edge_clearance bounds the collider's distance
+along the edge from below at the step's start, and a point of the edge now is within m of the
+same point then when both ends moved less than m (the distance is 1-Lipschitz), so while m
+stays under that bound less the contact offset (plus the tolerance) the contact would change
+nothing: the same bits as the NumPy kernel, which tests every candidate. A wind-blown
+tablecloth is a candidate of every collider within the 0.4 m it may travel in a step (the
+demo: 10,000 to 20,000 edge candidates a step), most of them that far, and the part lying on
+the table stays clear until it moves.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from .compiled_candidates import CLEAR_MARGIN
+from .compiled_contact import (_MESH, _bounded, _collider_motion, _combined_friction,
+                               _distance, _friction)
+
+EDGE_BISECTIONS = 12       # collision/edges.py's
+EDGE_TOLERANCE = 5e-4      # [m]
+EDGE_SKIN = 0.25
+
+
+@njit(cache=True, fastmath=False)
+def project_edges(X, Xp, ea, eb, cand_edge, cand_collider, group_start, inv_mass, e_depth,
+                  e_used, shape, thickness, mu_s, mu_k, friction, radius, approximate, abc, R,
+                  t, s, Rb, tb, sb, moving, allowance, lift, lifted, mesh):
+    """The kernel table's entry, with collision/edges.project_edges' signature:
+    project_edges_clear with no clearance (every candidate tested)."""
+    q = cand_edge.shape[0]
+    project_edges_clear(X, Xp, ea, eb, cand_edge, cand_collider, group_start, inv_mass,
+                        e_depth, e_used, shape, thickness, mu_s, mu_k, friction, radius,
+                        approximate, abc, R, t, s, Rb, tb, sb, moving, allowance, lift, lifted,
+                        mesh, X, np.full(q, -np.inf), np.empty(q, np.bool_),
+                        np.zeros(X.shape[1], np.bool_), np.zeros(0, np.int64),
+                        np.zeros(X.shape[1]))
+
+
+@njit(cache=True, parallel=True, fastmath=False)
+def project_edges_clear(X, Xp, ea, eb, cand_edge, cand_collider, group_start, inv_mass,
+                        e_depth, e_used, shape, thickness, mu_s, mu_k, friction, radius,
+                        approximate, abc, R, t, s, Rb, tb, sb, moving, allowance, lift, lifted,
+                        mesh, X0, clear, maybe, moved, parts, moved2):
+    """collision/edges.project_edges, compiled (the same arguments; group_start unused: the
+    candidates' order is the groups' order), and X0 (3, n) [m] the step's start, clear (q,)
+    [m] each candidate's clearance there (edge_clearance), maybe (q,) bool and moved (n,) bool
+    scratch (moved all False on entry and on return), parts (p,) int64 the candidates'
+    particles (each once) and moved2 (n,) [m^2] scratch. Two passes: every candidate's end test
+    in parallel on the positions as the pass finds them (maybe: its edge may dip into the
+    collider; a candidate whose two particles are both nearer to X0 than its clearance is
+    not), then the candidates in order on one thread, each solved where maybe says so or where
+    an earlier contact of this pass moved one of its particles (its test is taken again on
+    the positions now). A candidate skipped has positions its first test saw and would change
+    nothing: the same bits as the NumPy kernel's one pass."""
+    Q = cand_edge.shape[0]
+    # each candidate particle's squared motion since the step's start, once (not once per
+    # candidate: a particle is in several)
+    for j in range(parts.shape[0]):
+        i = parts[j]
+        a0 = X[0, i] - X0[0, i]
+        a1 = X[1, i] - X0[1, i]
+        a2 = X[2, i] - X0[2, i]
+        moved2[i] = a0 * a0 + a1 * a1 + a2 * a2
+    for q in prange(Q):
+        maybe[q] = False
+        k = cand_collider[q]
+        e = cand_edge[q]
+        ia = ea[e]
+        ib = eb[e]
+        c = clear[q]
+        if c > 0 and c * c > max(moved2[ia], moved2[ib]):
+            continue
+        sh = shape[k]
+        ap = approximate[k]
+        a = abc[k, 0]
+        b = abc[k, 1]
+        cc = abc[k, 2]
+        a0 = X[0, ia]
+        a1 = X[1, ia]
+        a2 = X[2, ia]
+        e0 = X[0, ib] - a0
+        e1 = X[1, ib] - a1
+        e2 = X[2, ib] - a2
+        phi_a, n0, n1, n2, _, _, _, _ = _distance(sh, ap, a, b, cc, R[k], t[k], s[k], Rb[k],
+                                                  tb[k], a0, a1, a2, a0, a1, a2, k, mesh, -1)
+        slope_a = n0 * e0 + n1 * e1 + n2 * e2
+        b0 = X[0, ib]
+        b1 = X[1, ib]
+        b2 = X[2, ib]
+        phi_b, n0, n1, n2, _, _, _, _ = _distance(sh, ap, a, b, cc, R[k], t[k], s[k], Rb[k],
+                                                  tb[k], b0, b1, b2, b0, b1, b2, k, mesh, -1)
+        slope_b = n0 * e0 + n1 * e1 + n2 * e2
+        if not (slope_a < 0 and slope_b > 0):
+            continue
+        meet = (phi_b - slope_b - phi_a) / (slope_a - slope_b)
+        bound = phi_a + slope_a * meet
+        off = thickness[k] + max(radius[ia], radius[ib])
+        maybe[q] = bound - off < -max(EDGE_TOLERANCE, EDGE_SKIN * off)
+    touched = False
+    for q in range(Q):
+        k = cand_collider[q]
+        e = cand_edge[q]
+        ia = ea[e]
+        ib = eb[e]
+        if not (maybe[q] or moved[ia] or moved[ib]):
+            continue
+        sh = shape[k]
+        ap = approximate[k]
+        a = abc[k, 0]
+        b = abc[k, 1]
+        c = abc[k, 2]
+        Rk = R[k]
+        tk = t[k]
+        sk = s[k]
+        Rbk = Rb[k]
+        tbk = tb[k]
+        sbk = sb[k]
+        a0 = X[0, ia]
+        a1 = X[1, ia]
+        a2 = X[2, ia]
+        e0 = X[0, ib] - a0
+        e1 = X[1, ib] - a1
+        e2 = X[2, ib] - a2
+        phi_a, n0, n1, n2, _, _, _, _ = _distance(sh, ap, a, b, c, Rk, tk, sk, Rbk, tbk, a0,
+                                                  a1, a2, a0, a1, a2, k, mesh, -1)
+        slope_a = n0 * e0 + n1 * e1 + n2 * e2
+        b0 = X[0, ib]
+        b1 = X[1, ib]
+        b2 = X[2, ib]
+        phi_b, n0, n1, n2, _, _, _, _ = _distance(sh, ap, a, b, c, Rk, tk, sk, Rbk, tbk, b0,
+                                                  b1, b2, b0, b1, b2, k, mesh, -1)
+        slope_b = n0 * e0 + n1 * e1 + n2 * e2
+        ra = radius[ia]
+        rb = radius[ib]
+        if not (slope_a < 0 and slope_b > 0):
+            continue                 # least at an end: the particle's own contact acts there
+        meet = (phi_b - slope_b - phi_a) / (slope_a - slope_b)
+        bound = phi_a + slope_a * meet
+        off = thickness[k] + max(ra, rb)
+        tol = max(EDGE_TOLERANCE, EDGE_SKIN * off)
+        if not bound - off < -tol:
+            continue
+        lo = 0.0
+        hi = 1.0
+        for _ in range(EDGE_BISECTIONS):
+            mid = (lo + hi) * 0.5
+            m0 = a0 + e0 * mid
+            m1 = a1 + e1 * mid
+            m2 = a2 + e2 * mid
+            _, n0, n1, n2, _, _, _, _ = _distance(sh, ap, a, b, c, Rk, tk, sk, Rbk, tbk, m0,
+                                                  m1, m2, m0, m1, m2, k, mesh, -1)
+            if n0 * e0 + n1 * e1 + n2 * e2 < 0:
+                lo = mid
+            else:
+                hi = mid
+        tt = (lo + hi) * 0.5
+        p0 = a0 + e0 * tt
+        p1 = a1 + e1 * tt
+        p2 = a2 + e2 * tt
+        phi, n0, n1, n2, tri, wa_, wb_, wc_ = _distance(sh, ap, a, b, c, Rk, tk, sk, Rbk, tbk,
+                                                        p0, p1, p2, p0, p1, p2, k, mesh, -1)
+        pen = phi - (thickness[k] + (ra + (rb - ra) * tt)) + tol
+        if not pen < 0:
+            continue
+        d = -pen
+        pa0 = Xp[0, ia]
+        pa1 = Xp[1, ia]
+        pa2 = Xp[2, ia]
+        pp0 = pa0 + (Xp[0, ib] - pa0) * tt
+        pp1 = pa1 + (Xp[1, ib] - pa1) * tt
+        pp2 = pa2 + (Xp[2, ib] - pa2) * tt
+        ms, mk = _combined_friction(mu_s[k], mu_k[k], (friction[ia] + friction[ib]) * 0.5)
+        m0, m1, m2 = _collider_motion(sh, Rk, tk, sk, Rbk, tbk, sbk, moving[k], p0 + n0 * d,
+                                      p1 + n1 * d, p2 + n2 * d, tri, wa_, wb_, wc_, mesh)
+        corr, lf = _bounded(p0, p1, p2, pp0, pp1, pp2, m0, m1, m2, n0, n1, n2, d, allowance)
+        y0 = p0 + n0 * corr
+        y1 = p1 + n1 * corr
+        y2 = p2 + n2 * corr
+        dep = e_depth[q] + corr
+        u = e_used[q]
+        f0, f1, f2, scale, take = _friction(y0 - pp0 - m0, y1 - pp1 - m1, y2 - pp2 - m2, n0,
+                                            n1, n2, dep, u, ms, mk)
+        e_depth[q] = dep
+        e_used[q] = u + take
+        ca = 1.0 - tt
+        wa = inv_mass[ia] * ca
+        wb = inv_mass[ib] * tt
+        W = wa * ca + wb * tt
+        if not W > 0:
+            continue
+        ga = wa / W
+        gb = wb / W
+        v0 = n0 * corr - f0 * scale
+        v1 = n1 * corr - f1 * scale
+        v2 = n2 * corr - f2 * scale
+        X[0, ia] += v0 * ga
+        X[1, ia] += v1 * ga
+        X[2, ia] += v2 * ga
+        X[0, ib] += v0 * gb
+        X[1, ib] += v1 * gb
+        X[2, ib] += v2 * gb
+        moved[ia] = True
+        moved[ib] = True
+        touched = True
+        if lf > 0:
+            l0 = n0 * lf
+            l1 = n1 * lf
+            l2 = n2 * lf
+            lift[ia, 0] += l0 * ga
+            lift[ia, 1] += l1 * ga
+            lift[ia, 2] += l2 * ga
+            lift[ib, 0] += l0 * gb
+            lift[ib, 1] += l1 * gb
+            lift[ib, 2] += l2 * gb
+            lifted[ia] = True
+            lifted[ib] = True
+    if touched:
+        for q in range(Q):
+            e = cand_edge[q]
+            moved[ea[e]] = False
+            moved[eb[e]] = False
+
+
+@njit(cache=True, parallel=True, fastmath=False)
+def edge_clearance(X0, ea, eb, cand_edge, cand_collider, shape, abc, thickness, radius, R, t,
+                   s, approximate, moving, mesh, out):
+    """out (q,) [m] for each edge candidate, how far its two particles may move from X0 (3, n)
+    [m] (the step's start) before project_edges could act on it: a lower bound of the
+    collider's distance along the edge at X0, less the largest contact offset (thickness + the
+    larger radius) and plus the edge's tolerance (collision/edges.py), less CLEAR_MARGIN; -inf where no bound holds (a
+    mesh, a first-order SDF, a collider that moves in the step). The bound is the larger of
+    phi(midpoint) - L / 2 (an exact SDF is a distance) and the tangent lines' (an exact
+    primitive's SDF is convex: the lines at the ends meet under it where it falls from one end
+    and rises to the other; else it is least at an end). A cloth resting flat on a face is
+    then clear by that tolerance until it moves. approximate, moving (S, C) bool and abc
+    (S, C, 3), R (S, C, 3, 3), t, s (S, C, 3) the colliders' placements per substep; mesh the
+    mesh group (typing only: a mesh collider takes no edges)."""
+    S = moving.shape[0]
+    for q in prange(cand_edge.shape[0]):
+        k = cand_collider[q]
+        out[q] = -np.inf
+        if shape[k] == _MESH:
+            continue
+        exact = True
+        for u in range(S):
+            if moving[u, k] or approximate[u, k]:
+                exact = False
+        if not exact:
+            continue
+        ia = ea[cand_edge[q]]
+        ib = eb[cand_edge[q]]
+        sh = shape[k]
+        a = abc[0, k, 0]
+        b = abc[0, k, 1]
+        c = abc[0, k, 2]
+        Rk = R[0, k]
+        tk = t[0, k]
+        sk = s[0, k]
+        a0 = X0[0, ia]
+        a1 = X0[1, ia]
+        a2 = X0[2, ia]
+        d0 = X0[0, ib] - a0
+        d1 = X0[1, ib] - a1
+        d2 = X0[2, ib] - a2
+        m0 = a0 + d0 * 0.5
+        m1 = a1 + d1 * 0.5
+        m2 = a2 + d2 * 0.5
+        phi_m = _distance(sh, False, a, b, c, Rk, tk, sk, Rk, tk, m0, m1, m2, m0, m1, m2, k,
+                          mesh, -1)[0]
+        bound = phi_m - np.sqrt(d0 * d0 + d1 * d1 + d2 * d2) * 0.5
+        phi_a, n0, n1, n2, _, _, _, _ = _distance(sh, False, a, b, c, Rk, tk, sk, Rk, tk, a0,
+                                                  a1, a2, a0, a1, a2, k, mesh, -1)
+        slope_a = n0 * d0 + n1 * d1 + n2 * d2
+        b0 = X0[0, ib]
+        b1 = X0[1, ib]
+        b2 = X0[2, ib]
+        phi_b, n0, n1, n2, _, _, _, _ = _distance(sh, False, a, b, c, Rk, tk, sk, Rk, tk, b0,
+                                                  b1, b2, b0, b1, b2, k, mesh, -1)
+        slope_b = n0 * d0 + n1 * d1 + n2 * d2
+        if slope_a < 0 and slope_b > 0:
+            lines = phi_a + slope_a * ((phi_b - slope_b - phi_a) / (slope_a - slope_b))
+        else:
+            lines = min(phi_a, phi_b)
+        if lines > bound:
+            bound = lines
+        off = thickness[k] + max(radius[ia], radius[ib])
+        out[q] = bound - off + max(EDGE_TOLERANCE, EDGE_SKIN * off) - CLEAR_MARGIN
