@@ -1,16 +1,17 @@
-"""Edges against colliders: a cloth, a rope or a plant held by a collider thinner than its
-edges (a towel rail, a clothesline, a flag pole, the edge of a table or a plank).
+"""Edges against colliders: a cloth or a rope held by a collider thinner than its edges (a
+towel rail, a clothesline, a flag pole, the edge of a table or a plank).
 
 A particle meets a collider where the particle is (project.py); a cloth whose edges are longer
 than a rail is thick falls through it between two vertices. Here every edge of a cloth and every
-user stick (a rope's links, a plant's strands) also meets the primitive colliders at its point
+user stick (a rope's links) also meets the primitive colliders at its point
 nearest to them, an embedded point p = (1 - t) x_a + t x_b as Jakobsen's tetrahedral bodies
 have ("Advanced Character Physics", section 5), with t chosen afresh at every contact:
 
     t* = argmin over t in [0, 1] of phi(p(t)),    phi the collider's signed distance (sdf.py)
     C(x) = phi(p(t*)) - thickness - ((1 - t*) r_a + t* r_b) >= 0
 
-The primitives' distances are convex, so t* is found by bisection on the sign of the slope
+The primitives' exact distances are convex (those of colliders scaled unevenly are first-order
+approximations, sdf.py, nearly so), so t* is found by bisection on the sign of the slope
 n(p) . (x_b - x_a) (EDGE_BISECTIONS halvings). An edge may dip a little into the contact
 offset D = thickness + the larger radius between its ends: tol = max(EDGE_TOLERANCE,
 EDGE_SKIN D), a quarter of that band (which is a skin: an edge a quarter into it stays three
@@ -20,8 +21,9 @@ s_b (t - 1), s the slopes there) bound phi from below along the edge (a convex f
 above its tangents): an edge whose bound is not tol inside the offset cannot meet the collider
 between its ends, and one whose distance falls toward an end (s_a >= 0 or s_b <= 0) is least
 at that end, where the particle's own contact acts: both are skipped at the cost of two
-distances. So a cloth lying on a large sphere (its edges' sag L^2 / 8R well under tol) costs
-that test only, and the edge contact acts where an edge passes over a thin or sharp collider.
+distances. So a cloth lying on a large sphere costs that test only (the lines' bound lies
+L^2 / 4R under its ends there, twice the edges' sag L^2 / 8R: skipped while that is under
+tol), and the edge contact acts where an edge passes over a thin or sharp collider.
 
 A contact of depth d along the normal n at p moves p as a particle's contact does
 (project.py: the bounded correction c, Coulomb friction against the collider's motion at the
@@ -42,16 +44,20 @@ edges and vertices against the cloth's triangles are not tested).
 
 The collide stage (Colliders.collide) keeps, per step, the edges that may reach each collider:
 the edge's midpoint tested as a particle of reach half the edge's length plus the larger of
-its ends' reach (kernels.primitive_candidates: the SDF is 1-Lipschitz, so no point of the edge
-is nearer than that). The candidates are sorted by (stick batch, collider, edge): the sticks of
-one batch share no particle (constraints/partition.py), so the NumPy kernel solves a batch's
-candidates of one collider as one vectorised group and the compiled one
-(kernels/compiled_edges.py) takes them one after another in the same order, with the same
-operations: the same bits. The edges' contacts run after the particles' in every iteration.
+its ends' reach (kernels.primitive_candidates: an exact SDF is 1-Lipschitz, so no point of
+the edge is nearer than that; a first-order SDF of a collider scaled unevenly is not, and an
+edge of such an oval rail may be missed by up to a few centimetres: README, Known limits).
+The candidates are sorted by (stick batch, collider, edge): the sticks of one batch share no
+particle (constraints/partition.py), so the NumPy kernel solves a batch's candidates of one
+collider as one vectorised group and the compiled one (kernels/compiled_edges.py) takes them
+one after another in the same order, with the same operations: the same bits. The edges'
+contacts run after the particles' in every iteration.
 
 No restitution (an edge bounces off nothing) and no tunnelling guard: an edge that crosses a
-collider thinner than its motion in one substep (40 substeps: 2.4 m/s across a 1 mm wire) is
-not caught.
+collider thinner than its motion in one substep (24 fps and 40 substeps: 0.96 m/s across a
+1 mm wire) is not caught. An edge contact sets no touching flag (the particle contacts' flags
+carry a normal and a collider the restitution pass reads), so a cloth held by a rail alone does
+not fall asleep.
 
 E = collider edges, q = this step's candidate pairs (edge, collider), G = their groups.
 """

@@ -235,14 +235,15 @@ def edge_clearance(X0, ea, eb, cand_edge, cand_collider, shape, abc, thickness, 
     """out (q,) [m] for each edge candidate, how far its two particles may move from X0 (3, n)
     [m] (the step's start) before project_edges could act on it: a lower bound of the
     collider's distance along the edge at X0, less the largest contact offset (thickness + the
-    larger radius) and plus the edge's tolerance (collision/edges.py), less CLEAR_MARGIN; -inf where no bound holds (a
-    mesh, a first-order SDF, a collider that moves in the step). The bound is the larger of
-    phi(midpoint) - L / 2 (an exact SDF is a distance) and the tangent lines' (an exact
-    primitive's SDF is convex: the lines at the ends meet under it where it falls from one end
-    and rises to the other; else it is least at an end). A cloth resting flat on a face is
-    then clear by that tolerance until it moves. approximate, moving (S, C) bool and abc
-    (S, C, 3), R (S, C, 3, 3), t, s (S, C, 3) the colliders' placements per substep; mesh the
-    mesh group (typing only: a mesh collider takes no edges)."""
+    larger radius) and plus the edge's tolerance (collision/edges.py), less CLEAR_MARGIN;
+    -inf where no bound holds (a mesh, a first-order SDF, a collider that moves in the step).
+    The bound is the larger of phi(midpoint) - L / 2 (an exact SDF is a distance) and the
+    tangent lines' (an exact primitive's SDF is convex: the lines at the ends meet under it
+    where it falls from one end and rises to the other; else it is least at an end). A cloth
+    resting flat on a face is then clear by that tolerance until it moves. approximate,
+    moving (S, C) bool and abc (S, C, 3), R (S, C, 3, 3), t, s (S, C, 3) the colliders'
+    placements per substep; mesh the mesh group (typing only: a mesh collider takes no
+    edges)."""
     S = moving.shape[0]
     for q in prange(cand_edge.shape[0]):
         k = cand_collider[q]
