@@ -100,6 +100,9 @@ class Colliders:
         s = np.ones((C, 3))                        # (C, 3)
         extra = np.zeros(C)                        # (C,) [m] sweep + thickness
         turns = np.zeros(C, bool)                  # (C,) primitives that turn or scale
+        # (C, 3) and (C,) the exact primitive enclosing a first-order one, and the ratio its
+        # distance takes (sdf.enclosing): the edges' broad phase (edges.py)
+        enclosing_abc, ratio = np.zeros((C, 3)), np.ones(C)
         for k in range(C):
             f0, f1 = control.collider_frame[k], control.collider_target[k]
             if self.shape[k] == frames.MESH:
@@ -115,6 +118,8 @@ class Colliders:
             take[k] = True
             R[k], t[k], s[k] = f0.rotation, f0.translation, f0.scale
             approximate[k], abc[k] = sdf.placement(self.shape[k], self.dims[k], f0.scale)
+            enclosing_abc[k], ratio[k] = (sdf.enclosing(self.shape[k], self.dims[k], f0.scale)
+                                          if approximate[k] else (abc[k], 1.0))
             extra[k] = float(np.linalg.norm(f1.translation - f0.translation)) \
                 + self.thickness[k]
         if take.any():
@@ -124,8 +129,8 @@ class Colliders:
             for k in np.nonzero(take)[0]:
                 found[k] = ids_free[near[k]]
         contacts.set_candidates(found)
-        self.edges.find(self.shape, take, turns, approximate, abc, R, t, s, extra, X, reach,
-                        free, kernels)
+        self.edges.find(self.shape, take, turns, enclosing_abc, ratio, R, t, s, extra, X,
+                        reach, free, kernels)
 
     def surface_speed(self, control, x, dt):
         """[m/s] the fastest any collider's surface moves during the next step of dt [s], at

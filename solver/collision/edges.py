@@ -45,8 +45,10 @@ edges and vertices against the cloth's triangles are not tested).
 The collide stage (Colliders.collide) keeps, per step, the edges that may reach each collider:
 the edge's midpoint tested as a particle of reach half the edge's length plus the larger of
 its ends' reach (kernels.primitive_candidates: an exact SDF is 1-Lipschitz, so no point of
-the edge is nearer than that; a first-order SDF of a collider scaled unevenly is not, and an
-edge of such an oval rail may be missed by up to a few centimetres: README, Known limits).
+the edge is nearer than that). The first-order SDF of a collider scaled unevenly (an oval rail)
+is not 1-Lipschitz and an edge tested so can be missed (10 of 3000 random edges near a
+flattened sphere, tests/solver/test_edges.py); such a collider is tested
+by the exact primitive enclosing it at its reach divided by the ratio sdf.enclosing proves.
 The candidates are sorted by (stick batch, collider, edge): the sticks of one batch share no
 particle (constraints/partition.py), so the NumPy kernel solves a batch's candidates of one
 collider as one vectorised group and the compiled one (kernels/compiled_edges.py) takes them
@@ -116,14 +118,16 @@ class ColliderEdges:
         self.depth = np.zeros(key.size)            # (q,) float64 [m] correction this substep
         self.used = np.zeros(key.size)             # (q,) float64 [m] friction spent
 
-    def find(self, shape, take, turning, approximate, abc, R, t, s, extra, X, reach, free,
+    def find(self, shape, take, turning, abc, ratio, R, t, s, extra, X, reach, free,
              kernels):
         """The collide stage's candidates (module docstring): shape (C,) int64; take (C,)
         bool the primitives tested by distance and turning (C,) bool those that take every
-        edge (a primitive that rotates or scales in the step), with approximate, abc, R, t, s,
-        extra as Colliders.collide hands to primitive_candidates; X (3, n) [m]; reach (n,)
-        [m] each particle's reach plus its radius; free (n,) bool the particles that collide
-        this step (awake, movable)."""
+        edge (a primitive that rotates or scales in the step); abc (C, 3) the dimensions of
+        each collider's exact SDF, or of the exact primitive enclosing a first-order one, and
+        ratio (C,) the share of that distance the first-order one keeps (sdf.enclosing; 1 for
+        an exact one); R, t, s, extra as Colliders.collide hands to primitive_candidates; X
+        (3, n) [m]; reach (n,) [m] each particle's reach plus its radius; free (n,) bool the
+        particles that collide this step (awake, movable)."""
         edges = shape != frames.PLANE
         take = take & edges
         turning = turning & edges
@@ -140,8 +144,18 @@ class ColliderEdges:
                                                  X[2, a] + d2 * 0.5]))
             half = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2) * 0.5
             near = np.zeros((len(shape), live.size), bool)
-            kernels.primitive_candidates(shape, approximate, abc, R, t, s, take, mid,
-                                         half + np.maximum(reach[a], reach[b]), extra, near)
+            end_reach = np.maximum(reach[a], reach[b])
+            exact = np.zeros(len(shape), bool)
+            round_ = take & (ratio == 1.0)
+            kernels.primitive_candidates(shape, exact, abc, R, t, s, round_, mid,
+                                         half + end_reach, extra, near)
+            for k in np.nonzero(take & ~round_)[0]:
+                # an oval: its enclosing primitive at the reach the ratio asks (sdf.enclosing)
+                one = np.zeros(len(shape), bool)
+                one[k] = True
+                kernels.primitive_candidates(shape, exact, abc, R, t, s, one, mid,
+                                             half + end_reach / ratio[k], extra / ratio[k],
+                                             near)
             for k in np.nonzero(take)[0]:
                 e = live[near[k]]
                 pairs_e.append(e)

@@ -185,6 +185,27 @@ def placement(shape, dims, scale):
     return True, approx_scaled_dims(shape, dims, scale)
 
 
+def enclosing(shape, dims, scale):
+    """(abc, ratio) for a broad phase that must not miss a first-order collider (placement's
+    approximate case): abc the dimensions of the exact primitive of the same shape that
+    encloses it, and ratio = rho in (0, 1] such that wherever that primitive's exact distance
+    d is positive, phi >= rho d for the first-order phi (the module docstring's formulas).
+
+    With s the scale of the formula (the ellipsoid's (s0, s1, s2), the capsule's (s0, s1,
+    cap), the cylinder's (s0, s1) across its axis), |u| >= |q| / max(s) and |g| <= 1 / min(s),
+    so phi = (|u| - r) / |g| >= (min(s) / max(s)) (|q| - r max(s)): rho = min(s) / max(s), and
+    the enclosing primitive takes the radius r max(s) (a cylinder's axial distance is exact,
+    and its combination of the two distances is monotone and positively homogeneous). An exact
+    SDF is 1-Lipschitz and phi need not be: a point of an edge of length L whose midpoint has
+    d(mid) - L / 2 > reach / rho lies nowhere within reach of the first-order collider."""
+    s0, s1, s2 = scale
+    if shape == SPHERE:
+        top, low = max(s0, s1, s2), min(s0, s1, s2)
+        return exact_scaled_dims(shape, dims, (top, top, top)), low / top
+    top, low = max(s0, s1), min(s0, s1)
+    return exact_scaled_dims(shape, dims, (top, top, s2)), low / top
+
+
 def evaluate(shape, dims, frame, x):
     """Signed distance phi (n,) [m] of world points x (n, 3) [m] to a collider placed at frame
     (frames.Frame), negative inside, and the unit outward normal (n, 3) in world space."""
