@@ -450,8 +450,9 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
         self._check_runaway(backup, limit)
         if self.sleep.enabled:
             self.kernels.squared_motion(self.state.X, backup.state.X, self._motion2)
-            self.sleep.update(self.state, dt, self.contacts.touching | self.contacts.body_touch
-                              | ~self._free, self._motion2, self.contacts.body_idx)
+            supported = self.contacts.touching | self.contacts.body_touch | ~self._free
+            self.colliders.edges.touched(supported)
+            self.sleep.update(self.state, dt, supported, self._motion2, self.contacts.body_idx)
 
     def _begin_step(self, h, acc):
         """Verlet's x* for the substep length h; constraint factors that depend on h."""

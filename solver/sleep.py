@@ -9,7 +9,8 @@ as Model.particle_island. Particles joined by no constraint are islands of one. 
 contact acts between two islands, so freezing one never pulls on another.
 
 Falling asleep: after every step, an island that rests on something (one of its particles
-touched a collider or another body in the step's last substep, or is hard-pinned) and whose
+touched a collider or another body in the step's last substep, or one of its edges met a
+collider there, collision/edges.py, or it is hard-pinned) and whose
 fastest particle moves slower than SLEEP_SPEED (its displacement over the step / dt) for
 SLEEP_TIME of simulated time in a row goes to sleep. A body drifting slowly in free flight does
 not, nor one hanging on soft pins only: a spring approaches its rest exponentially, and
@@ -164,6 +165,16 @@ class Sleep:
         ids = np.nonzero(self.asleep(state))[0]
         if ids.size:
             self.wake_particles(state, ids[colliders.near_moving(control, state.x[ids], margin)])
+        # a cloth asleep on a rail: its vertices may all lie farther from the rail than the
+        # margin, its edges do not (collision/edges.py)
+        edges = colliders.edges
+        if ids.size and edges.count and colliders.moving(control):
+            e = edges.sleeping_ends(self.asleep(state))
+            if e.size:
+                xa, xb = state.x[edges.a[e]], state.x[edges.b[e]]
+                half = 0.5 * np.sqrt(np.einsum("ij,ij->i", xb - xa, xb - xa))
+                near = colliders.near_moving(control, 0.5 * (xa + xb), margin + half)
+                self.wake_particles(state, edges.a[e[near]])
 
     def asleep_ids(self, state):
         """(k,) int64 particles of sleeping islands, or None when none sleeps."""

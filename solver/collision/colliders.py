@@ -159,11 +159,23 @@ class Colliders:
                         "ij,ij->i", moves[a:b], moves[a:b])))) / dt)
         return fastest
 
+    def moving(self, control):
+        """Whether a collider moves or deforms during the next step (what near_moving tests)."""
+        for k in range(self.count):
+            f0, f1 = control.collider_frame[k], control.collider_target[k]
+            if self.shape[k] == frames.MESH:
+                if self.meshes.surface_sweep(k, control, f0, f1) != 0.0:
+                    return True
+            elif not frames.same(f0, f1):
+                return True
+        return False
+
     def near_moving(self, control, x, margin):
         """(k,) bool: which of the points x (k, 3) [m] a collider that moves during the next
         step may come within ``margin`` [m] (+ its thickness) of: the nearer of its distances at
         the step's start and end, less the farthest any of its points travels on the way there
-        (|t1 - t0| + ||A1 - A0||_2 |x - t0|, A = R S). Wakes sleeping bodies (sleep.py)."""
+        (|t1 - t0| + ||A1 - A0||_2 |x - t0|, A = R S); margin a scalar or (k,) [m], one per
+        point. Wakes sleeping bodies (sleep.py)."""
         near = np.zeros(len(x), bool)
         for k in range(self.count):
             f0, f1 = control.collider_frame[k], control.collider_target[k]

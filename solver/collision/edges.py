@@ -57,9 +57,11 @@ contacts run after the particles' in every iteration.
 
 No restitution (an edge bounces off nothing) and no tunnelling guard: an edge that crosses a
 collider thinner than its motion in one substep (24 fps and 40 substeps: 0.96 m/s across a
-1 mm wire) is not caught. An edge contact sets no touching flag (the particle contacts' flags
-carry a normal and a collider the restitution pass reads), so a cloth held by a rail alone does
-not fall asleep.
+1 mm wire) is not caught. An edge whose contact acted in a step's last substep holds its two
+particles up for sleeping (ColliderEdges.touched: a cloth held by a rail alone falls asleep), and
+a collider that moves wakes a sleeping island whose edge it may reach, the edge's midpoint tested
+at the margin plus half its length (sleep.Sleep.wake_by_drivers), as a rail may hold a cloth
+whose vertices are all farther from it than the particles' margin.
 
 E = collider edges, q = this step's candidate pairs (edge, collider), G = their groups.
 """
@@ -168,6 +170,19 @@ class ColliderEdges:
                                 np.concatenate(pairs_k))
         else:
             self.set_candidates(np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+    def touched(self, supported):
+        """Set supported (n,) bool for the particles of the edges whose contact acted in the
+        step's last substep (a correction there: depth > 0; the depths restart every substep),
+        the edges' share of the touching flags that let an island fall asleep (sleep.py)."""
+        hit = self.cand_edge[self.depth > 0.0]
+        supported[self.a[hit]] = True
+        supported[self.b[hit]] = True
+
+    def sleeping_ends(self, asleep):
+        """(k,) int64 the edges whose ends sleep (asleep (n,) bool; an edge's two ends are one
+        island, as a stick joins them), for the wake by a moving collider (sleep.py)."""
+        return np.nonzero(asleep[self.a] & asleep[self.b])[0]
 
     def kernel_args(self):
         """The edges group of loop.run_substeps' arguments."""

@@ -263,3 +263,35 @@ def test_no_edge_within_reach_of_an_oval_collider_is_missed(backend, oval):
     assert within.sum() > 100 and (~within).sum() > 100
     missed = np.nonzero(within & ~kept)[0]
     assert missed.size == 0, (missed.size, phi[missed])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_cloth_on_a_rail_falls_asleep_and_the_rail_moving_away_wakes_it(backend):
+    """Held by the rail's edge contacts alone (no vertex touches it), the cloth comes to rest
+    and falls asleep within 3 s (it never did while only the particles' contacts counted).
+    The rail then sinks at 4.8 cm/s: though every vertex is 2.4 cm from it, more than the
+    sleeping particles' margin, the edges resting on it wake the cloth and it follows the rail
+    down (left asleep, it hung in the air where the rail had been)."""
+    pos, quads = _cloth()
+    b = Builder()
+    b.add_cloth(pos, quads)
+    _rail(b, "capsule")
+    sim = Simulation(b.build(), backend=backend)
+    _run(sim, 72)
+    assert sim.sleeping.all()
+    phi = sdf.evaluate(frames.CAPSULE, sim.model.collider_dims[0],
+                       frames.decompose(sim.model.collider_matrix[0]), sim.x)[0]
+    assert phi.min() > 0.02                              # no vertex near the rail
+    top = sim.x[:, 2].max()
+    _run(sim, 24)                                        # asleep: not a bit moves
+    assert sim.sleeping.all() and sim.x[:, 2].max() == top
+
+    def sink(sim, f):
+        m = _rail_matrix()
+        m[2, 3] = -0.002 * (f + 1)
+        sim.set_collider_matrix(0, m)
+
+    x = _run(sim, 24, sink)
+    assert not sim.sleeping.any()
+    # on the rail's top at -3.8 cm (its radius 1 cm), as before it sank
+    assert -0.038 - EDGE_TOLERANCE - 1e-3 < x[:, 2].max() < -0.037, x[:, 2].max()
