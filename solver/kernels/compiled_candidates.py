@@ -58,6 +58,19 @@ def primitive_candidates(shape, approximate, abc, R, t, s, take, X, reach, extra
             _candidates_of(shape, approximate, abc, R, t, s, take, X, reach, extra, out, i)
 
 
+@njit(cache=True, fastmath=False, inline="always")
+def _exact_still(moving, approximate, k):
+    """Whether collider k keeps one exact SDF through the step: in no substep does it move or
+    take a first-order SDF (moving, approximate (S, C) bool), so a distance at the step's
+    start bounds the distances in every substep (the clearances here and in
+    compiled_edges.edge_clearance)."""
+    exact = True
+    for u in range(moving.shape[0]):
+        if moving[u, k] or approximate[u, k]:
+            exact = False
+    return exact
+
+
 @njit(cache=True, parallel=True, fastmath=False)
 def candidate_clearance(X0, particles, particle_start, pair_collider, shape, approximate, abc,
                         thickness, radius, R, t, s, moving, mesh, out):
@@ -69,7 +82,6 @@ def candidate_clearance(X0, particles, particle_start, pair_collider, shape, app
     then its projection, tunnelling guard included, changes nothing (project_colliders skips
     it). approximate, moving (S, C) bool and abc (S, C, 3), R (S, C, 3, 3), t, s (S, C, 3) the
     colliders' placements per substep (Colliders.placements)."""
-    S = moving.shape[0]
     for v in prange(particles.shape[0]):
         i = particles[v]
         for r in range(particle_start[v], particle_start[v + 1]):
@@ -77,11 +89,7 @@ def candidate_clearance(X0, particles, particle_start, pair_collider, shape, app
             out[r] = -np.inf
             if shape[k] == _MESH:
                 continue
-            exact = True
-            for q in range(S):
-                if moving[q, k] or approximate[q, k]:
-                    exact = False
-            if exact:
+            if _exact_still(moving, approximate, k):
                 phi = _distance(shape[k], False, abc[0, k, 0], abc[0, k, 1], abc[0, k, 2],
                                 R[0, k], t[0, k], s[0, k], R[0, k], t[0, k], X0[0, i],
                                 X0[1, i], X0[2, i], X0[0, i], X0[1, i], X0[2, i], k, mesh,

@@ -20,13 +20,37 @@ the table stays clear until it moves.
 import numpy as np
 from numba import njit, prange
 
-from .compiled_candidates import CLEAR_MARGIN
+from .compiled_candidates import CLEAR_MARGIN, _exact_still
 from .compiled_contact import (_MESH, _bounded, _collider_motion, _combined_friction,
                                _distance, _friction)
 
 EDGE_BISECTIONS = 12       # collision/edges.py's
 EDGE_TOLERANCE = 5e-4      # [m]
 EDGE_SKIN = 0.25
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _ends(sh, ap, a, b, c, R, t, s, Rb, tb, a0, a1, a2, b0, b1, b2, k, mesh):
+    """The end test's distances (collision/edges.py): phi at the edge's ends a and b and its
+    slopes n . (b - a) there, (phi_a, slope_a, phi_b, slope_b); the collider's placement as
+    _distance takes it (an edge's point is its own x*: the motion enters only the friction)."""
+    e0 = b0 - a0
+    e1 = b1 - a1
+    e2 = b2 - a2
+    phi_a, n0, n1, n2, _, _, _, _ = _distance(sh, ap, a, b, c, R, t, s, Rb, tb, a0, a1, a2, a0,
+                                              a1, a2, k, mesh, -1)
+    slope_a = n0 * e0 + n1 * e1 + n2 * e2
+    phi_b, n0, n1, n2, _, _, _, _ = _distance(sh, ap, a, b, c, R, t, s, Rb, tb, b0, b1, b2, b0,
+                                              b1, b2, k, mesh, -1)
+    slope_b = n0 * e0 + n1 * e1 + n2 * e2
+    return phi_a, slope_a, phi_b, slope_b
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _lines(phi_a, slope_a, phi_b, slope_b):
+    """The tangent lines' lower bound of a convex distance along the edge, where they meet
+    (valid when it falls from a and rises to b: slope_a < 0 < slope_b)."""
+    return phi_a + slope_a * ((phi_b - slope_b - phi_a) / (slope_a - slope_b))
 
 
 @njit(cache=True, fastmath=False)
@@ -78,32 +102,14 @@ def project_edges_clear(X, Xp, ea, eb, cand_edge, cand_collider, group_start, in
         c = clear[q]
         if c > 0 and c * c > max(moved2[ia], moved2[ib]):
             continue
-        sh = shape[k]
-        ap = approximate[k]
-        a = abc[k, 0]
-        b = abc[k, 1]
-        cc = abc[k, 2]
-        a0 = X[0, ia]
-        a1 = X[1, ia]
-        a2 = X[2, ia]
-        e0 = X[0, ib] - a0
-        e1 = X[1, ib] - a1
-        e2 = X[2, ib] - a2
-        phi_a, n0, n1, n2, _, _, _, _ = _distance(sh, ap, a, b, cc, R[k], t[k], s[k], Rb[k],
-                                                  tb[k], a0, a1, a2, a0, a1, a2, k, mesh, -1)
-        slope_a = n0 * e0 + n1 * e1 + n2 * e2
-        b0 = X[0, ib]
-        b1 = X[1, ib]
-        b2 = X[2, ib]
-        phi_b, n0, n1, n2, _, _, _, _ = _distance(sh, ap, a, b, cc, R[k], t[k], s[k], Rb[k],
-                                                  tb[k], b0, b1, b2, b0, b1, b2, k, mesh, -1)
-        slope_b = n0 * e0 + n1 * e1 + n2 * e2
+        phi_a, slope_a, phi_b, slope_b = _ends(
+            shape[k], approximate[k], abc[k, 0], abc[k, 1], abc[k, 2], R[k], t[k], s[k], Rb[k],
+            tb[k], X[0, ia], X[1, ia], X[2, ia], X[0, ib], X[1, ib], X[2, ib], k, mesh)
         if not (slope_a < 0 and slope_b > 0):
             continue
-        meet = (phi_b - slope_b - phi_a) / (slope_a - slope_b)
-        bound = phi_a + slope_a * meet
         off = thickness[k] + max(radius[ia], radius[ib])
-        maybe[q] = bound - off < -max(EDGE_TOLERANCE, EDGE_SKIN * off)
+        maybe[q] = (_lines(phi_a, slope_a, phi_b, slope_b) - off
+                    < -max(EDGE_TOLERANCE, EDGE_SKIN * off))
     touched = False
     for q in range(Q):
         k = cand_collider[q]
@@ -129,24 +135,15 @@ def project_edges_clear(X, Xp, ea, eb, cand_edge, cand_collider, group_start, in
         e0 = X[0, ib] - a0
         e1 = X[1, ib] - a1
         e2 = X[2, ib] - a2
-        phi_a, n0, n1, n2, _, _, _, _ = _distance(sh, ap, a, b, c, Rk, tk, sk, Rbk, tbk, a0,
-                                                  a1, a2, a0, a1, a2, k, mesh, -1)
-        slope_a = n0 * e0 + n1 * e1 + n2 * e2
-        b0 = X[0, ib]
-        b1 = X[1, ib]
-        b2 = X[2, ib]
-        phi_b, n0, n1, n2, _, _, _, _ = _distance(sh, ap, a, b, c, Rk, tk, sk, Rbk, tbk, b0,
-                                                  b1, b2, b0, b1, b2, k, mesh, -1)
-        slope_b = n0 * e0 + n1 * e1 + n2 * e2
+        phi_a, slope_a, phi_b, slope_b = _ends(sh, ap, a, b, c, Rk, tk, sk, Rbk, tbk, a0, a1,
+                                               a2, X[0, ib], X[1, ib], X[2, ib], k, mesh)
         ra = radius[ia]
         rb = radius[ib]
         if not (slope_a < 0 and slope_b > 0):
             continue                 # least at an end: the particle's own contact acts there
-        meet = (phi_b - slope_b - phi_a) / (slope_a - slope_b)
-        bound = phi_a + slope_a * meet
         off = thickness[k] + max(ra, rb)
         tol = max(EDGE_TOLERANCE, EDGE_SKIN * off)
-        if not bound - off < -tol:
+        if not _lines(phi_a, slope_a, phi_b, slope_b) - off < -tol:
             continue
         lo = 0.0
         hi = 1.0
@@ -244,17 +241,10 @@ def edge_clearance(X0, ea, eb, cand_edge, cand_collider, shape, abc, thickness, 
     moving (S, C) bool and abc (S, C, 3), R (S, C, 3, 3), t, s (S, C, 3) the colliders'
     placements per substep; mesh the mesh group (typing only: a mesh collider takes no
     edges)."""
-    S = moving.shape[0]
     for q in prange(cand_edge.shape[0]):
         k = cand_collider[q]
         out[q] = -np.inf
-        if shape[k] == _MESH:
-            continue
-        exact = True
-        for u in range(S):
-            if moving[u, k] or approximate[u, k]:
-                exact = False
-        if not exact:
+        if shape[k] == _MESH or not _exact_still(moving, approximate, k):
             continue
         ia = ea[cand_edge[q]]
         ib = eb[cand_edge[q]]
@@ -277,17 +267,10 @@ def edge_clearance(X0, ea, eb, cand_edge, cand_collider, shape, abc, thickness, 
         phi_m = _distance(sh, False, a, b, c, Rk, tk, sk, Rk, tk, m0, m1, m2, m0, m1, m2, k,
                           mesh, -1)[0]
         bound = phi_m - np.sqrt(d0 * d0 + d1 * d1 + d2 * d2) * 0.5
-        phi_a, n0, n1, n2, _, _, _, _ = _distance(sh, False, a, b, c, Rk, tk, sk, Rk, tk, a0,
-                                                  a1, a2, a0, a1, a2, k, mesh, -1)
-        slope_a = n0 * d0 + n1 * d1 + n2 * d2
-        b0 = X0[0, ib]
-        b1 = X0[1, ib]
-        b2 = X0[2, ib]
-        phi_b, n0, n1, n2, _, _, _, _ = _distance(sh, False, a, b, c, Rk, tk, sk, Rk, tk, b0,
-                                                  b1, b2, b0, b1, b2, k, mesh, -1)
-        slope_b = n0 * d0 + n1 * d1 + n2 * d2
+        phi_a, slope_a, phi_b, slope_b = _ends(sh, False, a, b, c, Rk, tk, sk, Rk, tk, a0, a1,
+                                               a2, X0[0, ib], X0[1, ib], X0[2, ib], k, mesh)
         if slope_a < 0 and slope_b > 0:
-            lines = phi_a + slope_a * ((phi_b - slope_b - phi_a) / (slope_a - slope_b))
+            lines = _lines(phi_a, slope_a, phi_b, slope_b)
         else:
             lines = min(phi_a, phi_b)
         if lines > bound:
