@@ -88,9 +88,10 @@ def settings_hash(scene):
     # edges meet colliders since 2026-11-27 (solver/collision/edges.py: a cloth hangs on a
     # rail thinner than its edges): a bake of edges and a primitive other than a plane made
     # before may differ; without both the hash is the one of before. 2 since the fifteenth
-    # session (2026-11-27): an edge resting on a collider holds its cloth up for sleeping, and
-    # an oval collider's broad phase misses no edge, so a bake made with the first edges (a
-    # cloth held by a rail alone never slept) reads outdated too
+    # session (2026-11-27): an edge resting on a collider holds its cloth up for sleeping, an
+    # oval collider's broad phase misses no edge and edges have a tunnelling guard, so a bake
+    # made with the first edges (a cloth held by a rail alone never slept, a cloth thrown at a
+    # wire went through) reads outdated too
     if _edges_meet_primitives(scene):
         data["edge_contacts"] = 2
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]

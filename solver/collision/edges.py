@@ -55,9 +55,24 @@ collider as one vectorised group and the compiled one (kernels/compiled_edges.py
 one after another in the same order, with the same operations: the same bits. The edges'
 contacts run after the particles' in every iteration.
 
-No restitution (an edge bounces off nothing) and no tunnelling guard: an edge that crosses a
-collider thinner than its motion in one substep (24 fps and 40 substeps: 0.96 m/s across a
-1 mm wire) is not caught. An edge whose contact acted in a step's last substep holds its two
+Tunnelling guard (the particles' of project.py, Jakobsen's segment test, for the edge's
+nearest point): an edge thrown at a wire thinner than its motion in a substep (24 fps and 40
+substeps: 1 m/s is 1 mm a substep) ends past it, where its distance is positive, or past the
+wire's centre, where the normal pushes it out through the far side. So an edge whose ends
+moved more than max(offset, EDGE_TOLERANCE) in the substep relative to the collider (x*
+carried by the collider's motion, project._carried), and whose distance at the substep's start
+fell from one end and rose to the other, with the tangent lines' bound there less the offset
+under that motion, is traced: its nearest point t_s at the start (the same bisection), from
+where it was to where that point of the edge is now (project._trace, sphere tracing). At the
+first touch q of the surface tol inside the offset (where the contact now stops too), with
+normal n_q, the depth pen = (phi(q) - offset + tol) + (p(t_s) - q) . n_q is the contact's,
+unless the contact now is inside on the same side (n . n_q > 0), as a particle's guard. (The
+guard's threshold of motion is the tolerance at least, not the particles' 1 mm: a point left
+a tolerance inside a 1 mm wire that moves that far again passes its centre, where the normal
+turns.) The ends themselves are the particles' guard's. No restitution (an edge bounces off
+nothing).
+
+An edge whose contact acted in a step's last substep holds its two
 particles up for sleeping (ColliderEdges.touched: a cloth held by a rail alone falls asleep), and
 a collider that moves wakes a sleeping island whose edge it may reach, the edge's midpoint tested
 at the margin plus half its length (sleep.Sleep.wake_by_drivers), as a rail may hold a cloth
@@ -71,7 +86,7 @@ import numpy as np
 from ..model import STICK_MIN, STICK_SOURCES
 from . import frames
 from .frames import Frame
-from .project import _contact, _distance, combined_friction
+from .project import _carried, _contact, _distance, _trace, combined_friction
 
 EDGE_BISECTIONS = 12       # halvings of t: the nearest point to within 1/4096 of the edge
 # how far an edge may dip into a collider's contact offset between its ends: a quarter of the
@@ -213,33 +228,31 @@ def project_edges(X, Xp, ea, eb, cand_edge, cand_collider, group_start, inv_mass
                     e_depth, e_used, allowance, lift, lifted, k)
 
 
-def _edge_group(X, Xp, ia, ib, q, shape, approximate, abc, thickness, now, before, moving,
-                mu_s, mu_k, friction, radius, inv_mass, e_depth, e_used, allowance, lift,
-                lifted, k):
-    """One group's edges (disjoint particles) against collider k, vectorised."""
-    a0, a1, a2 = X[0, ia], X[1, ia], X[2, ia]
-    e0, e1, e2 = X[0, ib] - a0, X[1, ib] - a1, X[2, ib] - a2
-    phi_a, (n0, n1, n2), _ = _distance(shape, approximate, abc, now, before, k, None, a0, a1,
-                                       a2, a0, a1, a2)
+def _ends(shape, approximate, abc, now, before, k, a, b):
+    """The end test's distances: phi at the edge's ends a and b (coordinate columns) and its
+    slopes n . (b - a) there, (phi_a, slope_a, phi_b, slope_b)."""
+    e0, e1, e2 = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+    phi_a, (n0, n1, n2), _ = _distance(shape, approximate, abc, now, before, k, None, *a, *a)
     slope_a = n0 * e0 + n1 * e1 + n2 * e2
-    b0, b1, b2 = X[0, ib], X[1, ib], X[2, ib]
-    phi_b, (n0, n1, n2), _ = _distance(shape, approximate, abc, now, before, k, None, b0, b1,
-                                       b2, b0, b1, b2)
+    phi_b, (n0, n1, n2), _ = _distance(shape, approximate, abc, now, before, k, None, *b, *b)
     slope_b = n0 * e0 + n1 * e1 + n2 * e2
-    ra, rb = radius[ia], radius[ib]
-    inside = (slope_a < 0) & (slope_b > 0)
+    return phi_a, slope_a, phi_b, slope_b
+
+
+def _lines(phi_a, slope_a, phi_b, slope_b):
+    """The tangent lines' lower bound of a convex distance along the edge, where they meet
+    (valid where it falls from a and rises to b: slope_a < 0 < slope_b)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        meet = (phi_b - slope_b - phi_a) / (slope_a - slope_b)
-    bound = phi_a + slope_a * meet
-    off = thickness + np.maximum(ra, rb)
-    tol = np.maximum(EDGE_TOLERANCE, EDGE_SKIN * off)
-    live = np.nonzero(inside & (bound - off < -tol))[0]
-    if not live.size:
-        return
-    ia, ib, q, ra, rb, tol = ia[live], ib[live], q[live], ra[live], rb[live], tol[live]
-    a0, a1, a2, e0, e1, e2 = a0[live], a1[live], a2[live], e0[live], e1[live], e2[live]
-    lo = np.zeros(live.size)
-    hi = np.ones(live.size)
+        return phi_a + slope_a * ((phi_b - slope_b - phi_a) / (slope_a - slope_b))
+
+
+def _nearest(shape, approximate, abc, now, before, k, a, e):
+    """t* (k,) in [0, 1]: the point of the edges a + t e (coordinate columns) where the
+    distance stops falling, by EDGE_BISECTIONS halvings on the sign of its slope."""
+    a0, a1, a2 = a
+    e0, e1, e2 = e
+    lo = np.zeros(a0.size)
+    hi = np.ones(a0.size)
     for _ in range(EDGE_BISECTIONS):
         mid = (lo + hi) * 0.5
         m0, m1, m2 = a0 + e0 * mid, a1 + e1 * mid, a2 + e2 * mid
@@ -248,11 +261,84 @@ def _edge_group(X, Xp, ia, ib, q, shape, approximate, abc, thickness, now, befor
         down = n0 * e0 + n1 * e1 + n2 * e2 < 0
         lo = np.where(down, mid, lo)
         hi = np.where(down, hi, mid)
-    tt = (lo + hi) * 0.5
+    return (lo + hi) * 0.5
+
+
+def _edge_group(X, Xp, ia, ib, q, shape, approximate, abc, thickness, now, before, moving,
+                mu_s, mu_k, friction, radius, inv_mass, e_depth, e_used, allowance, lift,
+                lifted, k):
+    """One group's edges (disjoint particles) against collider k, vectorised: the contact at
+    the nearest point now, or the tunnelling guard's at the first touch (module docstring)."""
+    a0, a1, a2 = X[0, ia], X[1, ia], X[2, ia]
+    b0, b1, b2 = X[0, ib], X[1, ib], X[2, ib]
+    e0, e1, e2 = b0 - a0, b1 - a1, b2 - a2
+    phi_a, slope_a, phi_b, slope_b = _ends(shape, approximate, abc, now, before, k,
+                                           (a0, a1, a2), (b0, b1, b2))
+    ra, rb = radius[ia], radius[ib]
+    inside = (slope_a < 0) & (slope_b > 0)
+    off = thickness + np.maximum(ra, rb)
+    tol = np.maximum(EDGE_TOLERANCE, EDGE_SKIN * off)
+    dips = inside & (_lines(phi_a, slope_a, phi_b, slope_b) - off < -tol)
+    # the guard's candidates: edges whose ends moved more than the offset in the substep,
+    # relative to the collider, and whose edge at the substep's start falls toward the
+    # collider from one end and rises to the other near enough to touch on the way
+    if moving:
+        pa = _carried(now, before, Xp[0, ia], Xp[1, ia], Xp[2, ia])
+        pb = _carried(now, before, Xp[0, ib], Xp[1, ib], Xp[2, ib])
+    else:
+        pa = (Xp[0, ia], Xp[1, ia], Xp[2, ia])
+        pb = (Xp[0, ib], Xp[1, ib], Xp[2, ib])
+    d0, d1, d2 = a0 - pa[0], a1 - pa[1], a2 - pa[2]
+    c0, c1, c2 = b0 - pb[0], b1 - pb[1], b2 - pb[2]
+    with np.errstate(over="ignore", invalid="ignore"):    # a runaway is the step's to report
+        moved = np.maximum(np.sqrt(d0 * d0 + d1 * d1 + d2 * d2),
+                           np.sqrt(c0 * c0 + c1 * c1 + c2 * c2))
+    fast = np.nonzero(moved > np.maximum(off, EDGE_TOLERANCE))[0]
+    swept = np.zeros(ia.size, bool)
+    if fast.size:
+        f = fast
+        sa = (pa[0][f], pa[1][f], pa[2][f])
+        sb = (pb[0][f], pb[1][f], pb[2][f])
+        phi_sa, slope_sa, phi_sb, slope_sb = _ends(shape, approximate, abc, now, before, k,
+                                                   sa, sb)
+        swept[f] = ((slope_sa < 0) & (slope_sb > 0)
+                    & (_lines(phi_sa, slope_sa, phi_sb, slope_sb) - off[f] < moved[f]))
+    live = np.nonzero(dips | swept)[0]
+    if not live.size:
+        return
+    ia, ib, q, ra, rb, tol = ia[live], ib[live], q[live], ra[live], rb[live], tol[live]
+    a0, a1, a2, e0, e1, e2 = a0[live], a1[live], a2[live], e0[live], e1[live], e2[live]
+    dips, swept = dips[live], swept[live]
+    # the contact at the nearest point now (where the edge dips)
+    tt = _nearest(shape, approximate, abc, now, before, k, (a0, a1, a2), (e0, e1, e2))
     p0, p1, p2 = a0 + e0 * tt, a1 + e1 * tt, a2 + e2 * tt
     phi, (n0, n1, n2), _ = _distance(shape, approximate, abc, now, before, k, None, p0, p1, p2,
                                      p0, p1, p2)
-    pen = phi - (thickness + (ra + (rb - ra) * tt)) + tol
+    pen = np.where(dips, phi - (thickness + (ra + (rb - ra) * tt)) + tol, np.inf)
+    g = np.nonzero(swept)[0]
+    if g.size:
+        # the guard: the edge's nearest point at the substep's start, traced from there to
+        # where it is now (project._trace, as a particle's); its contact there replaces the
+        # one now, unless that one is inside on the same side
+        sa = (pa[0][live[g]], pa[1][live[g]], pa[2][live[g]])
+        se = (pb[0][live[g]] - sa[0], pb[1][live[g]] - sa[1], pb[2][live[g]] - sa[2])
+        ts = _nearest(shape, approximate, abc, now, before, k, sa, se)
+        s0, s1, s2 = sa[0] + se[0] * ts, sa[1] + se[1] * ts, sa[2] + se[2] * ts
+        x0, x1, x2 = a0[g] + e0[g] * ts, a1[g] + e1[g] * ts, a2[g] + e2[g] * ts
+        w0, w1, w2 = x0 - s0, x1 - s1, x2 - s2
+        with np.errstate(over="ignore", invalid="ignore"):
+            length = np.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            hit_g, pen_g, h0, h1, h2, _ = _trace(
+                shape, approximate, abc, now, before, k, None, thickness,
+                ra[g] + (rb[g] - ra[g]) * ts - tol[g], (s0, s1, s2), (w0, w1, w2), length,
+                (x0, x1, x2), (s0, s1, s2))
+        same = (pen[g] < 0) & (n0[g] * h0 + n1[g] * h1 + n2[g] * h2 > 0)
+        use = hit_g & (pen_g < 0) & ~same
+        u = g[use]
+        tt[u], pen[u] = ts[use], pen_g[use]
+        n0[u], n1[u], n2[u] = h0[use], h1[use], h2[use]
+        p0[u], p1[u], p2[u] = x0[use], x1[use], x2[use]
     hit = pen < 0
     if not hit.any():
         return

@@ -4,7 +4,9 @@ order, so the backends agree bit for bit. Each pass runs the candidates' end tes
 on the positions the pass starts from, then the candidates in order on one thread, solving
 those whose test passed or whose particles an earlier contact of the pass moved (then testing
 them again): a candidate left out saw exactly what the serial pass would have seen, and its
-contact would have changed nothing (project_edges_clear).
+contact would have changed nothing (project_edges_clear). The tunnelling guard's test
+(_swept) is part of each candidate's end test, and its trace is compiled_contact._trace, the
+particles'.
 
 As the particles' candidates (compiled_candidates.candidate_clearance), an edge candidate
 that cannot reach its collider yet is skipped: edge_clearance bounds the collider's distance
@@ -21,8 +23,9 @@ import numpy as np
 from numba import njit, prange
 
 from .compiled_candidates import CLEAR_MARGIN, _exact_still
-from .compiled_contact import (_MESH, _bounded, _collider_motion, _combined_friction,
-                               _distance, _friction)
+from .compiled_contact import (_MESH, _bounded, _carried,
+                               _collider_motion, _combined_friction, _distance, _friction,
+                               _trace)
 
 EDGE_BISECTIONS = 12       # collision/edges.py's
 EDGE_TOLERANCE = 5e-4      # [m]
@@ -53,6 +56,61 @@ def _lines(phi_a, slope_a, phi_b, slope_b):
     return phi_a + slope_a * ((phi_b - slope_b - phi_a) / (slope_a - slope_b))
 
 
+@njit(cache=True, fastmath=False, inline="always")
+def _point(X, i):
+    """Column i of X (3, n): a point's coordinates."""
+    return X[0, i], X[1, i], X[2, i]
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _nearest(sh, ap, a, b, c, R, t, s, Rb, tb, a0, a1, a2, e0, e1, e2, k, mesh):
+    """t* in [0, 1]: the point of the edge a + t e where the distance stops falling, by
+    EDGE_BISECTIONS halvings on the sign of its slope (collision/edges._nearest)."""
+    lo = 0.0
+    hi = 1.0
+    for _ in range(EDGE_BISECTIONS):
+        mid = (lo + hi) * 0.5
+        m0 = a0 + e0 * mid
+        m1 = a1 + e1 * mid
+        m2 = a2 + e2 * mid
+        _, n0, n1, n2, _, _, _, _ = _distance(sh, ap, a, b, c, R, t, s, Rb, tb, m0, m1, m2, m0,
+                                              m1, m2, k, mesh, -1)
+        if n0 * e0 + n1 * e1 + n2 * e2 < 0:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) * 0.5
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _swept(sh, ap, a, b, c, R, t, s, Rb, tb, sb, moving, Xp, ia, ib, a0, a1, a2, b0, b1, b2,
+           off, k, mesh):
+    """The tunnelling guard's test (collision/edges.py): the edge's ends at the substep's
+    start (x*, carried by the collider's motion), and whether the guard takes the edge: its
+    ends moved more than the offset, and at the start its distance fell from one end and rose
+    to the other, near enough to touch on the way. (swept, sa0, sa1, sa2, sb0, sb1, sb2)."""
+    if moving:
+        sa0, sa1, sa2 = _carried(R, t, s, Rb, tb, sb, Xp[0, ia], Xp[1, ia], Xp[2, ia])
+        sb0, sb1, sb2 = _carried(R, t, s, Rb, tb, sb, Xp[0, ib], Xp[1, ib], Xp[2, ib])
+    else:
+        sa0, sa1, sa2 = _point(Xp, ia)
+        sb0, sb1, sb2 = _point(Xp, ib)
+    d0 = a0 - sa0
+    d1 = a1 - sa1
+    d2 = a2 - sa2
+    c0 = b0 - sb0
+    c1 = b1 - sb1
+    c2 = b2 - sb2
+    moved = max(np.sqrt(d0 * d0 + d1 * d1 + d2 * d2), np.sqrt(c0 * c0 + c1 * c1 + c2 * c2))
+    swept = False
+    if moved > max(off, EDGE_TOLERANCE):
+        phi_a, slope_a, phi_b, slope_b = _ends(sh, ap, a, b, c, R, t, s, Rb, tb, sa0, sa1, sa2,
+                                               sb0, sb1, sb2, k, mesh)
+        swept = (slope_a < 0 and slope_b > 0
+                 and _lines(phi_a, slope_a, phi_b, slope_b) - off < moved)
+    return swept, sa0, sa1, sa2, sb0, sb1, sb2
+
+
 @njit(cache=True, fastmath=False)
 def project_edges(X, Xp, ea, eb, cand_edge, cand_collider, group_start, inv_mass, e_depth,
                   e_used, shape, thickness, mu_s, mu_k, friction, radius, approximate, abc, R,
@@ -79,20 +137,25 @@ def project_edges_clear(X, Xp, ea, eb, cand_edge, cand_collider, group_start, in
     scratch (moved all False on entry and on return), parts (p,) int64 the candidates'
     particles (each once) and moved2 (n,) [m^2] scratch. Two passes: every candidate's end test
     in parallel on the positions as the pass finds them (maybe: its edge may dip into the
-    collider; a candidate whose two particles are both nearer to X0 than its clearance is
-    not), then the candidates in order on one thread, each solved where maybe says so or where
+    collider, or the guard may trace it; a candidate whose two particles are both nearer to X0
+    than its clearance, now and at the substep's start, is not: every point the guard traces
+    is then as near), then the candidates in order on one thread, each solved where maybe says so or where
     an earlier contact of this pass moved one of its particles (its test is taken again on
     the positions now). A candidate skipped has positions its first test saw and would change
     nothing: the same bits as the NumPy kernel's one pass."""
     Q = cand_edge.shape[0]
     # each candidate particle's squared motion since the step's start, once (not once per
-    # candidate: a particle is in several)
+    # candidate: a particle is in several), now or at the substep's start: the guard traces
+    # from x* (which the lift of an earlier substep may have moved) to x
     for j in range(parts.shape[0]):
         i = parts[j]
         a0 = X[0, i] - X0[0, i]
         a1 = X[1, i] - X0[1, i]
         a2 = X[2, i] - X0[2, i]
-        moved2[i] = a0 * a0 + a1 * a1 + a2 * a2
+        b0 = Xp[0, i] - X0[0, i]
+        b1 = Xp[1, i] - X0[1, i]
+        b2 = Xp[2, i] - X0[2, i]
+        moved2[i] = max(a0 * a0 + a1 * a1 + a2 * a2, b0 * b0 + b1 * b1 + b2 * b2)
     for q in prange(Q):
         maybe[q] = False
         k = cand_collider[q]
@@ -102,14 +165,22 @@ def project_edges_clear(X, Xp, ea, eb, cand_edge, cand_collider, group_start, in
         c = clear[q]
         if c > 0 and c * c > max(moved2[ia], moved2[ib]):
             continue
-        phi_a, slope_a, phi_b, slope_b = _ends(
-            shape[k], approximate[k], abc[k, 0], abc[k, 1], abc[k, 2], R[k], t[k], s[k], Rb[k],
-            tb[k], X[0, ia], X[1, ia], X[2, ia], X[0, ib], X[1, ib], X[2, ib], k, mesh)
-        if not (slope_a < 0 and slope_b > 0):
-            continue
+        sh = shape[k]
+        ap = approximate[k]
+        a0, a1, a2 = _point(X, ia)
+        b0, b1, b2 = _point(X, ib)
+        phi_a, slope_a, phi_b, slope_b = _ends(sh, ap, abc[k, 0], abc[k, 1], abc[k, 2], R[k],
+                                               t[k], s[k], Rb[k], tb[k], a0, a1, a2, b0, b1,
+                                               b2, k, mesh)
         off = thickness[k] + max(radius[ia], radius[ib])
-        maybe[q] = (_lines(phi_a, slope_a, phi_b, slope_b) - off
-                    < -max(EDGE_TOLERANCE, EDGE_SKIN * off))
+        if (slope_a < 0 and slope_b > 0
+                and _lines(phi_a, slope_a, phi_b, slope_b) - off
+                < -max(EDGE_TOLERANCE, EDGE_SKIN * off)):
+            maybe[q] = True
+            continue
+        maybe[q] = _swept(sh, ap, abc[k, 0], abc[k, 1], abc[k, 2], R[k], t[k], s[k], Rb[k],
+                          tb[k], sb[k], moving[k], Xp, ia, ib, a0, a1, a2, b0, b1, b2, off, k,
+                          mesh)[0]
     touched = False
     for q in range(Q):
         k = cand_collider[q]
@@ -129,42 +200,71 @@ def project_edges_clear(X, Xp, ea, eb, cand_edge, cand_collider, group_start, in
         Rbk = Rb[k]
         tbk = tb[k]
         sbk = sb[k]
-        a0 = X[0, ia]
-        a1 = X[1, ia]
-        a2 = X[2, ia]
-        e0 = X[0, ib] - a0
-        e1 = X[1, ib] - a1
-        e2 = X[2, ib] - a2
+        a0, a1, a2 = _point(X, ia)
+        b0, b1, b2 = _point(X, ib)
+        e0 = b0 - a0
+        e1 = b1 - a1
+        e2 = b2 - a2
         phi_a, slope_a, phi_b, slope_b = _ends(sh, ap, a, b, c, Rk, tk, sk, Rbk, tbk, a0, a1,
-                                               a2, X[0, ib], X[1, ib], X[2, ib], k, mesh)
+                                               a2, b0, b1, b2, k, mesh)
         ra = radius[ia]
         rb = radius[ib]
-        if not (slope_a < 0 and slope_b > 0):
-            continue                 # least at an end: the particle's own contact acts there
         off = thickness[k] + max(ra, rb)
         tol = max(EDGE_TOLERANCE, EDGE_SKIN * off)
-        if not _lines(phi_a, slope_a, phi_b, slope_b) - off < -tol:
+        # least at an end (the particle's own contact acts there), or not deep enough
+        dips = (slope_a < 0 and slope_b > 0
+                and _lines(phi_a, slope_a, phi_b, slope_b) - off < -tol)
+        swept, sa0, sa1, sa2, sb0, sb1, sb2 = _swept(sh, ap, a, b, c, Rk, tk, sk, Rbk, tbk,
+                                                     sbk, moving[k], Xp, ia, ib, a0, a1, a2,
+                                                     b0, b1, b2, off, k, mesh)
+        if not (dips or swept):
             continue
-        lo = 0.0
-        hi = 1.0
-        for _ in range(EDGE_BISECTIONS):
-            mid = (lo + hi) * 0.5
-            m0 = a0 + e0 * mid
-            m1 = a1 + e1 * mid
-            m2 = a2 + e2 * mid
-            _, n0, n1, n2, _, _, _, _ = _distance(sh, ap, a, b, c, Rk, tk, sk, Rbk, tbk, m0,
-                                                  m1, m2, m0, m1, m2, k, mesh, -1)
-            if n0 * e0 + n1 * e1 + n2 * e2 < 0:
-                lo = mid
-            else:
-                hi = mid
-        tt = (lo + hi) * 0.5
-        p0 = a0 + e0 * tt
-        p1 = a1 + e1 * tt
-        p2 = a2 + e2 * tt
-        phi, n0, n1, n2, tri, wa_, wb_, wc_ = _distance(sh, ap, a, b, c, Rk, tk, sk, Rbk, tbk,
-                                                        p0, p1, p2, p0, p1, p2, k, mesh, -1)
-        pen = phi - (thickness[k] + (ra + (rb - ra) * tt)) + tol
+        pen = np.inf
+        tt = 0.0
+        p0 = 0.0
+        p1 = 0.0
+        p2 = 0.0
+        n0 = 0.0
+        n1 = 0.0
+        n2 = 0.0
+        if dips:                     # the contact at the nearest point now
+            tt = _nearest(sh, ap, a, b, c, Rk, tk, sk, Rbk, tbk, a0, a1, a2, e0, e1, e2, k,
+                          mesh)
+            p0 = a0 + e0 * tt
+            p1 = a1 + e1 * tt
+            p2 = a2 + e2 * tt
+            phi, n0, n1, n2, _, _, _, _ = _distance(sh, ap, a, b, c, Rk, tk, sk, Rbk, tbk, p0,
+                                                    p1, p2, p0, p1, p2, k, mesh, -1)
+            pen = phi - (thickness[k] + (ra + (rb - ra) * tt)) + tol
+        if swept:                    # the guard's, at the first touch, unless on the same side
+            se0 = sb0 - sa0
+            se1 = sb1 - sa1
+            se2 = sb2 - sa2
+            ts = _nearest(sh, ap, a, b, c, Rk, tk, sk, Rbk, tbk, sa0, sa1, sa2, se0, se1, se2,
+                          k, mesh)
+            s0 = sa0 + se0 * ts
+            s1 = sa1 + se1 * ts
+            s2 = sa2 + se2 * ts
+            x0 = a0 + e0 * ts
+            x1 = a1 + e1 * ts
+            x2 = a2 + e2 * ts
+            w0 = x0 - s0
+            w1 = x1 - s1
+            w2 = x2 - s2
+            length = np.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+            hit_g, pen_g, h0, h1, h2, _, _, _, _ = _trace(
+                sh, ap, a, b, c, Rk, tk, sk, Rbk, tbk, thickness[k], ra + (rb - ra) * ts - tol,
+                s0, s1, s2, w0, w1, w2, length, x0, x1, x2, s0, s1, s2, k, mesh)
+            same = pen < 0 and n0 * h0 + n1 * h1 + n2 * h2 > 0
+            if hit_g and pen_g < 0 and not same:
+                tt = ts
+                pen = pen_g
+                n0 = h0
+                n1 = h1
+                n2 = h2
+                p0 = x0
+                p1 = x1
+                p2 = x2
         if not pen < 0:
             continue
         d = -pen
@@ -176,7 +276,7 @@ def project_edges_clear(X, Xp, ea, eb, cand_edge, cand_collider, group_start, in
         pp2 = pa2 + (Xp[2, ib] - pa2) * tt
         ms, mk = _combined_friction(mu_s[k], mu_k[k], (friction[ia] + friction[ib]) * 0.5)
         m0, m1, m2 = _collider_motion(sh, Rk, tk, sk, Rbk, tbk, sbk, moving[k], p0 + n0 * d,
-                                      p1 + n1 * d, p2 + n2 * d, tri, wa_, wb_, wc_, mesh)
+                                      p1 + n1 * d, p2 + n2 * d, -1, 0.0, 0.0, 0.0, mesh)
         corr, lf = _bounded(p0, p1, p2, pp0, pp1, pp2, m0, m1, m2, n0, n1, n2, d, allowance)
         y0 = p0 + n0 * corr
         y1 = p1 + n1 * corr
