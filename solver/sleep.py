@@ -168,7 +168,7 @@ class Sleep:
         # a cloth asleep on a rail: its vertices may all lie farther from the rail than the
         # margin, its edges do not (collision/edges.py)
         edges = colliders.edges
-        if ids.size and edges.count and colliders.moving(control):
+        if ids.size and edges.count and colliders.edges_moving(control):
             e = edges.sleeping_ends(self.asleep(state))
             if e.size:
                 xa, xb = state.x[edges.a[e]], state.x[edges.b[e]]

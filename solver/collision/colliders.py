@@ -159,16 +159,12 @@ class Colliders:
                         "ij,ij->i", moves[a:b], moves[a:b])))) / dt)
         return fastest
 
-    def moving(self, control):
-        """Whether a collider moves or deforms during the next step (what near_moving tests)."""
-        for k in range(self.count):
-            f0, f1 = control.collider_frame[k], control.collider_target[k]
-            if self.shape[k] == frames.MESH:
-                if self.meshes.surface_sweep(k, control, f0, f1) != 0.0:
-                    return True
-            elif not frames.same(f0, f1):
-                return True
-        return False
+    def edges_moving(self, control):
+        """Whether a collider that edges meet (a primitive other than a plane: edges.py) moves
+        during the next step."""
+        return any(self.shape[k] not in (frames.PLANE, frames.MESH)
+                   and not frames.same(control.collider_frame[k], control.collider_target[k])
+                   for k in range(self.count))
 
     def near_moving(self, control, x, margin):
         """(k,) bool: which of the points x (k, 3) [m] a collider that moves during the next
@@ -194,12 +190,15 @@ class Colliders:
                 continue
             if frames.same(f0, f1) or not len(x):
                 continue
-            phi0, _ = sdf.evaluate(self.shape[k], self.dims[k], f0, x)
-            phi1, _ = sdf.evaluate(self.shape[k], self.dims[k], f1, x)
+            # a collider scaled unevenly: the exact primitive enclosing it (sdf.lower_bound),
+            # as its first-order distance is not 1-Lipschitz
+            d0, ratio0 = sdf.lower_bound(self.shape[k], self.dims[k], f0, x)
+            d1, ratio1 = sdf.lower_bound(self.shape[k], self.dims[k], f1, x)
             turn = float(np.linalg.norm(f1.rotation * f1.scale - f0.rotation * f0.scale, 2))
             sweep = float(np.linalg.norm(f1.translation - f0.translation)) \
                 + turn * np.linalg.norm(x - f0.translation, axis=1)
-            near |= np.minimum(phi0, phi1) < margin + self.thickness[k] + sweep
+            reach = margin + self.thickness[k] + sweep
+            near |= (d0 < reach / ratio0) | (d1 < reach / ratio1)
         return near
 
     def _mesh_candidates(self, k, control, x, ids_free, x_free, reach_free, kernels):

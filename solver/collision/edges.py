@@ -166,9 +166,10 @@ class ColliderEdges:
             round_ = take & (ratio == 1.0)
             kernels.primitive_candidates(shape, exact, abc, R, t, s, round_, mid,
                                          half + end_reach, extra, near)
+            one = np.zeros(len(shape), bool)
             for k in np.nonzero(take & ~round_)[0]:
                 # an oval: its enclosing primitive at the reach the ratio asks (sdf.enclosing)
-                one = np.zeros(len(shape), bool)
+                one[:] = False
                 one[k] = True
                 kernels.primitive_candidates(shape, exact, abc, R, t, s, one, mid,
                                              half + end_reach / ratio[k], extra / ratio[k],

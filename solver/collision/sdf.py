@@ -206,6 +206,24 @@ def enclosing(shape, dims, scale):
     return exact_scaled_dims(shape, dims, (top, top, s2)), low / top
 
 
+def lower_bound(shape, dims, frame, x):
+    """(d, ratio) for points x (n, 3) [m] and a collider placed at frame: d (n,) [m] its exact
+    signed distance and ratio 1, or, for a first-order collider, the exact distance of the
+    primitive enclosing it and enclosing's ratio; so phi >= ratio d wherever d > 0, and d is
+    1-Lipschitz: a test of whether something within m of x may come within M of the collider
+    is d < m + M / ratio (Colliders.near_moving)."""
+    approximate, _ = placement(shape, dims, frame.scale)
+    if not approximate:
+        return evaluate(shape, dims, frame, x)[0], 1.0
+    abc, ratio = enclosing(shape, dims, frame.scale)
+    R, t = frame.rotation, frame.translation
+    d0, d1, d2 = x[:, 0] - t[0], x[:, 1] - t[1], x[:, 2] - t[2]
+    q0 = d0 * R[0, 0] + d1 * R[1, 0] + d2 * R[2, 0]
+    q1 = d0 * R[0, 1] + d1 * R[1, 1] + d2 * R[2, 1]
+    q2 = d0 * R[0, 2] + d1 * R[1, 2] + d2 * R[2, 2]
+    return local_sdf(shape, *abc, q0, q1, q2)[0], ratio
+
+
 def evaluate(shape, dims, frame, x):
     """Signed distance phi (n,) [m] of world points x (n, 3) [m] to a collider placed at frame
     (frames.Frame), negative inside, and the unit outward normal (n, 3) in world space."""

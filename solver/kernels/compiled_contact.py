@@ -259,6 +259,10 @@ def _trace(shape, approximate, a, b, c, R, t, s, Rb, tb, thickness, rad, p0, p1,
     q1 = p1
     q2 = p2
     if gap > 0:
+        if not length > 0:
+            # a point that did not move (an edge turning about it) touches nothing: NumPy's
+            # tau = gap / 0 = inf, where Numba's float division would raise
+            return False, 0.0, 0.0, 0.0, 0.0, -1, 0.0, 0.0, 0.0
         tau = 0.0
         found = False
         for _ in range(GUARD_STEPS):
