@@ -15,7 +15,10 @@ The scene (one Verlet simulation, all kinds at once, in gusty wind):
   COLLIDER), and a ground plane (COLLIDER);
 - a twelve-bone ragdoll (RAGDOLL armature with a skinned mesh) tumbling down a flight of stairs
   behind the table, and a rig walking toward the camera on a keyframed walk cycle that is
-  released (its Animated switch keyed off) mid-stride and falls (scripts/demo_ragdoll.py).
+  released (its Animated switch keyed off) mid-stride and falls (scripts/demo_ragdoll.py);
+- contact between bodies (scripts/demo_contact.py): a sheet (CLOTH, self-collision) dropped over
+  a statue, Suzanne on a plinth, which AUTO makes a mesh collider; six crates (RIGID) dropped in
+  layers into a pile; and the flag collides with itself where the gusts fold it.
 
 Outputs in out/ (or --out): demo.blend with its bake cache beside it (verlet_cache/demo/),
 demo.abc (verlet.export_alembic), pc2/*.pc2 (verlet.export_pc2) and demo.png, a contact sheet of
@@ -35,11 +38,13 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from extension_loader import load_extension  # noqa: E402,F401  (also used by the tests)
+import demo_contact  # noqa: E402  (a sheet on a mesh statue, a crate pile, the flag's folds)
 import demo_ragdoll  # noqa: E402  (the ragdolls: stairs and a released walk cycle)
 from demo_render import configure_engine, render_contact_sheet, setup_view  # noqa: E402
 from demo_scene import (  # noqa: E402  (layout, sizes and measurements)
     BALL_RADIUS, BALL_XY, CRATE_SIZE, FLAG_SIZE, GRASS_XY, JELLY_SIZE, POLE_HEIGHT, POLE_XY,
-    RAMP_ANGLE, RAMP_CENTRE, RAMP_SIZE, TABLE_SIZE, TABLE_TOP, TABLE_XY, WIND, Config, measure)
+    RAMP_ANGLE, RAMP_CENTRE, RAMP_SIZE, TABLE_SIZE, TABLE_TOP, TABLE_XY, WIND, Config, measure,
+    world_frames)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -195,7 +200,9 @@ def build_scene(cfg=None):
     bpy.ops.object.shade_smooth()
     local = np.array([v.co[:] for v in flag.data.vertices])
     _group(flag, "Pole", np.nonzero(np.isclose(local[:, 0], local[:, 0].min()))[0])
-    kind(flag, "CLOTH", mass=0.1 * fw * fh, pin_group="Pole")
+    # it collides with itself: where a gust folds it, its layers stay apart
+    kind(flag, "CLOTH", mass=0.1 * fw * fh, pin_group="Pole",
+         thickness=demo_contact.FLAG_THICKNESS, self_collision=True)
     _colour(flag, (0.1, 0.3, 0.85, 1.0))
     objs["flag"] = flag
 
@@ -277,6 +284,7 @@ def build_scene(cfg=None):
     _colour(jelly, (0.2, 0.85, 0.3, 1.0))
     objs["jelly"] = jelly
 
+    objs.update(demo_contact.add(scene, cfg, kind))
     objs.update(demo_ragdoll.add(scene, cfg))
     used.update({"animated"})
     bpy.context.view_layer.update()
@@ -343,6 +351,7 @@ def main(argv=None):
     t = time.perf_counter()
     facts = measure(ext, objs)
     facts.update(demo_ragdoll.measure(ext, objs))
+    facts.update(demo_contact.measure(ext, objs, world_frames))
     timings["measure"] = time.perf_counter() - t
 
     engine = None
@@ -371,10 +380,13 @@ def report(cfg, objs, built, facts, timings, bake_s, out, engine, ext):
     print()
     print("Verlet Physics demo")
     print(f"  scene: {len(sim_objs)} simulated objects, {verts} particles, "
-          f"{len(objs) - len(sim_objs)} colliders; {cfg.frames} frames at 24 fps, "
+          f"{sum(o.verlet.kind == 'COLLIDER' for o in objs.values())} colliders; "
+          f"{cfg.frames} frames at 24 fps, "
           f"{cfg.substeps} substeps x 1 iteration, {backend} backend")
     print(f"    tablecloth {cfg.cloth_res[0]}x{cfg.cloth_res[1]}, flag {cfg.flag_res[0]}x"
-          f"{cfg.flag_res[1]}, grass {cfg.blades} blades, jelly cube with {cfg.jelly_cuts} cuts")
+          f"{cfg.flag_res[1]}, grass {cfg.blades} blades, jelly cube with {cfg.jelly_cuts} cuts, "
+          f"sheet {cfg.sheet_res}x{cfg.sheet_res} on a mesh statue, {cfg.pile_crates} crates "
+          "in a pile")
     print("  timings [s]:")
     for k, v in timings.items():
         print(f"    {k:<34} {v:7.2f}")
@@ -412,7 +424,7 @@ def report(cfg, objs, built, facts, timings, bake_s, out, engine, ext):
           f"(RMS off a rigid motion) up to {f['jelly_wobble_max'] * 100:.1f} % of its size;")
     print(f"      {f['jelly_gap_ground'] * cm:+.1f} cm from the ground, {f['jelly_speed_end']:.3f} m/s "
           f"at the end, rebound {f['jelly_rebound'] * 100:.0f} % of its drop")
-    for line in demo_ragdoll.lines(f):
+    for line in demo_contact.lines(f) + demo_ragdoll.lines(f):
         print(line)
     print(f"  outputs in {out}: demo.blend (+ verlet_cache/), demo.abc, pc2/*.pc2"
           + (f", demo.png ({engine})" if engine else ""))

@@ -28,7 +28,7 @@ class Config:
     """Sizes of the run. The defaults are the demo's; Config.small() is the test's."""
 
     def __init__(self, frames=120, cloth_res=(56, 44), flag_res=(30, 20), jelly_cuts=4,
-                 substeps=40, blades=12, blade_segments=6):
+                 substeps=40, blades=12, blade_segments=6, sheet_res=36, pile_crates=6):
         self.frames = frames
         self.cloth_res = cloth_res           # vertices along x, y of the tablecloth
         self.flag_res = flag_res             # vertices along x (wind), z of the flag
@@ -36,11 +36,13 @@ class Config:
         self.substeps = substeps
         self.blades = blades
         self.blade_segments = blade_segments
+        self.sheet_res = sheet_res           # vertices along each side of the statue's sheet
+        self.pile_crates = pile_crates       # crates dropped into the pile
 
     @classmethod
     def small(cls, frames=48):
         return cls(frames=frames, cloth_res=(22, 18), flag_res=(12, 9), jelly_cuts=2,
-                   substeps=20, blades=4, blade_segments=4)
+                   substeps=20, blades=4, blade_segments=4, sheet_res=14, pile_crates=4)
 
 
 # ---------------------------------------------------------------------- measuring
