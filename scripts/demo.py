@@ -284,7 +284,7 @@ def build_scene(cfg=None):
     _colour(jelly, (0.2, 0.85, 0.3, 1.0))
     objs["jelly"] = jelly
 
-    objs.update(demo_contact.add(scene, cfg, kind))
+    objs.update(demo_contact.add(cfg, kind))
     objs.update(demo_ragdoll.add(scene, cfg))
     used.update({"animated"})
     bpy.context.view_layer.update()

@@ -25,7 +25,7 @@ FLAG_THICKNESS = 0.008         # [m] the flag's collision offset (self-collision
 FOLD_APART = 0.2               # [m] two flag vertices this far apart at rest are not neighbours
 
 
-def add(scene, cfg, kind):
+def add(cfg, kind):
     """The statue and its sheet, and the crate pile: {role: object}. kind(obj, k, **settings)
     is demo.build_scene's, which sets an object's Verlet kind and settings."""
     import bpy
@@ -59,8 +59,8 @@ def add(scene, cfg, kind):
     bpy.ops.object.transform_apply(location=False, rotation=False, scale=True)
     bpy.ops.object.shade_smooth()
     # it folds onto itself where it gathers about the statue's neck and the plinth
-    kind(sheet, "CLOTH", mass=SHEET_DENSITY * SHEET_SIZE ** 2, thickness=SHEET_THICKNESS, friction=0.6,
-         self_collision=True)
+    kind(sheet, "CLOTH", mass=SHEET_DENSITY * SHEET_SIZE ** 2, thickness=SHEET_THICKNESS,
+         friction=0.6, self_collision=True)
     sheet.color = (0.75, 0.2, 0.45, 1.0)
     objs["sheet"] = sheet
 
