@@ -149,8 +149,7 @@ def test_ragdolls_tumble_down_the_stairs_and_the_released_walker_keeps_its_speed
     assert f["walker_lowest_end"] > -0.02          # it fell on the ground, not through it
 
 
-def test_sheet_drapes_the_mesh_statue_crates_pile_and_the_flag_folds_on_itself(baked,
-                                                                              extension):
+def test_sheet_drapes_the_mesh_statue_crates_pile_and_the_flag_folds_on_itself(baked):
     """Issue 9's scenes in the demo (scripts/demo_contact.py): Suzanne is no primitive, so
     AUTO makes her a mesh collider; the sheet dropped on her stays on her (above her top, no
     vertex nearer her surface than half its thickness: she is an open mesh, two-sided, so
