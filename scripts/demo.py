@@ -200,8 +200,8 @@ def build_scene(cfg=None):
     bpy.ops.object.shade_smooth()
     local = np.array([v.co[:] for v in flag.data.vertices])
     _group(flag, "Pole", np.nonzero(np.isclose(local[:, 0], local[:, 0].min()))[0])
-    # it collides with itself where a gust folds it (in the full demo's gusts some of its
-    # edges still pass through it: README, Known limits)
+    # it collides with itself where a gust folds it (its steps run in rounds where the gusts
+    # throw it beyond its contacts' boxes: solver/simulation.py)
     kind(flag, "CLOTH", mass=0.1 * fw * fh, pin_group="Pole",
          thickness=demo_contact.FLAG_THICKNESS, self_collision=True)
     _colour(flag, (0.1, 0.3, 0.85, 1.0))

@@ -42,8 +42,11 @@ exactly the same ones:
                (collision/bodies.py solve_bodies' arrays)
     rigid      collision/rigid.RigidContacts.kernel_args(contact_iterations): this step's
                contacts of rigid bodies, solved on the bodies, and the velocity pass's bodies
-    counts     (substeps, iterations, contact_iterations)   int: the body contacts are solved
-               contact_iterations times in each iteration (Jacobi passes: less overlap)
+    counts     (substeps, iterations, contact_iterations, first, last)   int: the body
+               contacts are solved contact_iterations times in each iteration (Jacobi passes:
+               less overlap); the call runs the step's substeps first to last - 1 of
+               ``substeps`` (0 and substeps: the whole step; a step in rounds calls it once a
+               round with the body contacts found again in between, simulation.py)
     scalars    (h, gravity_norm, allowance)    [s], [m/s^2], [m] the depenetration bound per
                                                substep (max_depenetration_speed h)
 
@@ -99,7 +102,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
      b_particle, b_start, b_slot, b_touch) = bodies
     any_bodies = b_idx.shape[0] > 0
     r_bodies, r_touch = rigid[4], rigid[20]
-    substeps, iterations, contact_iterations = counts
+    substeps, iterations, contact_iterations, first, last = counts
     h, gravity_norm, allowance = scalars
     e_a, e_b, e_cand, e_collider, e_group_start, e_inv_mass, e_depth, e_used = edges
     n_colliders = c_shape.shape[0]
@@ -109,7 +112,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     # the shape solve weighs body contacts by these flags: none may be left from a step before
     # that had contacts between bodies, when this one has none (then it never clears them)
     b_touch.fill(False)
-    for s in range(substeps):
+    for s in range(first, last):
         # drag, then integrate
         if d_ids.size:
             apply_drag(X, Xp, d_ids, d_drift, d_normal, d_along, d_decay, d_g_h2)

@@ -42,13 +42,26 @@ class State:
     # still [s], and whether it sleeps (its particles' x and x* frozen)
     island_still: np.ndarray = field(default_factory=lambda: np.zeros(0))            # (I,)
     island_asleep: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))     # (I,)
+    # the rounds the next step starts with (Simulation._run_rounds: the body contacts of the
+    # groups in rounds are found again before each round), and the steps in a row whose
+    # watched particles all stayed well inside their boxes (after ROUNDS_KEPT of them the
+    # rounds halve)
+    contact_rounds: int = 1
+    clean_steps: int = 0
+    # (G,) bool the collision groups whose contacts are found again every round (those whose
+    # watched particles strayed from their boxes; none while a step has one round), and (G,)
+    # int64 the steps in a row each stayed well inside them (after ROUNDS_KEPT it leaves)
+    round_groups: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    group_clean: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @classmethod
-    def at_rest(cls, x0, islands=0):
-        """State of particles at x0 (n, 3) [m] with zero velocity, ``islands`` islands awake."""
+    def at_rest(cls, x0, islands=0, groups=0):
+        """State of particles at x0 (n, 3) [m] with zero velocity, ``islands`` islands awake,
+        ``groups`` collision groups in no round."""
         X = np.ascontiguousarray(np.asarray(x0, np.float64).T)
         return cls(X, X.copy(), np.zeros((X.shape[1], 3)), island_still=np.zeros(islands),
-                   island_asleep=np.zeros(islands, bool))
+                   island_asleep=np.zeros(islands, bool), round_groups=np.zeros(groups, bool),
+                   group_clean=np.zeros(groups, np.int64))
 
     @property
     def x(self):
@@ -63,7 +76,9 @@ class State:
     def copy(self):
         return replace(self, X=self.X.copy(), X_prev=self.X_prev.copy(),
                        v_start=self.v_start.copy(), island_still=self.island_still.copy(),
-                       island_asleep=self.island_asleep.copy())
+                       island_asleep=self.island_asleep.copy(),
+                       round_groups=self.round_groups.copy(),
+                       group_clean=self.group_clean.copy())
 
     def assign(self, other):
         """Copy other's values into this State's own arrays (views of them stay valid)."""
@@ -76,6 +91,15 @@ class State:
         self.h, self.time, self.step_index = other.h, other.time, other.step_index
         self.speed_budget = other.speed_budget
         self.collider_speed_seen = other.collider_speed_seen
+        self.contact_rounds, self.clean_steps = other.contact_rounds, other.clean_steps
+        if other.round_groups.shape == self.round_groups.shape \
+                and other.group_clean.shape == self.group_clean.shape:
+            self.round_groups[:] = other.round_groups
+            self.group_clean[:] = other.group_clean
+        else:                     # a file from before the rounds: one round, none in rounds
+            self.round_groups[:] = False
+            self.group_clean[:] = 0
+            self.contact_rounds, self.clean_steps = 1, 0
         if other.island_asleep.shape == self.island_asleep.shape:
             self.island_still[:] = other.island_still
             self.island_asleep[:] = other.island_asleep
@@ -229,7 +253,15 @@ class Checkpoint:
                       np.array(data["state.island_still"] if "state.island_still" in data
                                else np.zeros(0), np.float64),
                       np.array(data["state.island_asleep"] if "state.island_asleep" in data
-                               else np.zeros(0, bool), bool))
+                               else np.zeros(0, bool), bool),
+                      # a file from before the rounds: one round, as every step then had
+                      int(data["state.contact_rounds"]) if "state.contact_rounds" in data
+                      else 1,
+                      int(data["state.clean_steps"]) if "state.clean_steps" in data else 0,
+                      np.array(data["state.round_groups"] if "state.round_groups" in data
+                               else np.zeros(0, bool), bool),
+                      np.array(data["state.group_clean"] if "state.group_clean" in data
+                               else np.zeros(0, np.int64), np.int64))
         frames = {}
         for key in ("collider_frame", "collider_target"):
             parts = [np.array(data[f"control.{key}.{p}"]) for p in Frame._fields]

@@ -20,6 +20,14 @@ Per step, in five kernels of the kernel table (each compiled, with its NumPy ref
 The kept pairs get a contact distance, a friction and, for particle pairs, a jitter direction,
 and are stored in the Contacts with the per-particle gather (contacts.py). What Python does
 between the kernels is a few array operations per step, none per item.
+
+Surprises and rounds: a particle's box is its predicted sweep, and the pairs it may meet are
+those whose boxes overlap its own. After each round of substeps, surprised() measures how far
+the watched particles (the free corners of self-colliding cloth) ended outside their boxes;
+one beyond its radius (a centre outside the box grown by its radius, which found its pairs)
+makes Simulation run the step again in more rounds, and collide(only=groups) then finds again,
+before each round and over its length, the contacts of the groups that strayed with anything
+(every particle's box then covers the round; the pairs between other groups stay the step's).
 """
 
 import numpy as np
@@ -30,6 +38,18 @@ from .pairs import dot_rows, face_normals
 
 # a particle's box grows by GROW |v| dt beside its predicted sweep: what the prediction may miss
 GROW = 0.1
+# and in a round of a step in rounds, by GROW_ROUND |v| dt (dt the round's length): a round's
+# collide costs its groups' whole broad phase, so a box that holds more of a round's surprise
+# saves rounds (the flag of tests/solver/test_rounds.py took 10 rounds a step on average at
+# GROW, 6 at this). No more: the narrow filter (pairs.py) keeps a pair within REACH x (the
+# relative speed + the fastest one's) dt, which holds a particle's motion |v| dt plus half of
+# it astray, not more; a particle astray within its box but beyond that could lose a pair
+GROW_ROUND = 0.5
+# a watched particle (BodyContacts.watched) that ends a round more than max(SURPRISE x its
+# radius, SURPRISE_FLOOR) outside the box the broad phase gave it has gone where its contacts
+# were not looked for (BodyContacts.surprised; Simulation._step runs the step again in rounds)
+SURPRISE = 1.0
+SURPRISE_FLOOR = 0.5e-3   # [m]
 # the active-item filter (BodyContacts._active) finds the overlapping pairs of group boxes; with
 # more candidates than PAIRS_MAX every item takes part; items are tested against the boxes of
 # the groups their own group meets, PAIR_CHUNK group pairs at a time
@@ -186,6 +206,12 @@ def edge_sag(x, tris, edges, edge_face, active):
 
 # ----------------------------------------------------------------------------- the stage
 
+def _no_contacts():
+    """set_body_contacts' arguments for no contact."""
+    return (np.zeros((0, 4), np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
+            np.zeros(0), np.zeros((0, 3)))
+
+
 def _corner_mean(f, corners):
     """(m,) the mean of f (n,) over each row of corners (m, k) int64 (summed left to right):
     a contact side's friction from its corners'. k equal corners give exactly their value
@@ -297,8 +323,21 @@ class BodyContacts:
         self.runs = (self.by_group, self.group_start, self.group, self.tri_by_group,
                      self.tri_group_start, self.tri_group, self.edge_by_group,
                      self.edge_group_start, self.edge_group)
+        # (w,) int64 the watched particles (surprised()): the free corners of the two-sided
+        # faces of self-colliding groups, cloth whose folds the wind and its own waves throw
+        # far from any prediction (a flag's corner ends a step up to 18 times farther from its
+        # prediction than its box allows) onto itself. Other groups are not watched: with a
+        # cloth's contacts with other bodies watched too, the demo's tablecloth and grass
+        # joined the flag's rounds and its step took 216 ms, not 95 (README, Known limits)
+        two_sided = np.zeros(len(r), bool)
+        two_sided[t[~self.solid].ravel()] = True
+        self.watched = np.nonzero(two_sided & (model.particle_inv_mass > 0)
+                                  & self.self_group[self.group])[0]
+        self.watch_tolerance = np.maximum(SURPRISE * r[self.watched], SURPRISE_FLOOR)  # (w,)
+        # (lo, hi) (w, 3) [m] the boxes of the watched particles' centres in the last collide
+        self._box = None
 
-    def boxes(self, x, xp, h, dt, acc, pinned, pin_target):
+    def boxes(self, x, xp, h, dt, acc, pinned, pin_target, grow=GROW):
         """(n, 3) lo, hi [m]: each particle's box over the step (module docstring), and (n,)
         [m] its reach: how far from x it may get in the step, |p - x| to its prediction p plus
         the margin the box grows by (the box is that, grown by the particle's radius too)."""
@@ -307,11 +346,32 @@ class BodyContacts:
         if len(pinned):
             p[pinned] = pin_target
         speed = np.sqrt(np.einsum("ij,ij->i", v, v))
-        margin = SLACK + GROW * dt * speed
+        margin = SLACK + grow * dt * speed
         grow = (self.radius + margin)[:, None]
         d = p - x
         reach = np.sqrt(np.einsum("ij,ij->i", d, d)) + margin
         return np.minimum(x, p) - grow, np.maximum(x, p) + grow, reach
+
+    def surprised(self, x, clean):
+        """How far the watched particles ended outside the boxes the last collide gave them
+        (the step's, or in rounds the round's), with their radii taken off, in their
+        tolerances: the largest ratio (0 when every one is inside),
+        and (G,) bool the groups with a watched particle beyond ``clean`` of its tolerance.
+        Above 1 the particle is surprised: it may have met, on its way, a face or an edge that
+        was never its candidate, and a fold of cloth may have passed through another unseen
+        (bodies.py: the pairs found keep their sides, the pairs never found keep nothing).
+        Within its tolerance (SURPRISE x its radius, at least SURPRISE_FLOOR) a centre outside
+        its box is still inside the box grown by its radius that found its pairs. The test
+        reads where it ended, not its path between. x (n, 3) [m]."""
+        strays = np.zeros(self.n_groups, bool)
+        if self._box is None or not len(self.watched):
+            return 0.0, strays
+        lo, hi = self._box
+        xw = x[self.watched]
+        out = np.maximum(lo - xw, 0.0) + np.maximum(xw - hi, 0.0)          # (w, 3) [m]
+        ratio2 = np.einsum("ij,ij->i", out, out) / self.watch_tolerance ** 2   # (w,)
+        strays[self.group[self.watched[ratio2 > clean * clean]]] = True
+        return float(np.sqrt(np.max(ratio2))), strays
 
     def _group_boxes(self, lo, hi):
         """(G, 3) lo, hi [m]: each group's box (the union of its particles' boxes), or None
@@ -389,37 +449,53 @@ class BodyContacts:
             keep = ~(self.group_segment[a] & self.group_segment[b])
             a, b = a[keep], b[keep]
             ga, gb = np.r_[a, b], np.r_[b, a]   # item's, other
+        self_group = self.self_group if self._only is None else self.self_group & self._only
         return self.kernels.active_items(
-            lo, hi, self.tris, self.edges, self.radius, self.self_group, self.runs, ga, gb,
+            lo, hi, self.tris, self.edges, self.radius, self_group, self.runs, ga, gb,
             np.ascontiguousarray(glo), np.ascontiguousarray(ghi), pairs is None)
 
     def collide(self, x, xp, h, dt, acc, acc_max, pinned, pin_target, contacts, friction=None,
-                asleep=None):
+                asleep=None, only=None):
         """Find this step's body contacts into ``contacts`` (set_body_contacts). acc (n, 3)
         [m/s^2] the step's acceleration, acc_max [m/s^2] its largest norm; friction (n,) the
         particles' Coulomb coefficients now (the Control's, Simulation.set_friction; None: the
         model's). asleep (n,) bool the sleeping particles, or None: two groups that both sleep
         are no pair (a contact between sleeping bodies moves nothing, and the sleep stage drops
         it; but it is what wakes a sleeping stack with the body a moving one touches, so
-        Simulation finds the contacts again without this when something woke)."""
+        Simulation finds the contacts again without this when something woke).
+
+        only (G,) bool, or None: a round's collide (Simulation._step), dt the round's length:
+        only the contacts with a particle of these groups are found again, and they replace
+        those of the step's first collide that have one (Contacts.set_round_contacts); the
+        others stay as that collide found them (capsule pairs among them: no capsule is in a
+        round's group)."""
         self.g_dt2 = 0.5 * acc_max * dt * dt                  # [m]
         self._mu = self.friction if friction is None else friction
+        self._only = only
+        self._box = None
         if self.never or len(x) == 0:
             contacts.clear_body_contacts()
             return
         # (n, 3) [m/s^2] in C order: the step keeps acc as a view of coordinate rows, and the
         # boxes' sums (einsum) and filter_pairs' compiled signature are those of an (n, 3) array
         self.acc = acc = np.ascontiguousarray(acc)
-        lo, hi, reach = self.boxes(x, xp, h, dt, acc, pinned, pin_target)
+        lo, hi, reach = self.boxes(x, xp, h, dt, acc, pinned, pin_target,
+                                   GROW if only is None else GROW_ROUND)
         lo, hi = np.ascontiguousarray(lo), np.ascontiguousarray(hi)
+        w, rw = self.watched, self.radius[self.watched, None]
+        self._box = (lo[w] + rw, hi[w] - rw)
         boxes = self._group_boxes(lo, hi)
         pairs = None if boxes is None else self._group_pairs(*boxes)
+        if pairs is not None and only is not None:
+            keep = only[pairs[0]] | only[pairs[1]]
+            pairs = pairs[0][keep], pairs[1][keep]
         if pairs is not None and asleep is not None and len(pairs[0]):
             # (G,) bool groups whose every particle sleeps (_group_boxes: every group has one)
             dormant = np.logical_and.reduceat(asleep[self.by_group], self.group_start)
             keep = ~(dormant[pairs[0]] & dormant[pairs[1]])
             pairs = pairs[0][keep], pairs[1][keep]
-        segments = self._segment_pairs(x, lo, hi, reach, pairs)
+        segments = self._segment_pairs(x, lo, hi, reach, pairs) if only is None else \
+            (np.zeros(0, np.int64), np.zeros(0, np.int64))
         # only what may touch another group (or its own, self-colliding) is hashed and queried:
         # a cloth that lies near a crate with one corner costs that corner, not the whole cloth
         active, tri_active, edge_active, extents = self._active(lo, hi, boxes, pairs)
@@ -450,7 +526,10 @@ class BodyContacts:
         collision/pairs.py), give each its side, distance, friction and jitter, and store
         them, the capsule pairs ``segments`` (sorted) last."""
         if not (len(pi) or len(tv) or len(ea) or len(segments[0])):
-            contacts.clear_body_contacts()
+            if self._only is None:
+                contacts.clear_body_contacts()
+            else:
+                contacts.set_round_contacts(self._only[self.group], *_no_contacts())
             return
         pi, pj = self.kernels.sort_pairs(pi, pj)
         tv, tt = self.kernels.sort_pairs(tv, tt)
@@ -488,7 +567,7 @@ class BodyContacts:
         # project.combined_friction); a triangle's, an edge's or a capsule axis's side the
         # mean of its corners' (_corner_mean)
         f = self._mu
-        contacts.set_body_contacts(
+        found = (
             idx, kind, np.r_[np.zeros(P), side, e_side, np.zeros(S)],
             np.r_[r[pi] + r[pj], r[tv] + self.tri_thick[tt],
                   self.edge_thick[ea] + self.edge_thick[eb],
@@ -497,3 +576,7 @@ class BodyContacts:
                           _corner_mean(f, self.edges[ea]) * _corner_mean(f, self.edges[eb]),
                           _corner_mean(f, self.segments[sa])
                           * _corner_mean(f, self.segments[sb])]), jit)
+        if self._only is None:
+            contacts.set_body_contacts(*found)
+        else:
+            contacts.set_round_contacts(self._only[self.group], *found)

@@ -88,7 +88,28 @@ class Contacts:
         self.body_dist = np.ascontiguousarray(dist, np.float64)   # (K,) float64 [m]
         self.body_mu = np.ascontiguousarray(mu, np.float64)       # (K,) float64
         self.body_jit = np.ascontiguousarray(jit, np.float64)     # (K, 3) float64 unit
+        self._round_base = None     # the step's first solved list, once a round replaces it
         self.keep_body_contacts(None)
+
+    def set_round_contacts(self, fast, idx, kind, side, dist, mu, jit):
+        """A round's body contacts (body_stage.BodyContacts.collide with ``only``): of the
+        contacts the particle solve takes, those with a particle marked in fast (n,) bool are
+        replaced by those of the arguments (set_body_contacts' arrays) that have one; the
+        others stay as the step's first collide found and kept them. The contacts solved on
+        the bodies (keep_body_contacts) and the full lists (sleep joins islands by them) stay
+        the step's first. Those with a fast particle are never solved on the bodies: a fast
+        particle is a free particle of a cloth or plant surface, not of a rigid body."""
+        if self._round_base is None:
+            self._round_base = self.solved
+        base = self._round_base
+
+        def touches(rows):
+            return np.any((rows >= 0) & fast[np.maximum(rows, 0)], axis=1)
+
+        stay, new = ~touches(base[0]), touches(idx)
+        self._solved = tuple(np.ascontiguousarray(np.concatenate([a[stay], b[new]]))
+                             for a, b in zip(base, (idx, kind, side, dist, mu, jit)))
+        self._gather_solved()
 
     def keep_body_contacts(self, keep):
         """The body contacts the particle solve (collision/bodies.py) takes: keep (K,) bool, or
@@ -119,6 +140,10 @@ class Contacts:
             self._solved = tuple(np.ascontiguousarray(a[keep]) for a in (
                 self.body_idx, self.body_kind, self.body_side, self.body_dist, self.body_mu,
                 self.body_jit))
+        self._gather_solved()
+
+    def _gather_solved(self):
+        """The gather of the solved contacts (_gather)."""
         idx = self._solved[0]
         # (u,) the particles in a kept contact, (u + 1,) their runs, (S,) their slots
         self.body_particle, self.body_start, self.body_slot = self._gather_slots(idx)

@@ -61,7 +61,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
      b_particle, b_start, b_slot, b_touch) = bodies
     any_bodies = b_idx.shape[0] > 0
     r_bodies, r_touch = rigid[4], rigid[20]
-    substeps, iterations, contact_iterations = counts
+    substeps, iterations, contact_iterations, first, last = counts
     h, gravity_norm, allowance = scalars
     e_a, e_b, e_cand, e_collider, e_group_start, e_inv_mass, e_depth, e_used = edges
     n_colliders = c_shape.shape[0]
@@ -129,7 +129,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     # the shape solve weighs body contacts by these flags: none may be left from a step before
     # that had contacts between bodies, when this one has none (then it never clears them)
     b_touch[:] = False
-    for s in range(substeps):
+    for s in range(first, last):
         # drag, then integrate (one pass; loop.py makes two calls: the same bits per
         # particle), copying x' for restitution and clearing the contact scratch on the way
         drag_and_predict(X, Xp, drag_slot, d_drift, d_normal, d_along, d_decay, d_g_h2, a_h2,

@@ -157,7 +157,8 @@ def test_sheet_drapes_the_mesh_statue_crates_pile_and_the_flag_folds_on_itself(b
     never crosses itself; the crates dropped in layers all rest, at least one on another, no
     crate's corner inside another; the flag, self-colliding, folds onto itself (two of its
     parts far apart at rest come within twice its contact distance) and does not cross itself
-    at this size (at the full demo's it does: README, Known limits)."""
+    (at the full demo's size it did, up to 19 edges in a frame, until its steps ran in rounds
+    where its gusts put it outside its contacts' boxes: tests/solver/test_rounds.py)."""
     ext, built, f = baked
     objs = built["objects"]
     contact = demo.demo_contact
