@@ -28,6 +28,13 @@ def gather_slots(idx):
             slots[order].astype(np.int64))
 
 
+def _rows(idx, kind):
+    """(K,) one opaque value per contact, equal where two contacts have the same particles
+    idx (K, 4) int64 and kind (K,) int64: a contact's identity from one round to the next."""
+    rows = np.ascontiguousarray(np.column_stack([idx, kind]).astype(np.int64))
+    return rows.view(np.dtype((np.void, 8 * rows.shape[1]))).ravel()
+
+
 class Contacts:
     def __init__(self, n, n_points, n_colliders, kernels=None):
         # the kernel table whose gather_slots builds the body contacts' gather (None: NumPy's)
@@ -107,8 +114,18 @@ class Contacts:
             return np.any((rows >= 0) & fast[np.maximum(rows, 0)], axis=1)
 
         stay, new = ~touches(base[0]), touches(idx)
-        self._solved = tuple(np.ascontiguousarray(np.concatenate([a[stay], b[new]]))
-                             for a, b in zip(base, (idx, kind, side, dist, mu, jit)))
+        found = [a[new] for a in (idx, kind, side, dist, mu, jit)]
+        # a pair found again keeps the side (and an edge pair its normal) it had: its layers
+        # may be pressed within the contact distance, a vertex a hair past the face's plane,
+        # and its side read from there anew would push it through (Bridson et al. 2002 keep
+        # a pair's history for the same reason)
+        old = self.solved
+        _, at_new, at_old = np.intersect1d(_rows(found[0], found[1]), _rows(old[0], old[1]),
+                                           return_indices=True)
+        found[2][at_new] = old[2][at_old]
+        found[5][at_new] = old[5][at_old]
+        self._solved = tuple(np.ascontiguousarray(np.concatenate([a[stay], b]))
+                             for a, b in zip(base, found))
         self._gather_solved()
 
     def keep_body_contacts(self, keep):

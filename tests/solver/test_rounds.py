@@ -123,3 +123,34 @@ def test_a_particle_outside_its_box_by_more_than_its_tolerance_is_a_surprise():
     x[bodies.watched[i]] = hi[i] + [0.0, 0.0, 0.4 * 0.008]      # within its tolerance
     ratio, strays = bodies.surprised(x, 0.5)
     assert ratio == pytest.approx(0.4) and not strays.any()
+
+
+def test_a_pair_found_again_in_a_round_keeps_its_side():
+    """Contacts.set_round_contacts: a contact found again in a round keeps the side (and an
+    edge pair the normal) it was found with, whatever the positions say now: layers pressed
+    within the contact distance may hold a vertex a hair past the face's plane, and its side
+    read anew would push it through (a Z-folded N = 128 cloth crossed itself in 6 edges at
+    its landing so, 0 with the sides kept). A contact found for the first time takes the side
+    it was found with; contacts without a fast particle stay as they were."""
+    from solver.collision.bodies import EDGES, VERTEX_TRI
+    from solver.collision.contacts import Contacts
+    c = Contacts(8, 0, 0)
+    idx = np.array([[0, 1, 2, 3], [4, 5, 6, 7], [1, 2, 5, 6]])
+    kind = np.array([VERTEX_TRI, VERTEX_TRI, EDGES])
+    c.set_body_contacts(idx, kind, np.array([1.0, 1.0, -1.0]), np.full(3, 0.01),
+                        np.zeros(3), np.array([[0, 0, 0], [0, 0, 0], [0, 0, 1.0]]))
+    fast = np.array([True, True, True, True, False, False, False, False])
+    # found again: the first (now read as side -1) and the edge pair (its normal flipped);
+    # new: vertex 0 against another triangle; the second contact has no fast particle
+    again = np.array([[0, 1, 2, 3], [1, 2, 5, 6], [0, 4, 5, 6]])
+    c.set_round_contacts(fast, again, np.array([VERTEX_TRI, EDGES, VERTEX_TRI]),
+                         np.array([-1.0, 1.0, -1.0]), np.full(3, 0.02), np.zeros(3),
+                         np.array([[0, 0, 0], [0, 0, -1.0], [0, 0, 0]]))
+    s_idx, s_kind, s_side, s_dist, _, s_jit = c.solved
+    rows = {tuple(r): k for k, r in enumerate(s_idx)}
+    assert set(rows) == {(0, 1, 2, 3), (4, 5, 6, 7), (1, 2, 5, 6), (0, 4, 5, 6)}
+    assert s_side[rows[(0, 1, 2, 3)]] == 1.0 and s_dist[rows[(0, 1, 2, 3)]] == 0.02
+    assert s_side[rows[(1, 2, 5, 6)]] == -1.0
+    assert np.array_equal(s_jit[rows[(1, 2, 5, 6)]], [0, 0, 1.0])
+    assert s_side[rows[(0, 4, 5, 6)]] == -1.0                   # new: as found
+    assert s_side[rows[(4, 5, 6, 7)]] == 1.0 and s_dist[rows[(4, 5, 6, 7)]] == 0.01
