@@ -7,14 +7,8 @@ of "Advanced Character Physics", with Macklin et al.'s "Small Steps in Physics S
     accelerate once per step: gravity, air drag and wind (forces.py)
     collide    once per step: sleeping islands woken or kept (sleep.py); the broad phases find
                the body contacts (collision/body_stage.py) and collider candidates (collision/)
-    in rounds  the substeps run in one round (one call from Python), or, where a cloth's
-               particle went where its contacts were not looked for (it ended a round farther
-               outside its broad-phase box than its radius), the step runs again from its start
-               in twice the rounds, its group's body contacts found again before each round
-               (_run_rounds; the rounds halve again after calm steps). Bridson, Fedkiw and
-               Anderson (2002) find cloth's proximities once per step and make up for what they
-               miss with a collision pass over the step's motion; here the step is cut where
-               the proximities were missed instead, so the side memory of every pair holds.
+    in rounds  one call from Python, or, where a self-colliding cloth went where its contacts
+               were not looked for, again from the step's start in rounds (rounds.py)
     for each substep of a round (loop.py; compiled, a round is one call from Python):
       drag        exact exponential air drag and wind on x* (forces.py)
       integrate   Verlet: x' = x + (x - x*) k + a h^2 (integrator.py); pins follow their targets
@@ -50,17 +44,11 @@ from .forces import DragInputs, Wind, explosion_kick
 from .guard import StepGuard
 from .joint_control import JointControl
 from .kernels import table
+from .rounds import ROUNDS_GROWTH, Rounds
 from .sleep import Sleep, same_fields
 from .state import Checkpoint, Control, State
 
 DEFAULT_SUBSTEPS = 40
-# a step whose watched particles went where their contacts were not looked for runs again in
-# ROUNDS_GROWTH times the rounds (up to one a substep); after ROUNDS_KEPT steps in a row with
-# none beyond CLEAN of its tolerance outside its boxes, the next starts with half the rounds
-# (_run_rounds, _next_rounds; body_stage.BodyContacts.surprised)
-ROUNDS_GROWTH = 2
-ROUNDS_KEPT = 4
-CLEAN = 0.5
 DEFAULT_ITERATIONS = 1
 # Jacobi passes over the body contacts per iteration (2: a pile of crates rests; README)
 DEFAULT_CONTACT_ITERATIONS = 1
@@ -87,7 +75,7 @@ def _read_only(a):
     return v
 
 
-class Simulation(AnimatedSettings, JointControl, StepGuard):
+class Simulation(AnimatedSettings, JointControl, StepGuard, Rounds):
     """Steps a Model. See the module docstring for the algorithm and the README for the API."""
 
     def __init__(self, model, substeps=DEFAULT_SUBSTEPS, iterations=DEFAULT_ITERATIONS,
@@ -179,9 +167,7 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
         # the state before the step (restored when a step fails; sleep reads it), its arrays
         # allocated once: a copy of every array each step cost a 65k-particle cloth 1.3 ms
         self._backup = self.get_state()
-        # how many times a step ran again from its start in more rounds (_run_rounds): what the
-        # rounds cost beside the rounds themselves (a flag in gusty wind, benchmarks)
-        self.reruns = 0
+        self.reruns = 0             # steps run again from their start in more rounds (rounds.py)
         self._dormant = None        # (n,) bool the particles asleep through this step, or None
         self._body_inputs = None    # (inv_mass (n,) [1/kg], allowance [m]) of body_args
         self._strays = None         # (G,) bool the groups that strayed in a surprised round
@@ -489,70 +475,6 @@ class Simulation(AnimatedSettings, JointControl, StepGuard):
             supported = self.contacts.touching | self.contacts.body_touch | ~self._free
             self.colliders.edges.touched(supported)
             self.sleep.update(self.state, dt, supported, self._motion2, self.contacts.body_idx)
-
-    def _run_rounds(self, h, acc, acc_max, field_keep, asleep, rounds):
-        """The step's substeps in ``rounds`` rounds of about equal length (substeps first to
-        last - 1 of the step, loop.run_substeps); with more than one, before each round the
-        body contacts of the groups in rounds (State.round_groups: those whose watched
-        particles, free corners of cloth and plant surfaces, strayed from their boxes) are
-        found again from where they are then, over the round's length, and replace the ones
-        the step's collide found for them (Contacts.set_round_contacts). Why: the
-        step's contacts are found once from each particle's predicted motion, and a flag in
-        gusty wind ends a step up to 18 times farther from its prediction than its box allows
-        (its waves and the wind's drag foreseen by no per-particle prediction; measured
-        2026-11-28: the error is as large as the motion itself), so the corner that folds over
-        it meets faces that were never its candidates and passes through them. Over a round
-        of a few substeps it moves a few millimetres, and the broad phase sees that.
-
-        Returns the first substep whose positions were not finite (or -1) and, when every
-        round kept its watched particles within their tolerance of their boxes, (G,) bool the
-        groups with one beyond CLEAN of it; None instead, when one went farther and more
-        rounds may follow (the caller runs the step again from its start)."""
-        args = list(self._loop_args(h, field_keep, asleep))
-        S, iterations, contact_iterations = args[14][:3]
-        bodies = self.bodies
-        st, ctl = self.state, self.control
-        strayed = np.zeros(bodies.n_groups, bool)
-        for r in range(rounds):
-            first, last = (r * S) // rounds, ((r + 1) * S) // rounds
-            if rounds > 1 and st.round_groups.any():
-                bodies.collide(st.x, st.x_prev, h, (last - first) * h, acc, acc_max,
-                               self._pinned, ctl.pin_target, self.contacts,
-                               ctl.particle_friction, asleep=self._dormant,
-                               only=st.round_groups)
-                args[12] = self.contacts.body_args(*self._body_inputs)
-            args[14] = (S, iterations, contact_iterations, first, last)
-            failed = self.kernels.run_substeps(*args)
-            if failed >= 0:
-                return failed, False
-            ratio, strays = bodies.surprised(st.x, CLEAN)
-            if ratio > 1.0 and rounds < S:
-                self._strays = strays
-                return -1, None
-            strayed |= strays
-        return -1, strayed
-
-    def _next_rounds(self, rounds, strayed):
-        """The rounds the next step starts with, given this step's and (G,) bool the groups
-        that strayed beyond CLEAN of their tolerance in it: a group in rounds that kept
-        within it for ROUNDS_KEPT steps in a row leaves them (a sheet that has landed, while
-        a flag beside it still flies in its gusts); when no group strayed for ROUNDS_KEPT
-        steps in a row, half as many rounds; with no group left in them, one."""
-        st = self.state
-        held = st.round_groups & ~strayed
-        st.group_clean[held] += 1
-        st.group_clean[strayed] = 0
-        calm = st.group_clean >= ROUNDS_KEPT
-        st.round_groups[calm] = False
-        st.group_clean[calm] = 0
-        st.clean_steps = 0 if strayed.any() else st.clean_steps + 1
-        if st.clean_steps >= ROUNDS_KEPT and rounds > 1:
-            rounds, st.clean_steps = rounds // 2, 0
-        if rounds == 1 or not st.round_groups.any():
-            rounds = 1
-            st.round_groups[:] = False
-            st.group_clean[:] = 0
-        st.contact_rounds = rounds
 
     def _begin_step(self, h, acc):
         """Verlet's x* for the substep length h; constraint factors that depend on h."""
