@@ -40,13 +40,13 @@ CLEAN = 0.5
 class Rounds:
     """_run_rounds and _next_rounds of Simulation._step (mixed into Simulation, whose state,
     control, contacts, bodies, kernels, substeps, _loop_args, _body_inputs, _dormant,
-    _pinned and _strays they use)."""
+    _pinned they use)."""
 
     def _run_rounds(self, h, acc, acc_max, field_keep, asleep, rounds):
         """The step's substeps in ``rounds`` rounds of about equal length (substeps first to
         last - 1 of the step, loop.run_substeps); with more than one, before each round the
         body contacts of the groups in rounds (State.round_groups: those whose watched
-        particles, free corners of cloth and plant surfaces, strayed from their boxes) are
+        particles, the free corners of self-colliding cloth, strayed from their boxes) are
         found again from where they are then, over the round's length, and replace the ones
         the step's collide found for them (Contacts.set_round_contacts). Why: the
         step's contacts are found once from each particle's predicted motion, and a flag in
@@ -56,10 +56,12 @@ class Rounds:
         it meets faces that were never its candidates and passes through them. Over a round
         of a few substeps it moves a few millimetres, and the broad phase sees that.
 
-        Returns the first substep whose positions were not finite (or -1) and, when every
-        round kept its watched particles within their tolerance of their boxes, (G,) bool the
-        groups with one beyond CLEAN of it; None instead, when one went farther and more
-        rounds may follow (the caller runs the step again from its start)."""
+        Returns (failed, strayed, strays): failed the first substep whose positions were not
+        finite (or -1); when every round kept its watched particles within their tolerance of
+        their boxes, strayed (G,) bool the groups with one beyond CLEAN of it and strays None;
+        when one went farther and more rounds may follow (the caller runs the step again from
+        its start, those groups in rounds), strayed None and strays (G,) bool the groups that
+        went farther."""
         args = list(self._loop_args(h, field_keep, asleep))
         S, iterations, contact_iterations = args[14][:3]
         bodies = self.bodies
@@ -76,13 +78,12 @@ class Rounds:
             args[14] = (S, iterations, contact_iterations, first, last)
             failed = self.kernels.run_substeps(*args)
             if failed >= 0:
-                return failed, False
+                return failed, strayed, None
             ratio, strays = bodies.surprised(st.x, CLEAN)
             if ratio > 1.0 and rounds < S:
-                self._strays = strays
-                return -1, None
+                return -1, None, strays
             strayed |= strays
-        return -1, strayed
+        return -1, strayed, None
 
     def _next_rounds(self, rounds, strayed):
         """The rounds the next step starts with, given this step's and (G,) bool the groups

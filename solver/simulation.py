@@ -170,7 +170,6 @@ class Simulation(AnimatedSettings, JointControl, StepGuard, Rounds):
         self.reruns = 0             # steps run again from their start in more rounds (rounds.py)
         self._dormant = None        # (n,) bool the particles asleep through this step, or None
         self._body_inputs = None    # (inv_mass (n,) [1/kg], allowance [m]) of body_args
-        self._strays = None         # (G,) bool the groups that strayed in a surprised round
 
     # ------------------------------------------------------------------ read-out
     @property
@@ -444,9 +443,10 @@ class Simulation(AnimatedSettings, JointControl, StepGuard, Rounds):
             asleep = self._collide(dt, acc, acc_max)                        # collide (and wake)
             # the substeps, in rounds; none when every body sleeps (a settled scene costs
             # nothing)
-            failed, strayed = -1, np.zeros(self.bodies.n_groups, bool)
+            failed, strayed, strays = -1, np.zeros(self.bodies.n_groups, bool), None
             if asleep is None or asleep.size < self.model.particle_count:
-                failed, strayed = self._run_rounds(h, acc, acc_max, field_keep, asleep, rounds)
+                failed, strayed, strays = self._run_rounds(h, acc, acc_max, field_keep, asleep,
+                                                           rounds)
             if failed >= 0:
                 self._fail(backup, failed)
             if strayed is not None:
@@ -454,7 +454,7 @@ class Simulation(AnimatedSettings, JointControl, StepGuard, Rounds):
             # a cloth went where its contacts were not looked for: the step runs again from
             # its start in more rounds, its group's contacts found again in each
             # (body_stage.BodyContacts.surprised)
-            in_rounds = self.state.round_groups | self._strays
+            in_rounds = self.state.round_groups | strays
             self.set_state(backup)
             self.state.round_groups[:] = in_rounds
             rounds = min(ROUNDS_GROWTH * rounds, self.substeps)

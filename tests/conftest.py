@@ -27,6 +27,10 @@ def pytest_addoption(parser):
 
 
 def pytest_collection_modifyitems(config, items):
+    # the modules whose fixtures wait on children started early (start_early below) run last,
+    # so that those children have the rest of the run to finish in (a stable sort: each part
+    # keeps its order)
+    items.sort(key=lambda item: hasattr(getattr(item, "module", None), "start_early"))
     if not config.getoption("--skip-named-backends"):
         return
     keep, named = [], []
@@ -37,6 +41,52 @@ def pytest_collection_modifyitems(config, items):
     if named:
         config.hook.pytest_deselected(items=named)
         items[:] = keep
+
+
+# -------------------------------------------------------------- children started early
+# A few fixtures wait minutes on child processes that compile every kernel from an empty cache
+# (test_kernels' cold children, test_install's build of the zips): each compile is single-
+# threaded and takes about four minutes here. A test module that defines
+# ``start_early(tmp_path_factory)`` has it called once the tests are collected, when any of
+# its tests is selected; it starts those children (with ``early_popen``), and its fixtures then
+# wait on them. The children run at a lower priority (EARLY_NICE) beside the other tests, which
+# keep their speed and leave the children the idle core, and such modules run last
+# (pytest_collection_modifyitems). (Added 2026-11-28: the two fixtures held the run up for
+# nine minutes of its twenty, on two cores of which the tests used one.)
+EARLY_NICE = 10
+_early_children = []
+
+
+def early_popen(args, **kwargs):
+    """subprocess.Popen of a child started early: at a lower priority (through ``nice``, where
+    there is one: a preexec_fn is not safe in this process, whose bpy and Numba run threads),
+    ended with the session if it is still running then (a failed or interrupted run leaves no
+    compile behind)."""
+    import shutil
+    import subprocess
+    nice = shutil.which("nice")
+    prefix = [nice, "-n", str(EARLY_NICE)] if nice else []
+    proc = subprocess.Popen(prefix + list(args), **kwargs)
+    _early_children.append(proc)
+    return proc
+
+
+def pytest_collection_finish(session):
+    if session.config.option.collectonly:
+        return
+    started = set()
+    for item in session.items:
+        module = getattr(item, "module", None)
+        if hasattr(module, "start_early") and module.__name__ not in started:
+            started.add(module.__name__)
+            module.start_early(session.config._tmp_path_factory)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    for proc in _early_children:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 def import_bpy():

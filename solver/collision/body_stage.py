@@ -34,6 +34,7 @@ import numpy as np
 
 from ..geometry import segment_distances
 from .bodies import EDGES, PAIR, SEGMENTS, SLACK, VERTEX_TRI, jitter_directions
+from .contacts import no_body_contacts
 from .pairs import dot_rows, face_normals
 
 # a particle's box grows by GROW |v| dt beside its predicted sweep: what the prediction may miss
@@ -205,12 +206,6 @@ def edge_sag(x, tris, edges, edge_face, active):
 
 
 # ----------------------------------------------------------------------------- the stage
-
-def _no_contacts():
-    """set_body_contacts' arguments for no contact."""
-    return (np.zeros((0, 4), np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
-            np.zeros(0), np.zeros((0, 3)))
-
 
 def _corner_mean(f, corners):
     """(m,) the mean of f (n,) over each row of corners (m, k) int64 (summed left to right):
@@ -529,7 +524,7 @@ class BodyContacts:
             if self._only is None:
                 contacts.clear_body_contacts()
             else:
-                contacts.set_round_contacts(self._only[self.group], *_no_contacts())
+                contacts.set_round_contacts(self._only[self.group], *no_body_contacts())
             return
         pi, pj = self.kernels.sort_pairs(pi, pj)
         tv, tt = self.kernels.sort_pairs(tv, tt)

@@ -35,6 +35,12 @@ def _rows(idx, kind):
     return rows.view(np.dtype((np.void, 8 * rows.shape[1]))).ravel()
 
 
+
+def no_body_contacts():
+    """Contacts.set_body_contacts' arguments for no contact."""
+    return (np.zeros((0, 4), np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
+            np.zeros(0), np.zeros((0, 3)))
+
 class Contacts:
     def __init__(self, n, n_points, n_colliders, kernels=None):
         # the kernel table whose gather_slots builds the body contacts' gather (None: NumPy's)
@@ -78,8 +84,7 @@ class Contacts:
     # ------------------------------------------------------------------ body contacts
     def clear_body_contacts(self):
         """No body contact this step."""
-        self.set_body_contacts(np.zeros((0, 4), np.int64), np.zeros(0, np.int64), np.zeros(0),
-                               np.zeros(0), np.zeros(0), np.zeros((0, 3)))
+        self.set_body_contacts(*no_body_contacts())
 
     def set_body_contacts(self, idx, kind, side, dist, mu, jit):
         """Store the body contacts the collide stage found (collision/bodies.py), K of them:

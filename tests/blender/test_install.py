@@ -22,7 +22,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from conftest import ROOT, import_bpy, run_installed_child
+from conftest import ROOT, early_popen, import_bpy, run_installed_child
 
 import_bpy()
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -48,12 +48,31 @@ def read_cache(path):
     return header, frames.reshape(count, header["vertex_count"], 3)
 
 
+_early = {}
+
+
+def start_early(tmp_path_factory):
+    """The build (scripts/build_extension.py, as a release is built), started when the tests are
+    collected (conftest.early_popen): it compiles the shipped kernels for each Python, about
+    four minutes each. scripts/test.sh names the folder, so that the smoke tracks install these
+    same zips instead of building and compiling them again."""
+    out = os.environ.get("VERLET_TEST_DIST_DIR") or str(tmp_path_factory.mktemp("dist"))
+    _early["build"] = early_popen(
+        [sys.executable, build_extension.__file__, "--output-dir", out],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 @pytest.fixture(scope="module")
 def built_zips(tmp_path_factory):
-    # scripts/test.sh names the folder, so that the smoke tracks install these same zips
-    # instead of building and compiling them again
-    out = os.environ.get("VERLET_TEST_DIST_DIR") or str(tmp_path_factory.mktemp("dist"))
-    return build_extension.build(output_dir=out)
+    """The zips' paths, as build_extension.build returns them (its command prints each)."""
+    if "build" not in _early:
+        start_early(tmp_path_factory)
+    proc = _early.pop("build")
+    out, err = proc.communicate()
+    zips = [ln.split()[1] for ln in out.splitlines() if ln.startswith("built ")]
+    assert proc.returncode == 0 and zips, \
+        f"build_extension.py failed (exit {proc.returncode}):\n{out[-3000:]}\n{err[-3000:]}"
+    return zips
 
 
 @pytest.fixture(scope="module")

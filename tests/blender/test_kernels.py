@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, import_bpy
+from conftest import ROOT, early_popen, import_bpy
 
 bpy = import_bpy()
 
@@ -70,13 +70,13 @@ os._exit(0)
 '''
 
 
-def _start(mode, cache_dir):
+def _start(mode, cache_dir, popen=subprocess.Popen):
     """A child Blender session in ``mode`` with its kernel cache at ``cache_dir``, running."""
     env = dict(os.environ, VERLET_CACHE_DIR=str(cache_dir / "kernels"))
     env.pop("VERLET_BACKEND", None)
     code = f"ROOT = {ROOT!r}\nMODE = {mode!r}\n" + CHILD
-    return subprocess.Popen([sys.executable, "-c", code], env=env, cwd=str(cache_dir),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return popen([sys.executable, "-c", code], env=env, cwd=str(cache_dir),
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _result(proc):
@@ -91,13 +91,24 @@ def _result(proc):
     return json.loads(lines[-1][len("RESULT "):])
 
 
+_early = {}
+
+
+def start_early(tmp_path_factory):
+    """Both cold-cache children, started when the tests are collected (conftest.early_popen):
+    each compiles every kernel from an empty cache of its own (about four minutes on one core)."""
+    folders = {m: tmp_path_factory.mktemp(f"cold-{m}") for m in ("background", "bake")}
+    _early["cold"] = folders, {m: _start(m, folders[m], early_popen) for m in folders}
+
+
 @pytest.fixture(scope="module")
 def cold_children(tmp_path_factory):
-    """Both cold-cache children, started together: each compiles every kernel from an empty
-    cache of its own (about two minutes on one core), and the compile is single-threaded, so
-    two cores run both in the time of one. {mode: (RESULT, its cache folder)}."""
-    folders = {m: tmp_path_factory.mktemp(f"cold-{m}") for m in ("background", "bake")}
-    procs = {m: _start(m, folders[m]) for m in folders}
+    """Both cold-cache children (start_early), each with an empty cache of its own; the compile
+    is single-threaded, so two cores run both in the time of one. {mode: (RESULT, its cache
+    folder)}."""
+    if "cold" not in _early:
+        start_early(tmp_path_factory)
+    folders, procs = _early.pop("cold")
     try:
         return {m: (_result(procs[m]), folders[m]) for m in procs}
     finally:                      # one that failed must not leave the other running
