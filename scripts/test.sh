@@ -2,12 +2,12 @@
 # Every test: solver tests (NumPy only) and Blender tests (bpy), in the pinned environment
 # (.venv: Blender 5.2 LTS, Python 3.13). The whole suite runs on the default backend (compiled
 # Numba kernels) and, beside it, the solver tests run again on the NumPy reference backend, so
-# both backends pass the whole solver suite. Then the smoke tracks (tests/smoke: install the built zips, one bake
-# on the bundled compiled kernels, one PC2 export, the -any zip on NumPy) run on Blender 5.0
-# (.venv-bpy50) and Blender 4.2 LTS (.venv-bpy42), the extension's declared minimum; each venv is
-# created once from its requirements file like .venv, before the main run, whose
-# test_install.py builds the zips that the tracks install. VERLET_SKIP_SMOKE=1 skips both tracks for a
-# quick local run (VERLET_SKIP_BPY42=1 / VERLET_SKIP_BPY50=1 skip one).
+# both backends pass the whole solver suite. Then the smoke tracks (tests/smoke: install the
+# built zips, one bake on the bundled compiled kernels, one PC2 export, the -any zip on NumPy)
+# run on Blender 5.0 (.venv-bpy50) and Blender 4.2 LTS (.venv-bpy42), the extension's declared
+# minimum; each venv is created once from its requirements file like .venv, before the main
+# run, whose test_install.py builds the zips that the tracks install. VERLET_SKIP_SMOKE=1 skips
+# both tracks for a quick local run (VERLET_SKIP_BPY42=1 / VERLET_SKIP_BPY50=1 skip one).
 # pytest-blender is disabled because no `blender` binary is needed here: bpy is imported as a
 # module. Extra arguments go to every pytest run (e.g. scripts/test.sh -k friction).
 set -euo pipefail

@@ -69,7 +69,8 @@ def built_zips(tmp_path_factory):
         start_early(tmp_path_factory)
     proc = _early.pop("build")
     out, err = proc.communicate()
-    zips = [ln.split()[1] for ln in out.splitlines() if ln.startswith("built ")]
+    zips = [ln[len("built "):].rsplit(" (", 1)[0] for ln in out.splitlines()
+            if ln.startswith("built ")]
     assert proc.returncode == 0 and zips, \
         f"build_extension.py failed (exit {proc.returncode}):\n{out[-3000:]}\n{err[-3000:]}"
     return zips
