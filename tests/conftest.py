@@ -47,14 +47,16 @@ def pytest_collection_modifyitems(config, items):
 # A few fixtures wait minutes on child processes that compile every kernel from an empty cache
 # (test_kernels' cold children, test_install's build of the zips): each compile is single-
 # threaded and takes about four minutes here. A test module that defines
-# ``start_early(tmp_path_factory)`` has it called once the tests are collected, when any of
-# its tests is selected; it starts those children (with ``early_popen``), and its fixtures then
-# wait on them. The children run at a lower priority (EARLY_NICE) beside the other tests, which
+# ``start_early(tmp_path_factory)`` and ``EARLY_FIXTURE`` (the fixture that waits on what it
+# starts) has it called once the tests are collected, when a selected test uses that fixture;
+# it starts those children (with ``early_popen``) and returns their handles, which the fixture
+# takes with ``take_early``. The children run at a lower priority (EARLY_NICE) beside the other tests, which
 # keep their speed and leave the children the idle core, and such modules run last
 # (pytest_collection_modifyitems). (Added 2026-11-28: the two fixtures held the run up for
 # nine minutes of its twenty, on two cores of which the tests used one.)
 EARLY_NICE = 10
 _early_children = []
+_early_started = {}         # module name -> what its start_early returned, until taken
 
 
 def early_popen(args, **kwargs):
@@ -74,12 +76,20 @@ def early_popen(args, **kwargs):
 def pytest_collection_finish(session):
     if session.config.option.collectonly:
         return
-    started = set()
     for item in session.items:
         module = getattr(item, "module", None)
-        if hasattr(module, "start_early") and module.__name__ not in started:
-            started.add(module.__name__)
-            module.start_early(session.config._tmp_path_factory)
+        if (hasattr(module, "start_early") and module.__name__ not in _early_started
+                and module.EARLY_FIXTURE in item.fixturenames):
+            _early_started[module.__name__] = module.start_early(
+                session.config._tmp_path_factory)
+
+
+def take_early(module_name, tmp_path_factory):
+    """What module ``module_name``'s start_early returned at collection (called now when it
+    was not: a run that collected no test using its EARLY_FIXTURE, e.g. by a plugin)."""
+    if module_name not in _early_started:
+        return sys.modules[module_name].start_early(tmp_path_factory)
+    return _early_started.pop(module_name)
 
 
 def pytest_sessionfinish(session, exitstatus):

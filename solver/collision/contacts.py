@@ -35,11 +35,11 @@ def _rows(idx, kind):
     return rows.view(np.dtype((np.void, 8 * rows.shape[1]))).ravel()
 
 
-
 def no_body_contacts():
     """Contacts.set_body_contacts' arguments for no contact."""
     return (np.zeros((0, 4), np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
             np.zeros(0), np.zeros((0, 3)))
+
 
 class Contacts:
     def __init__(self, n, n_points, n_colliders, kernels=None):

@@ -22,7 +22,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from conftest import ROOT, early_popen, import_bpy, run_installed_child
+from conftest import ROOT, early_popen, import_bpy, run_installed_child, take_early
 
 import_bpy()
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -48,16 +48,16 @@ def read_cache(path):
     return header, frames.reshape(count, header["vertex_count"], 3)
 
 
-_early = {}
+EARLY_FIXTURE = "built_zips"
 
 
 def start_early(tmp_path_factory):
     """The build (scripts/build_extension.py, as a release is built), started when the tests are
     collected (conftest.early_popen): it compiles the shipped kernels for each Python, about
     four minutes each. scripts/test.sh names the folder, so that the smoke tracks install these
-    same zips instead of building and compiling them again."""
+    same zips instead of building and compiling them again. Returns its process."""
     out = os.environ.get("VERLET_TEST_DIST_DIR") or str(tmp_path_factory.mktemp("dist"))
-    _early["build"] = early_popen(
+    return early_popen(
         [sys.executable, build_extension.__file__, "--output-dir", out],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -65,9 +65,7 @@ def start_early(tmp_path_factory):
 @pytest.fixture(scope="module")
 def built_zips(tmp_path_factory):
     """The zips' paths, as build_extension.build returns them (its command prints each)."""
-    if "build" not in _early:
-        start_early(tmp_path_factory)
-    proc = _early.pop("build")
+    proc = take_early(__name__, tmp_path_factory)
     out, err = proc.communicate()
     zips = [ln[len("built "):].rsplit(" (", 1)[0] for ln in out.splitlines()
             if ln.startswith("built ")]

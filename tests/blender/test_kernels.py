@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, early_popen, import_bpy
+from conftest import ROOT, early_popen, import_bpy, take_early
 
 bpy = import_bpy()
 
@@ -91,14 +91,15 @@ def _result(proc):
     return json.loads(lines[-1][len("RESULT "):])
 
 
-_early = {}
+EARLY_FIXTURE = "cold_children"
 
 
 def start_early(tmp_path_factory):
     """Both cold-cache children, started when the tests are collected (conftest.early_popen):
-    each compiles every kernel from an empty cache of its own (about four minutes on one core)."""
+    each compiles every kernel from an empty cache of its own (about four minutes on one core).
+    Returns ({mode: its cache folder}, {mode: its process})."""
     folders = {m: tmp_path_factory.mktemp(f"cold-{m}") for m in ("background", "bake")}
-    _early["cold"] = folders, {m: _start(m, folders[m], early_popen) for m in folders}
+    return folders, {m: _start(m, folders[m], early_popen) for m in folders}
 
 
 @pytest.fixture(scope="module")
@@ -106,9 +107,7 @@ def cold_children(tmp_path_factory):
     """Both cold-cache children (start_early), each with an empty cache of its own; the compile
     is single-threaded, so two cores run both in the time of one. {mode: (RESULT, its cache
     folder)}."""
-    if "cold" not in _early:
-        start_early(tmp_path_factory)
-    folders, procs = _early.pop("cold")
+    folders, procs = take_early(__name__, tmp_path_factory)
     try:
         return {m: (_result(procs[m]), folders[m]) for m in procs}
     finally:                      # one that failed must not leave the other running
