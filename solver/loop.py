@@ -219,3 +219,9 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         if not math.isfinite(float(X.sum())) and not np.isfinite(X).all():
             return s
     return -1
+
+
+# the position of each argument group in run_substeps' arguments (Simulation._loop_args builds
+# them in this order; a step in rounds replaces the bodies and counts groups between rounds)
+ARG = {name: k for k, name in enumerate(run_substeps.__code__.co_varnames[
+    :run_substeps.__code__.co_argcount])}

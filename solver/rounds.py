@@ -28,6 +28,8 @@ resume is bit-identical, and both backends take the same rounds.
 
 import numpy as np
 
+from .loop import ARG
+
 # a step whose watched particles went where their contacts were not looked for runs again in
 # ROUNDS_GROWTH times the rounds (up to one a substep); after ROUNDS_KEPT steps in a row with
 # none beyond CLEAN of its tolerance outside its boxes, the next starts with half the rounds
@@ -63,7 +65,7 @@ class Rounds:
         its start, those groups in rounds), strayed None and strays (G,) bool the groups that
         went farther."""
         args = list(self._loop_args(h, field_keep, asleep))
-        S, iterations, contact_iterations = args[14][:3]
+        S, iterations, contact_iterations = args[ARG["counts"]][:3]
         bodies = self.bodies
         st, ctl = self.state, self.control
         strayed = np.zeros(bodies.n_groups, bool)
@@ -74,8 +76,8 @@ class Rounds:
                                self._pinned, ctl.pin_target, self.contacts,
                                ctl.particle_friction, asleep=self._dormant,
                                only=st.round_groups)
-                args[12] = self.contacts.body_args(*self._body_inputs)
-            args[14] = (S, iterations, contact_iterations, first, last)
+                args[ARG["bodies"]] = self.contacts.body_args(*self._body_inputs)
+            args[ARG["counts"]] = (S, iterations, contact_iterations, first, last)
             failed = self.kernels.run_substeps(*args)
             if failed >= 0:
                 return failed, strayed, None

@@ -28,11 +28,23 @@ def gather_slots(idx):
             slots[order].astype(np.int64))
 
 
-def _rows(idx, kind):
-    """(K,) one opaque value per contact, equal where two contacts have the same particles
-    idx (K, 4) int64 and kind (K,) int64: a contact's identity from one round to the next."""
-    rows = np.ascontiguousarray(np.column_stack([idx, kind]).astype(np.int64))
-    return rows.view(np.dtype((np.void, 8 * rows.shape[1]))).ravel()
+def _identities(*lists):
+    """For lists of contacts (idx (K, 4) int64, -1: no corner; kind (K,) int64 in [0, 4)):
+    one (K,) value per contact, equal where two contacts have the same particles and kind (a
+    contact's identity from one round to the next). One int64 packing the five, exact while
+    every particle id is below 2^15 - 1 (2 + 4 x 15 bits); beyond, the rows' bytes."""
+    top = max(int(idx.max(initial=-1)) for idx, _ in lists) + 2
+    out = []
+    for idx, kind in lists:
+        if top <= 1 << 15:
+            key = kind.astype(np.int64)
+            for c in range(4):
+                key = (key << 15) + (idx[:, c] + 1)
+        else:
+            rows = np.ascontiguousarray(np.column_stack([idx, kind]).astype(np.int64))
+            key = rows.view(np.dtype((np.void, 8 * rows.shape[1]))).ravel()
+        out.append(key)
+    return out
 
 
 def no_body_contacts():
@@ -101,6 +113,7 @@ class Contacts:
         self.body_mu = np.ascontiguousarray(mu, np.float64)       # (K,) float64
         self.body_jit = np.ascontiguousarray(jit, np.float64)     # (K, 3) float64 unit
         self._round_base = None     # the step's first solved list, once a round replaces it
+        self._round_stay = None     # (fast, (K,) bool) which of them a round keeps
         self.keep_body_contacts(None)
 
     def set_round_contacts(self, fast, idx, kind, side, dist, mu, jit):
@@ -111,21 +124,23 @@ class Contacts:
         the bodies (keep_body_contacts) and the full lists (sleep joins islands by them) stay
         the step's first. Those with a fast particle are never solved on the bodies: a fast
         particle is a free particle of a cloth or plant surface, not of a rigid body."""
-        if self._round_base is None:
-            self._round_base = self.solved
-        base = self._round_base
-
         def touches(rows):
             return np.any((rows >= 0) & fast[np.maximum(rows, 0)], axis=1)
 
-        stay, new = ~touches(base[0]), touches(idx)
+        if self._round_base is None:
+            self._round_base = self.solved
+        base = self._round_base
+        # which of the step's contacts stay: the same in every round of the step's run
+        if self._round_stay is None or not np.array_equal(self._round_stay[0], fast):
+            self._round_stay = (fast, ~touches(base[0]))
+        stay, new = self._round_stay[1], touches(idx)
         found = [a[new] for a in (idx, kind, side, dist, mu, jit)]
         # a pair found again keeps the side (and an edge pair its normal) it had: its layers
         # may be pressed within the contact distance, a vertex a hair past the face's plane,
         # and its side read from there anew would push it through (Bridson et al. 2002 keep
         # a pair's history for the same reason)
         old = self.solved
-        _, at_new, at_old = np.intersect1d(_rows(found[0], found[1]), _rows(old[0], old[1]),
+        _, at_new, at_old = np.intersect1d(*_identities(found[:2], old[:2]),
                                            return_indices=True)
         found[2][at_new] = old[2][at_old]
         found[5][at_new] = old[5][at_old]

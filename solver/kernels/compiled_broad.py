@@ -1,8 +1,23 @@
 """Numba-compiled broad phase between bodies: collision/bodies.py's find_body_contacts (that
-module's docstring gives the tests and the grid), and its inputs from collision/body_stage.py:
-the active-item filter (active_items) and the edges' sag (edge_sag). The same pairs as the NumPy kernel: the
-result is defined by exact box comparisons, which the grid only accelerates, and BodyContacts
-sorts it afterwards.
+module's docstring gives the tests), and its inputs from collision/body_stage.py: the
+active-item filter (active_items) and the edges' sag (edge_sag). The same pairs as the NumPy
+kernel: the result is defined by exact box comparisons, which the grid only accelerates, and
+BodyContacts sorts it afterwards.
+
+The grids differ from the NumPy kernel's (hence ``reach``, ``origin``, ``cell`` and ``dims``,
+which that kernel takes, go unused here). There every item is hashed by the cell of its box's
+low corner, and a query scans the cells of its box grown downwards by the largest box of any
+item: in a flag's gusts that box is the fastest corner's, three to five times the typical one,
+and every query pays for it. Here (_split, _grid) an item whose box exceeds LARGE times the
+mean box on some axis is hashed into every cell its box covers, the others by their low
+corner as there; a query grows by the largest of the others only, and looks at a large item in
+one cell, the first both boxes cover (_once: the larger of their first cells on each axis),
+so no pair is found twice. Cells are half that reach or half the mean query box, whichever
+is larger (twice that while the large items would fill more than ENTRIES_MAX entries per
+item). With every box alike this is the NumPy kernel's
+grid. The demo's round collides (its flag and sheet, 1,900 particles, 3,600 triangles, 5,400
+edges): 5.7 to 3.0 ms a call on two threads; the self-collision benchmark's fold at rest
+5.0 to 4.9 (2026-11-28); the same pairs.
 
 Each query (a triangle, a particle with a radius, an edge) owns a segment of the output: a
 first pass bounds it by the occupancy of the cells its box covers (no pair test), a second
@@ -22,6 +37,15 @@ import numpy as np
 from numba import njit, prange
 
 from .compiled_pairs import _face_normal
+
+# an item whose box exceeds LARGE times the mean box on some axis is hashed into every cell it
+# covers (_split); the cells grow while those would fill more than ENTRIES_MAX entries per item
+LARGE = 2.0
+ENTRIES_MAX = 8
+# cells of at least CELL_MEANS mean boxes: a lookup of a cell costs more than a few pair
+# tests (2026-11-28: the fold of benchmarks/self_collision.py at rest, its cells half its
+# largest box, 5.3 ms a call; of 3 and 5 mean boxes, 4.1 and 4.6)
+CELL_MEANS = 3.0
 
 
 @njit(cache=True, inline="always")
@@ -141,13 +165,173 @@ def _pp_ok(i, j, lo, hi, radius, group, inv_mass, x0, self_group, disabled, grou
     return not _disabled(gi, gj, disabled, self_group.shape[0])
 
 
+@njit(cache=True)
+def _split(ids, lo, hi, large):
+    """Flag in large (n,) bool the items ids (k,) int64 whose box [lo, hi] exceeds LARGE times
+    the items' mean box on some axis (hashed into every cell they cover, _grid). Returns (3,)
+    [m] the largest box of the others per axis (how far a query reaches for them) and (3,)
+    [m] the mean box."""
+    k = ids.shape[0]
+    limit = np.zeros(3)
+    for s in range(k):
+        for a in range(3):
+            limit[a] += hi[ids[s], a] - lo[ids[s], a]
+    for a in range(3):
+        limit[a] /= max(k, 1)
+    mean = limit.copy()
+    for a in range(3):
+        limit[a] *= LARGE
+    reach = np.zeros(3)
+    for s in range(k):
+        i = ids[s]
+        big = False
+        for a in range(3):
+            if hi[i, a] - lo[i, a] > limit[a]:
+                big = True
+        large[i] = big
+        if not big:
+            for a in range(3):
+                reach[a] = max(reach[a], hi[i, a] - lo[i, a])
+    return reach, mean
+
+
+@njit(cache=True)
+def _entries(ids, lo, hi, large, origin, cell, dims, first, cnt):
+    """Each item's cells in the grid: one (its box's low corner) for a small item, every cell
+    its box covers for a large one (first (n, 3) int64 gets its first cell per axis), counted
+    into cnt[1:] (k + 1,) and made cumulative. Returns the total."""
+    n = ids.shape[0]
+    for s in prange(n):
+        i = ids[s]
+        if large[i]:
+            i0, i1, j0, j1, k0, k1 = _cells_of(lo[i], hi[i], origin, cell, dims)
+            first[i, 0] = i0
+            first[i, 1] = j0
+            first[i, 2] = k0
+            cnt[s + 1] = (i1 - i0 + 1) * (j1 - j0 + 1) * (k1 - k0 + 1)
+        else:
+            cnt[s + 1] = 1
+    _prefix(cnt)
+    return cnt[n]
+
+
+@njit(cache=True)
+def _mean_box(ids, lo, hi, rows):
+    """(3,) [m] the mean box of the queries ids (k,) int64: the boxes of their particles rows
+    (Q, r) int64 joined."""
+    box = np.zeros(3)
+    for s in range(ids.shape[0]):
+        q = ids[s]
+        for a in range(3):
+            bl = lo[rows[q, 0], a]
+            bh = hi[rows[q, 0], a]
+            for c in range(1, rows.shape[1]):
+                bl = min(bl, lo[rows[q, c], a])
+                bh = max(bh, hi[rows[q, c], a])
+            box[a] += bh - bl
+    for a in range(3):
+        box[a] /= max(ids.shape[0], 1)
+    return box
+
+
+@njit(cache=True)
+def _grid(ids, lo, hi, large, reach, mean, query):
+    """The grid of items ids (k,) int64 with boxes [lo, hi] (large, reach and mean: _split's)
+    for queries whose mean box is query (3,) [m]: its cells per axis CELL_MEANS mean boxes,
+    or half the larger of the reach and the query box if more, grown (doubled) while the
+    large items' cells would exceed ENTRIES_MAX times the items. Returns (origin, cell,
+    dims, first, order, ukey, table, ustart, uend): the items of occupied cell ukey[u] are
+    order[ustart[u]:uend[u]] (in increasing id), table _table's hash of ukey, first (n, 3)
+    int64 the large items' first cells (_once)."""
+    n = ids.shape[0]
+    origin = np.full(3, np.inf)
+    top = np.full(3, -np.inf)
+    for s in range(n):
+        for a in range(3):
+            origin[a] = min(origin[a], lo[ids[s], a])
+            top[a] = max(top[a], hi[ids[s], a])
+    cell = np.empty(3)
+    dims = np.ones(3, np.int64)
+    for a in range(3):
+        if n == 0:
+            origin[a] = 0.0
+            top[a] = 0.0
+        cell[a] = max(max(0.5 * max(reach[a], query[a]), CELL_MEANS * mean[a]),
+                      max((top[a] - origin[a]) / 2 ** 20, 1e-9))
+    first = np.zeros((lo.shape[0], 3), np.int64)
+    cnt = np.zeros(n + 1, np.int64)
+    while True:
+        for a in range(3):
+            dims[a] = np.int64(np.floor((top[a] - origin[a]) / cell[a])) + 1
+        total = _entries(ids, lo, hi, large, origin, cell, dims, first, cnt)
+        if total <= ENTRIES_MAX * max(n, 1):
+            break
+        for a in range(3):
+            cell[a] *= 2.0
+    keys = np.empty(total, np.int64)
+    item = np.empty(total, np.int64)
+    for s in prange(n):
+        i = ids[s]
+        m = cnt[s]
+        if large[i]:
+            for cx in range(first[i, 0], _cell(hi[i, 0], origin, cell, dims, 0) + 1):
+                for cy in range(first[i, 1], _cell(hi[i, 1], origin, cell, dims, 1) + 1):
+                    for cz in range(first[i, 2], _cell(hi[i, 2], origin, cell, dims, 2) + 1):
+                        keys[m] = (cx * dims[1] + cy) * dims[2] + cz
+                        item[m] = i
+                        m += 1
+        else:
+            keys[m] = (_cell(lo[i, 0], origin, cell, dims, 0) * dims[1]
+                       + _cell(lo[i, 1], origin, cell, dims, 1)) * dims[2] \
+                + _cell(lo[i, 2], origin, cell, dims, 2)
+            item[m] = i
+    order = np.argsort(keys, kind="mergesort")
+    nu = 0
+    for s in range(total):
+        if s == 0 or keys[order[s]] != keys[order[s - 1]]:
+            nu += 1
+    ukey = np.empty(nu, np.int64)
+    ustart = np.empty(nu, np.int64)
+    uend = np.empty(nu, np.int64)
+    u = -1
+    for s in range(total):
+        if s == 0 or keys[order[s]] != keys[order[s - 1]]:
+            u += 1
+            ukey[u] = keys[order[s]]
+            ustart[u] = s
+        uend[u] = s + 1
+    return origin, cell, dims, first, item[order], ukey, _table(ukey), ustart, uend
+
+
 @njit(cache=True, inline="always")
-def _scan(q, qlo, qhi, is_tri, out, at, order, ukey, table, ustart, uend, origin, cell, dims,
-          lo, hi, tlo, thi, radius, group, inv_mass, x0, tris, tri_thick, self_group, disabled,
-          pair_self, group_segment):
-    """Visit the particles in the cells of query q's box and write those that pass the exact
-    test into out[at:] (room for _bound's count). Returns how many passed."""
-    i0, i1, j0, j1, k0, k1 = _cells_of(qlo, qhi, origin, cell, dims)
+def _query_cells(qlo, qhi, reach, origin, cell, dims):
+    """The cells a query box [qlo, qhi] scans (grown downwards by reach, where the small
+    items' low corners may lie), and the first cells of the box itself (where a large item
+    that meets it is looked at): (i0, i1, j0, j1, k0, k1, f0, f1, f2)."""
+    return (_cell(qlo[0] - reach[0], origin, cell, dims, 0), _cell(qhi[0], origin, cell, dims, 0),
+            _cell(qlo[1] - reach[1], origin, cell, dims, 1), _cell(qhi[1], origin, cell, dims, 1),
+            _cell(qlo[2] - reach[2], origin, cell, dims, 2), _cell(qhi[2], origin, cell, dims, 2),
+            _cell(qlo[0], origin, cell, dims, 0), _cell(qlo[1], origin, cell, dims, 1),
+            _cell(qlo[2], origin, cell, dims, 2))
+
+
+@njit(cache=True, inline="always")
+def _once(p, cx, cy, cz, large, first, f0, f1, f2):
+    """Whether item p, found in cell (cx, cy, cz) by a query whose box starts in cell (f0, f1,
+    f2), is looked at there: a small item is in one cell; a large one in every cell of its
+    box, and is looked at in the first cell both boxes cover (boxes that overlap both cover
+    it)."""
+    return not large[p] or (max(first[p, 0], f0) == cx and max(first[p, 1], f1) == cy
+                            and max(first[p, 2], f2) == cz)
+
+
+@njit(cache=True, inline="always")
+def _scan(q, qlo, qhi, is_tri, out, at, grid, reach, large, lo, hi, tlo, thi, radius, group,
+          inv_mass, x0, tris, tri_thick, self_group, disabled, pair_self, group_segment):
+    """Visit the particles in the cells query q's box scans (_query_cells) and write those that
+    pass the exact test into out[at:] (room for _bound's count). Returns how many passed."""
+    origin, cell, dims, first, order, ukey, table, ustart, uend = grid
+    i0, i1, j0, j1, k0, k1, f0, f1, f2 = _query_cells(qlo, qhi, reach, origin, cell, dims)
     m = 0
     for cx in range(i0, i1 + 1):
         for cy in range(j0, j1 + 1):
@@ -158,6 +342,8 @@ def _scan(q, qlo, qhi, is_tri, out, at, order, ukey, table, ustart, uend, origin
                     continue
                 for s in range(ustart[pos], uend[pos]):
                     p = order[s]
+                    if not _once(p, cx, cy, k0 + cz, large, first, f0, f1, f2):
+                        continue
                     if is_tri:
                         ok = _vt_ok(p, q, lo, hi, tlo, thi, radius, group, inv_mass, x0, tris,
                                     tri_thick, self_group, disabled)
@@ -168,33 +354,6 @@ def _scan(q, qlo, qhi, is_tri, out, at, order, ukey, table, ustart, uend, origin
                         out[at + m] = p
                         m += 1
     return m
-
-
-@njit(cache=True)
-def _grid(lo, origin, cell, dims):
-    """collision/bodies._grid: items by the cell of their box's low corner."""
-    n = lo.shape[0]
-    keys = np.empty(n, np.int64)
-    for i in range(n):
-        keys[i] = (_cell(lo[i, 0], origin, cell, dims, 0) * dims[1]
-                   + _cell(lo[i, 1], origin, cell, dims, 1)) * dims[2] \
-            + _cell(lo[i, 2], origin, cell, dims, 2)
-    order = np.argsort(keys, kind="mergesort")
-    nu = 0
-    for s in range(n):
-        if s == 0 or keys[order[s]] != keys[order[s - 1]]:
-            nu += 1
-    ukey = np.empty(nu, np.int64)
-    ustart = np.empty(nu, np.int64)
-    uend = np.empty(nu, np.int64)
-    u = -1
-    for s in range(n):
-        if s == 0 or keys[order[s]] != keys[order[s - 1]]:
-            u += 1
-            ukey[u] = keys[order[s]]
-            ustart[u] = s
-        uend[u] = s + 1
-    return order, ukey, _table(ukey), ustart, uend
 
 
 @njit(cache=True, inline="always")
@@ -228,11 +387,11 @@ def _ee_ok(ea, eb, elo, ehi, edges, edge_thick, edge_sag, asks, group, inv_mass,
 
 
 @njit(cache=True, inline="always")
-def _scan_edges(ea, qlo, qhi, out, at, order, ukey, table, ustart, uend, origin, cell, dims,
-                elo, ehi, edges, edge_thick, edge_sag, asks, group, inv_mass, x0, self_group,
-                disabled):
+def _scan_edges(ea, qlo, qhi, out, at, grid, reach, large, elo, ehi, edges, edge_thick,
+                edge_sag, asks, group, inv_mass, x0, self_group, disabled):
     """_scan for edge ea against the hashed edges."""
-    i0, i1, j0, j1, k0, k1 = _cells_of(qlo, qhi, origin, cell, dims)
+    origin, cell, dims, first, order, ukey, table, ustart, uend = grid
+    i0, i1, j0, j1, k0, k1, f0, f1, f2 = _query_cells(qlo, qhi, reach, origin, cell, dims)
     m = 0
     for cx in range(i0, i1 + 1):
         for cy in range(j0, j1 + 1):
@@ -243,6 +402,8 @@ def _scan_edges(ea, qlo, qhi, out, at, order, ukey, table, ustart, uend, origin,
                     continue
                 for s in range(ustart[pos], uend[pos]):
                     eb = order[s]
+                    if not _once(eb, cx, cy, k0 + cz, large, first, f0, f1, f2):
+                        continue
                     if _ee_ok(ea, eb, elo, ehi, edges, edge_thick, edge_sag, asks, group,
                               inv_mass, x0, self_group, disabled):
                         out[at + m] = eb
@@ -251,10 +412,11 @@ def _scan_edges(ea, qlo, qhi, out, at, order, ukey, table, ustart, uend, origin,
 
 
 @njit(cache=True, inline="always")
-def _bound(qlo, qhi, ukey, table, ustart, uend, origin, cell, dims):
-    """How many hashed items lie in the cells of the box [qlo, qhi]: at least as many as
+def _bound(qlo, qhi, grid, reach):
+    """How many items are hashed in the cells the box [qlo, qhi] scans: at least as many as
     _scan finds there, counted without testing a pair."""
-    i0, i1, j0, j1, k0, k1 = _cells_of(qlo, qhi, origin, cell, dims)
+    origin, cell, dims, first, order, ukey, table, ustart, uend = grid
+    i0, i1, j0, j1, k0, k1, f0, f1, f2 = _query_cells(qlo, qhi, reach, origin, cell, dims)
     m = 0
     for cx in range(i0, i1 + 1):
         for cy in range(j0, j1 + 1):
@@ -273,130 +435,137 @@ def _prefix(c):
         c[q + 1] += c[q]
 
 
+@njit(cache=True, inline="always")
+def _pack(cnt, room, buf, owner):
+    """The pairs queries owner (k,) int64 found, packed from their segments of buf (query s
+    wrote cnt[s + 1] - cnt[s] items from buf[room[s]]): (k,) int64 the query of each, and
+    the item it found."""
+    a = np.empty(cnt[owner.shape[0]], np.int64)
+    b = np.empty(cnt[owner.shape[0]], np.int64)
+    for s in prange(owner.shape[0]):
+        for m in range(cnt[s + 1] - cnt[s]):
+            a[cnt[s] + m] = owner[s]
+            b[cnt[s] + m] = buf[room[s] + m]
+    return a, b
+
+
 @njit(cache=True, parallel=True)
 def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edges, edge_thick,
                        self_group, disabled, origin, cell, dims, reach, active, tri_active,
                        edge_active, edge_sag, pair_self, group_segment):
-    """Scalar mirror of collision/bodies.find_body_contacts (same arguments, same pairs): the
-    module docstring gives the passes."""
+    """Scalar mirror of collision/bodies.find_body_contacts (same arguments, same pairs). The
+    module docstring gives the grids and the passes: they are this kernel's own, so the
+    NumPy kernel's grid (origin, cell, dims) and reach go unused."""
     n = lo.shape[0]
     ids = np.nonzero(active)[0]
-    sub, ukey, table, ustart, uend = _grid(lo[ids], origin, cell, dims)
-    order = ids[sub]
+    large = np.zeros(n, np.bool_)
+    preach, pmean = _split(ids, lo, hi, large)
     F = tris.shape[0]
+    tids = np.nonzero(tri_active)[0]
+    grid = _grid(ids, lo, hi, large, preach, pmean, _mean_box(tids, lo, hi, tris))
+    nt = tids.shape[0]
     tlo = np.empty((F, 3))
     thi = np.empty((F, 3))
-    qlo = np.empty((F, 3))
-    for f in prange(F):
+    for s in prange(nt):
+        f = tids[s]
         a = tris[f, 0]
         b = tris[f, 1]
         c = tris[f, 2]
         for k in range(3):
             tlo[f, k] = min(min(lo[a, k], lo[b, k]), lo[c, k])
             thi[f, k] = max(max(hi[a, k], hi[b, k]), hi[c, k])
-            qlo[f, k] = tlo[f, k] - reach[k]
     # vertices against triangles
-    room = np.zeros(F + 1, np.int64)
-    for f in prange(F):
-        if tri_active[f]:
-            room[f + 1] = _bound(qlo[f], thi[f], ukey, table, ustart, uend, origin, cell, dims)
+    room = np.zeros(nt + 1, np.int64)
+    for s in prange(nt):
+        f = tids[s]
+        room[s + 1] = _bound(tlo[f], thi[f], grid, preach)
     _prefix(room)
-    buf = np.empty(room[F], np.int64)
-    cnt = np.zeros(F + 1, np.int64)
-    for f in prange(F):
-        if tri_active[f]:
-            cnt[f + 1] = _scan(f, qlo[f], thi[f], True, buf, room[f], order, ukey, table,
-                               ustart, uend, origin, cell, dims, lo, hi, tlo, thi, radius, group,
-                               inv_mass, x0, tris, tri_thick, self_group, disabled, pair_self,
-                               group_segment)
+    buf = np.empty(room[nt], np.int64)
+    cnt = np.zeros(nt + 1, np.int64)
+    for s in prange(nt):
+        f = tids[s]
+        cnt[s + 1] = _scan(f, tlo[f], thi[f], True, buf, room[s], grid, preach, large, lo, hi,
+                           tlo, thi, radius, group, inv_mass, x0, tris, tri_thick, self_group,
+                           disabled, pair_self, group_segment)
     _prefix(cnt)
-    vt_v = np.empty(cnt[F], np.int64)
-    vt_t = np.empty(cnt[F], np.int64)
-    for f in prange(F):
-        for m in range(cnt[f + 1] - cnt[f]):
-            vt_v[cnt[f] + m] = buf[room[f] + m]
-            vt_t[cnt[f] + m] = f
+    vt_t, vt_v = _pack(cnt, room, buf, tids)
     # particle pairs: the particles with a radius query
     nb = 0
     for i in range(n):
         if radius[i] > 0 and active[i]:
             nb += 1
     big = np.empty(nb, np.int64)
-    plo = np.empty((nb, 3))
     nb = 0
     for i in range(n):
         if radius[i] > 0 and active[i]:
             big[nb] = i
-            for k in range(3):
-                plo[nb, k] = lo[i, k] - reach[k]
             nb += 1
     room = np.zeros(nb + 1, np.int64)
     for q in prange(nb):
-        room[q + 1] = _bound(plo[q], hi[big[q]], ukey, table, ustart, uend, origin, cell, dims)
+        room[q + 1] = _bound(lo[big[q]], hi[big[q]], grid, preach)
     _prefix(room)
     buf = np.empty(room[nb], np.int64)
     cnt = np.zeros(nb + 1, np.int64)
     for q in prange(nb):
-        cnt[q + 1] = _scan(big[q], plo[q], hi[big[q]], False, buf, room[q], order, ukey,
-                           table, ustart, uend, origin, cell, dims, lo, hi, tlo, thi, radius, group,
-                           inv_mass, x0, tris, tri_thick, self_group, disabled, pair_self,
-                           group_segment)
+        cnt[q + 1] = _scan(big[q], lo[big[q]], hi[big[q]], False, buf, room[q], grid, preach,
+                           large, lo, hi, tlo, thi, radius, group, inv_mass, x0, tris,
+                           tri_thick, self_group, disabled, pair_self, group_segment)
     _prefix(cnt)
-    pp_i = np.empty(cnt[nb], np.int64)
-    pp_j = np.empty(cnt[nb], np.int64)
-    for q in prange(nb):
-        for m in range(cnt[q + 1] - cnt[q]):
-            pp_j[cnt[q] + m] = buf[room[q] + m]
-            pp_i[cnt[q] + m] = big[q]
-    # edge pairs
+    pp_i, pp_j = _pack(cnt, room, buf, big)
+    # edge pairs: the edges hashed by their boxes in a grid of their own; those that ask (their
+    # sag, below) query
     E = edges.shape[0]
+    eids = np.nonzero(edge_active)[0]
     elo = np.empty((E, 3))
     ehi = np.empty((E, 3))
-    eql = np.empty((E, 3))
-    ereach = np.zeros(3)
-    for e in range(E):
+    for s in prange(eids.shape[0]):
+        e = eids[s]
         a = edges[e, 0]
         b = edges[e, 1]
         for k in range(3):
             elo[e, k] = min(lo[a, k], lo[b, k])
             ehi[e, k] = max(hi[a, k], hi[b, k])
-            if edge_active[e]:
-                ereach[k] = max(ereach[k], ehi[e, k] - elo[e, k])
-    for e in range(E):
-        for k in range(3):
-            eql[e, k] = elo[e, k] - ereach[k]
-    eids = np.nonzero(edge_active)[0]
-    esub, ekey, etable, estart, eend = _grid(elo[eids], origin, cell, dims)
-    eorder = eids[esub]
+    elarge = np.zeros(E, np.bool_)
+    ereach, emean = _split(eids, elo, ehi, elarge)
     asks = np.zeros(E, np.bool_)         # collision/bodies.find_body_contacts: who queries
-    for e in range(E):
-        asks[e] = edge_active[e] and edge_sag[e] > 0.5 * edge_thick[e]
-    room = np.zeros(E + 1, np.int64)
-    for e in prange(E):
-        if asks[e]:
-            room[e + 1] = _bound(eql[e], ehi[e], ekey, etable, estart, eend, origin, cell,
-                                 dims)
+    na = 0
+    for s in range(eids.shape[0]):
+        e = eids[s]
+        if edge_sag[e] > 0.5 * edge_thick[e]:
+            asks[e] = True
+            na += 1
+    qe = np.empty(na, np.int64)
+    na = 0
+    for s in range(eids.shape[0]):
+        if asks[eids[s]]:
+            qe[na] = eids[s]
+            na += 1
+    egrid = _grid(eids, elo, ehi, elarge, ereach, emean, _mean_box(qe, lo, hi, edges))
+    room = np.zeros(na + 1, np.int64)
+    for s in prange(na):
+        e = qe[s]
+        room[s + 1] = _bound(elo[e], ehi[e], egrid, ereach)
     _prefix(room)
-    buf = np.empty(room[E], np.int64)
-    cnt = np.zeros(E + 1, np.int64)
-    for e in prange(E):
-        if asks[e]:
-            cnt[e + 1] = _scan_edges(e, eql[e], ehi[e], buf, room[e], eorder, ekey,
-                                     etable, estart, eend, origin, cell, dims, elo, ehi, edges,
-                                     edge_thick, edge_sag, asks, group, inv_mass, x0,
-                                     self_group, disabled)
+    buf = np.empty(room[na], np.int64)
+    cnt = np.zeros(na + 1, np.int64)
+    for s in prange(na):
+        e = qe[s]
+        cnt[s + 1] = _scan_edges(e, elo[e], ehi[e], buf, room[s], egrid, ereach, elarge, elo,
+                                 ehi, edges, edge_thick, edge_sag, asks, group, inv_mass, x0,
+                                 self_group, disabled)
     _prefix(cnt)
-    ee_a = np.empty(cnt[E], np.int64)
-    ee_b = np.empty(cnt[E], np.int64)
-    for e in prange(E):
-        for m in range(cnt[e + 1] - cnt[e]):
-            other = buf[room[e] + m]
+    ee_a = np.empty(cnt[na], np.int64)
+    ee_b = np.empty(cnt[na], np.int64)
+    for s in prange(na):
+        e = qe[s]
+        for m in range(cnt[s + 1] - cnt[s]):
+            other = buf[room[s] + m]
             if other < e:                    # pairs as (lower, higher)
-                ee_a[cnt[e] + m] = other
-                ee_b[cnt[e] + m] = e
+                ee_a[cnt[s] + m] = other
+                ee_b[cnt[s] + m] = e
             else:
-                ee_a[cnt[e] + m] = e
-                ee_b[cnt[e] + m] = other
+                ee_a[cnt[s] + m] = e
+                ee_b[cnt[s] + m] = other
     return pp_i, pp_j, vt_v, vt_t, ee_a, ee_b
 
 

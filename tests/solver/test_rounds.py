@@ -154,3 +154,33 @@ def test_a_pair_found_again_in_a_round_keeps_its_side():
     assert np.array_equal(s_jit[rows[(1, 2, 5, 6)]], [0, 0, 1.0])
     assert s_side[rows[(0, 4, 5, 6)]] == -1.0                   # new: as found
     assert s_side[rows[(4, 5, 6, 7)]] == 1.0 and s_dist[rows[(4, 5, 6, 7)]] == 0.01
+
+
+@pytest.mark.parametrize("top", [5_000, 40_000])
+def test_a_contact_is_known_again_by_its_particles_and_kind(top):
+    """contacts._identities: two contacts get the same value exactly when they have the same
+    particles (corner by corner) and kind, packed in one int64 for ids below 2^15 - 1 and as
+    the rows' bytes beyond; two lists are compared in the same form."""
+    from solver.collision.contacts import _identities
+    rng = np.random.default_rng(top)
+    idx = rng.integers(-1, top, (4000, 4))
+    idx[::7, 2:] = -1                                 # particle pairs: two corners
+    idx[1::5, 3] = idx[1::5, 2]                       # rows that differ in one corner only
+    kind = rng.integers(0, 4, 4000)
+    other = np.r_[idx[:2000], idx[:1000] + 1]
+    other_kind = np.r_[kind[:2000], kind[:1000]]
+    other_kind[:500] = (other_kind[:500] + 1) % 4     # same particles, another kind
+    a, b = _identities((idx, kind), (other, other_kind))
+    rows = {tuple(r) + (k,) for r, k in zip(idx.tolist(), kind.tolist())}
+    same = np.array([tuple(r) + (k,) in rows for r, k in zip(other.tolist(),
+                                                             other_kind.tolist())])
+    assert np.array_equal(np.isin(b, a), same) and 1000 < same.sum() < 3000
+    assert len(np.unique(a)) == len(rows)
+    # every row of ids either side of the powers of two a narrower packing would confuse
+    ids = np.array(sorted({-1, 0, 1, top - 1} | {v for k in (12, 13, 14, 15)
+                                                 for v in (2 ** k - 2, 2 ** k - 1, 2 ** k)
+                                                 if v < top}))
+    grid = np.stack(np.meshgrid(*[ids] * 4, indexing="ij"), -1).reshape(-1, 4)
+    every = np.repeat(grid, 4, axis=0)
+    (keys,) = _identities((every, np.tile(np.arange(4), len(grid))))
+    assert len(np.unique(keys)) == len(every)

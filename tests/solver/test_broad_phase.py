@@ -1,0 +1,89 @@
+"""The broad phase between bodies (the kernel table's find_body_contacts): the grid only
+accelerates, the pairs are defined by exact box tests. So, on random boxes of every size in a
+few groups (a self-colliding cloth, another cloth, particles with radii), each backend's grid
+at cells from a quarter of the largest box to the whole scene finds exactly the pairs that a
+scan of everything against everything finds (the NumPy kernel with one cell).
+
+The compiled grid hashes each item into every cell its box covers and tests a pair in one
+cell only (kernels/compiled_broad.py); the NumPy grid hashes an item by its box's low corner
+and grows each query by the largest box. A pair lost in a cell the first misses, or tested in
+two cells and written twice, or a query not grown enough in the second, fails here."""
+
+import numpy as np
+import pytest
+
+from solver import backend as _backend
+from solver.kernels import table
+
+BACKENDS = ["numpy"] + (["numba"] if _backend.numba_kernels() is not None else [])
+
+
+def _scene(seed):
+    """find_body_contacts' arguments for 1,200 particles in [0, 1]^3 (boxes of 0.5 to 3 cm, a
+    few dozen of 10 to 40 cm: a flag's fast corners), and the grid's origin and top."""
+    rng = np.random.default_rng(seed)
+    n = 1200
+    x = rng.random((n, 3))
+    ext = rng.uniform(0.005, 0.03, (n, 3))
+    ext[rng.choice(n, 30, replace=False)] = rng.uniform(0.1, 0.4, (30, 3))
+    lo = x - ext * rng.random((n, 1))
+    hi = lo + ext
+    group = np.repeat(np.arange(3), n // 3).astype(np.int64)
+    radius = np.where(group == 2, 0.02, 0.004)
+    inv_mass = np.where(rng.random(n) < 0.05, 0.0, 1.0)
+    # triangles of near neighbours within groups 0 and 1 (cloths), and their edges
+    tris = []
+    for g in (0, 1):
+        ids = np.nonzero(group == g)[0]
+        for i in ids:
+            d = np.linalg.norm(x[ids] - x[i], axis=1)
+            near = ids[np.argsort(d)[1:3]]
+            tris.append((i, near[0], near[1]))
+    tris = np.array(tris, np.int64)
+    edges = np.unique(np.sort(np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]],
+                                              tris[:, [2, 0]]]), axis=1), axis=0)
+    args = dict(
+        lo=lo, hi=hi, radius=radius, group=group, inv_mass=inv_mass, x0=x + 0.01,
+        tris=tris, tri_thick=radius[tris].mean(axis=1), edges=edges,
+        edge_thick=radius[edges].mean(axis=1),
+        self_group=np.array([True, False, True]),
+        disabled=np.array([1 * 3 + 2], np.int64),          # groups 1 and 2 never meet
+        active=rng.random(n) < 0.9, tri_active=rng.random(len(tris)) < 0.9,
+        edge_active=rng.random(len(edges)) < 0.9,
+        edge_sag=rng.uniform(0.0, 0.008, len(edges)),
+        pair_self=np.array([False, False, True]),
+        group_segment=np.zeros(3, bool))
+    args["reach"] = (hi - lo)[args["active"]].max(axis=0)
+    return args, lo.min(axis=0), hi.max(axis=0)
+
+
+def _pairs(kernels, args, origin, cell):
+    dims = np.floor((args["hi"].max(axis=0) - origin) / cell).astype(np.int64) + 1
+    out = kernels.find_body_contacts(
+        args["lo"], args["hi"], args["radius"], args["group"], args["inv_mass"], args["x0"],
+        args["tris"], args["tri_thick"], args["edges"], args["edge_thick"], args["self_group"],
+        args["disabled"], origin, cell, dims, args["reach"], args["active"],
+        args["tri_active"], args["edge_active"], args["edge_sag"], args["pair_self"],
+        args["group_segment"])
+    return [sorted(zip(out[k].tolist(), out[k + 1].tolist())) for k in (0, 2, 4)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_every_grid_finds_the_pairs_a_scan_of_everything_finds(backend, seed):
+    args, origin, top = _scene(seed)
+    whole = (top - origin) * 1.001
+    expected = _pairs(table("numpy"), args, origin, whole)          # one cell: everything
+    assert all(len(p) > 20 for p in expected), [len(p) for p in expected]
+    # no pair of the disabled groups, none of an item with itself, each pair once
+    group = args["group"]
+    assert not any({group[i], group[j]} == {1, 2} for i, j in expected[0])
+    assert all(i < j for i, j in expected[0]) and all(a < b for a, b in expected[2])
+    kernels = table(backend)
+    largest = (args["hi"] - args["lo"]).max(axis=0)
+    mean = (args["hi"] - args["lo"])[args["active"]].mean(axis=0)
+    for cell in (0.25 * largest, 0.5 * largest, 4.0 * mean, largest, whole):
+        found = _pairs(kernels, args, origin, cell)
+        for kind, got, want in zip(("particle", "vertex-triangle", "edge"), found, expected):
+            assert got == want, f"{kind} pairs, cell {cell}: {len(got)} found, {len(want)} " \
+                                f"expected"
