@@ -133,6 +133,7 @@ def _apply_threads():
 KERNEL_SOURCES = ("kernels/compiled.py", "kernels/compiled_forces.py",
                   "kernels/compiled_contact.py", "kernels/compiled_loop.py",
                   "kernels/compiled_bodies.py", "kernels/compiled_broad.py",
+                  "kernels/compiled_grid.py",
                   "kernels/compiled_joints.py", "kernels/compiled_pairs.py",
                   "kernels/compiled_rigid.py", "kernels/compiled_rigid_scalar.py",
                   "kernels/compiled_impacts.py", "kernels/compiled_order.py",

@@ -5,7 +5,7 @@ at cells from a quarter of the largest box to the whole scene finds exactly the 
 scan of everything against everything finds (the NumPy kernel with one cell).
 
 The compiled grid hashes each item into every cell its box covers and tests a pair in one
-cell only (kernels/compiled_broad.py); the NumPy grid hashes an item by its box's low corner
+cell only (kernels/compiled_grid.py); the NumPy grid hashes an item by its box's low corner
 and grows each query by the largest box. A pair lost in a cell the first misses, or tested in
 two cells and written twice, or a query not grown enough in the second, fails here."""
 
