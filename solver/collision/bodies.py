@@ -89,9 +89,10 @@ order. Contacted particles are marked touching, which weights them in rigid shap
 The collide stage (body_stage.BodyContacts.collide, once per step): every particle's box swept from x to
 its prediction x + v dt + a dt^2 / 2, grown by its radius and a slack (SLACK + |v| dt / 10); a
 triangle's box is its corners' union. find_body_contacts (NumPy here, compiled in
-kernels/compiled_broad.py, the same pairs) hashes particles into a uniform grid of cells at least as
-large as any query, and pairs each triangle (and each particle with a radius) with the particles
-whose boxes overlap its own, after the group filter: different groups not disabled, or one
+kernels/compiled_broad.py, the same pairs) hashes particles into a uniform grid by their boxes'
+low corners (the compiled kernel's grid hashes the few outsized boxes into every cell they
+cover: kernels/compiled_grid.py), and pairs each triangle (and each particle with a radius)
+with the particles whose boxes overlap its own, after the group filter: different groups not disabled, or one
 self-colliding group and a rest distance above the contact distance. The stage is skipped when
 no two groups' boxes overlap and no group self-collides.
 """
