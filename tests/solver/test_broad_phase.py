@@ -1,8 +1,10 @@
 """The broad phase between bodies (the kernel table's find_body_contacts): the grid only
 accelerates, the pairs are defined by exact box tests. So, on random boxes of every size in a
 few groups (a self-colliding cloth, another cloth, particles with radii), each backend's grid
-at cells from a quarter of the largest box to the whole scene finds exactly the pairs that a
-scan of everything against everything finds (the NumPy kernel with one cell).
+finds exactly the pairs that a scan of everything against everything finds (the NumPy kernel
+with one cell): the NumPy grid at cells from a quarter of the largest box to the whole scene,
+the compiled one at the cells it picks itself (it takes none: kernels/compiled_grid.py), with
+the scene's outsized boxes hashed into every cell they cover.
 
 The compiled grid hashes each item into every cell its box covers and tests a pair in one
 cell only (kernels/compiled_grid.py); the NumPy grid hashes an item by its box's low corner
