@@ -351,7 +351,17 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
             X[0, p] = X[0, p] + s0 / div
             X[1, p] = X[1, p] + s1 / div
             X[2, p] = X[2, p] + s2 / div
-            Xp[0, p] = Xp[0, p] + p0 / div
-            Xp[1, p] = Xp[1, p] + p1 / div
-            Xp[2, p] = Xp[2, p] + p2 / div
+            # x* follows the lift only as far as the particle moved that way in this
+            # substep (collision/bodies.py, "The lift")
+            l0 = p0 / div
+            l1 = p1 / div
+            l2 = p2 / div
+            ll = l0 * l0 + l1 * l1 + l2 * l2
+            if ll > 0.0:
+                f = ((X[0, p] - Xp[0, p]) * l0 + (X[1, p] - Xp[1, p]) * l1
+                     + (X[2, p] - Xp[2, p]) * l2) / ll
+                f = min(max(f, 0.0), 1.0)
+                Xp[0, p] = Xp[0, p] + l0 * f
+                Xp[1, p] = Xp[1, p] + l1 * f
+                Xp[2, p] = Xp[2, p] + l2 * f
             touched[p] = True

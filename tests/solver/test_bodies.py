@@ -131,6 +131,32 @@ def test_two_cloths_never_cross_and_rest_a_thickness_apart(backend):
     assert np.median(gap) == pytest.approx(2 * thick, abs=0.004)   # r_v + r_tri
 
 
+def test_stacked_cloth_layers_at_rest_keep_no_speed(backend):
+    """Three cloths laid on one another on the ground, at rest after 1.5 s: every layer must
+    be still (sim.v; sleep off, so the solve itself must hold them) and rest one contact
+    distance (2 x 5 mm) above the one below. Before the lift followed only the particle's own
+    motion (collision/bodies.py, "The lift"), the two upper layers kept 3.5 and 5.8 cm/s
+    into the layers below them (up to 10 cm/s) while standing still, 0.17 and 0.21 mm too
+    low: the lifts moved x* with x every substep while the layers above pushed x back."""
+    n, thick = 12, 0.005
+    b = Builder()
+    layers = []
+    for k in range(3):
+        x, quads = _grid(n, size=0.3 - 0.05 * k, z=0.006 + 0.011 * k)
+        layers.append(b.add_cloth(x, quads, radius=thick))
+    b.add_collider("plane")
+    sim = Simulation(b.build(), backend=backend, sleep=False)
+    for _ in range(36):
+        sim.step(1 / 24)
+    v, x = sim.v, sim.x
+    speed = [np.linalg.norm(v[ids], axis=1) for ids in layers]
+    assert max(s.mean() for s in speed) < 0.002, [s.mean() for s in speed]
+    assert max(s.max() for s in speed) < 0.02, [s.max() for s in speed]
+    z = [x[ids, 2].mean() for ids in layers]
+    assert z[0] == pytest.approx(thick, abs=1e-5)
+    assert np.diff(z) == pytest.approx([2 * thick, 2 * thick], abs=1e-4), np.diff(z)
+
+
 def _folded_strip(self_collision, n=10, gap=0.06, thick=0.01):
     """A strip folded over itself: the lower half pinned flat at z = 0, the upper half above
     it; the upper half falls onto the lower one."""
