@@ -374,6 +374,34 @@ def test_the_collide_stage_pairs_no_two_sleeping_bodies():
     assert found["none"] > 0 and found["lower"] == found["none"] and found["both"] == 0, found
 
 
+def test_a_sleeping_cloth_does_not_collide_with_itself():
+    """A self-colliding cloth folded onto itself finds its own contacts while awake, and none
+    while it sleeps (BodyContacts.collide's asleep): they would move only sleeping particles,
+    which the step restores. The folded benchmark cloth (N = 64) asleep spent 11 ms a step
+    finding and filtering them."""
+    L, n = 0.4, 9
+    u = np.linspace(0.0, 2 * L, 2 * n - 1)
+    w = np.linspace(-0.15, 0.15, 5)
+    U, V = np.meshgrid(u, w, indexing="ij")
+    rest = np.column_stack([np.where(U <= L, U, 2 * L - U).ravel(), V.ravel(),
+                            np.where(U <= L, 0.0, 0.1).ravel()])
+    idx = np.arange(rest.shape[0]).reshape(U.shape)
+    quads = np.stack([idx[:-1, :-1], idx[1:, :-1], idx[1:, 1:], idx[:-1, 1:]],
+                     -1).reshape(-1, 4)
+    b = Builder()
+    b.add_cloth(rest, quads, radius=0.005, self_collision=True)
+    sim = Simulation(b.build(), backend=BACKENDS[-1])
+    x, n_all = rest.copy(), sim.model.particle_count
+    x[U.ravel() > L + 1e-9, 2] = 0.009          # the upper half laid on the lower one
+    acc = np.tile([0.0, 0.0, -9.81], (n_all, 1))
+    found = {}
+    for name, asleep in (("awake", None), ("asleep", np.ones(n_all, bool))):
+        sim.bodies.collide(x, x, DT / sim.substeps, DT, acc, 9.81, np.zeros(0, np.int64),
+                           np.zeros((0, 3)), sim.contacts, asleep=asleep)
+        found[name] = len(sim.contacts.body_idx)
+    assert found["awake"] > 0 and found["asleep"] == 0, found
+
+
 @pytest.mark.parametrize("kind", BACKENDS)
 def test_sleeping_bodies_stay_still_inside_the_step(kind):
     """A sleeping body is paused inside the step too, not only restored after it: its
