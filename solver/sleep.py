@@ -21,10 +21,10 @@ it from that state, so a stack whose contacts hold it with a steady x - x* (spli
 wakes without a jolt. Inside the step it is still too: no acceleration, drag or velocity in
 the substeps (x* = x), no collider candidates, no shape solve of its clusters (but those of a
 joint's bodies, whose frames the joint solve reads from it), no search for contacts with
-another sleeping body or within a sleeping body (Simulation._loop_args, _collide). Waking (Simulation): a collider that
-moves near it, a pin whose target moves, another body coming into contact, a changed force
-setting (gravity, wind, air drag, damping,
-force fields, compliance, friction, restitution, pressure), a kick (explode, set_velocities),
+another sleeping body or within one (Simulation._loop_args, _collide). Waking (Simulation): a
+collider that moves near it, a pin whose target moves, another body coming into contact, a
+changed force setting (gravity, wind, air drag, damping, force fields, compliance, friction,
+restitution, pressure), a kick (explode, set_velocities),
 a hand move (move_particles), or Simulation.wake(). The sleep state (the island clocks and
 flags) lives in the State, so checkpoints carry it and a resume is bit-identical.
 """
