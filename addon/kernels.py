@@ -117,16 +117,13 @@ def pending():
 
 def will_compile():
     """Whether the warm-up still to run will compile, not merely load the kernels that an
-    earlier session compiled into the on-disk cache (Numba's index files are there). (Added:
-    the compile message used to be printed by every process, twice, even with a warm cache.)"""
+    earlier session compiled into the on-disk cache: no earlier warm-up ran to its end into
+    this cache folder (backend.kernels_cached). (Added: the compile message used to be printed
+    by every process, twice, even with a warm cache. Until 2026-11-29 any cached kernel counted
+    as all of them, so a session after a compile cut short finished it without the message.)"""
     if not pending():
         return False
-    numba = sys.modules.get("numba")
-    folder = getattr(getattr(numba, "config", None), "CACHE_DIR", None)
-    if not folder or not os.path.isdir(folder):
-        return True
-    # Numba files each kernel under a subfolder named after its source's folder
-    return not any(n.endswith(".nbi") for _, _, names in os.walk(folder) for n in names)
+    return not backend.kernels_cached()
 
 
 def ensure_ready():

@@ -198,7 +198,8 @@ def add_to_zip(zip_path, out_dir, platform):
         have = set(zf.namelist())
         for folder, _, names in sorted(os.walk(out_dir)):
             for name in sorted(names):
-                if not name.endswith((".nbi", ".nbc")):
+                # and the warm-up's mark: the first session then shows no compile message
+                if not name.endswith((".nbi", ".nbc", ".done")):
                     continue
                 rel = os.path.relpath(os.path.join(folder, name), out_dir).replace(os.sep, "/")
                 arc = f"{ARCHIVE_DIR}/{platform}/{rel}"

@@ -20,7 +20,7 @@ import sys
 import threading
 
 _state = {"numba": None, "error": None, "cache_dir": None, "threads": None, "target": None,
-          "shipped_dir": None, "kernel_target": None, "seeded": 0}
+          "shipped_dir": None, "kernel_target": None, "seeded": 0, "cpu_key": None}
 # loading and warming up may start on a worker thread (the add-on compiles off Blender's main
 # thread) while the main thread asks for the kernels: one of them does the work, the other waits
 _lock = threading.RLock()
@@ -248,6 +248,7 @@ def _load():
         _state["kernel_target"] = target
         kernel_cache.install_locator()
         from .kernels import compiled
+        _state["cpu_key"] = _cpu_key()           # after CPU_NAME above: the target's tuple
         _state["numba"] = compiled
         _apply_threads()
     except Exception as exc:    # no numba, or it failed to load: NumPy runs instead
@@ -361,4 +362,54 @@ def _warm_up():
     sim.set_collider_matrix(moving, scaled)
     sim.step(1 / 24)
     _state["warm"] = True
+    _write_warm_mark()
     return time.perf_counter() - t0
+
+
+def _warm_mark_path():
+    import numba
+
+    from .kernels import cache as kernel_cache
+    return os.path.join(_state["cache_dir"], "kernels",
+                        kernel_cache.warm_mark(numba.__version__, _state["cpu_key"]))
+
+
+def _cpu_key():
+    """A short digest of the CPU Numba compiles for: its code generator's magic tuple (target
+    triple, CPU name, features), by which Numba keys every cached kernel. Portable targets
+    give the same tuple on every machine that runs them, so a shipped mark stays valid. "cpu"
+    where this Numba has no such tuple: the mark then names no CPU."""
+    import hashlib
+    try:
+        from numba.core.registry import cpu_target
+        magic = cpu_target.target_context.codegen().magic_tuple()
+    except (ImportError, AttributeError):
+        return "cpu"
+    return hashlib.sha256(repr(magic).encode()).hexdigest()[:12]
+
+
+def _write_warm_mark():
+    """Mark the cache folder as holding every kernel the warm-up needs (kernels/cache.py
+    warm_mark), written under a temporary name and renamed. A folder that cannot be written
+    (read-only, full) only costs the next session the compile message."""
+    path = _warm_mark_path()
+    if os.path.exists(path):
+        return
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w") as f:
+            f.write("every kernel of the warm-up is in this folder\n")
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+
+
+def kernels_cached():
+    """Whether a warm-up ran to its end into this cache folder, for this Python, Numba and CPU
+    (in this process, an earlier one, or the build whose kernels were shipped): the warm-up
+    then only loads the kernels. False when some are missing, as after a compile cut short, which
+    the warm-up finishes by compiling them; None when the compiled backend is unavailable."""
+    if numba_kernels() is None:
+        return None
+    return os.path.exists(_warm_mark_path())

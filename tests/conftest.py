@@ -44,16 +44,17 @@ def pytest_collection_modifyitems(config, items):
 
 
 # -------------------------------------------------------------- children started early
-# A few fixtures wait minutes on child processes that compile every kernel from an empty cache
-# (test_kernels' cold children, test_install's build of the zips): each compile is single-
-# threaded and takes about four minutes here. A test module that defines
-# ``start_early(tmp_path_factory)`` and ``EARLY_FIXTURE`` (the fixture that waits on what it
-# starts) has it called once the tests are collected, when a selected test uses that fixture;
-# it starts those children (with ``early_popen``) and returns their handles, which the fixture
-# takes with ``take_early``. The children run at a lower priority (EARLY_NICE) beside the other tests, which
-# keep their speed and leave the children the idle core, and such modules run last
-# (pytest_collection_modifyitems). (Added 2026-11-28: the two fixtures held the run up for
-# nine minutes of its twenty, on two cores of which the tests used one.)
+# A fixture may wait minutes on child processes that compile every kernel from an empty cache
+# (test_install's build of the zips; test_kernels' two children did too until 2026-11-29, and
+# now compile one kernel each): each compile is single-threaded and takes about four minutes
+# here. A test module that defines ``start_early(tmp_path_factory)`` and ``EARLY_FIXTURE`` (the
+# fixture that waits on what it starts) has it called once the tests are collected, when a
+# selected test uses that fixture; it starts those children (with ``early_popen``) and returns
+# their handles, which the fixture takes with ``take_early``. The children run at a lower
+# priority (EARLY_NICE) beside the other tests, which keep their speed and leave the children
+# the idle core, and such modules run last (pytest_collection_modifyitems). (Added 2026-11-28:
+# the two fixtures held the run up for nine minutes of its twenty, on two cores of which the
+# tests used one.)
 EARLY_NICE = 10
 _early_children = []
 _early_started = {}         # module name -> what its start_early returned, until taken

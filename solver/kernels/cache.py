@@ -28,9 +28,10 @@ Three things make a cached kernel usable on another machine than the one that co
   kernels compile once, as without a shipped cache.
 
 Host-tuned kernels measured about 8 % faster than x86-64-v3 ones on an AVX-512 machine (the
-N = 128 drape on one thread, three runs each: README, "Shipped kernels"), so the shipped kernels are a start-up cache, not
-the only choice: where host-tuned kernels for this Python were compiled already (``blender -b -c
-verlet compile --tuned``, or a machine without a usable shipped cache) they are used.
+N = 128 drape on one thread, three runs each: README, "Shipped kernels"), so the shipped
+kernels are a start-up cache, not the only choice: where host-tuned kernels for this Python were
+compiled already (``blender -b -c verlet compile --tuned``, or a machine without a usable
+shipped cache) they are used.
 VERLET_KERNEL_TARGET=host|x86-64-v3 forces a choice.
 """
 
@@ -73,6 +74,22 @@ def supported_targets(features):
     return [name for name, need in PORTABLE_TARGETS.items() if set(need) <= have]
 
 
+def warm_mark(numba_version, cpu_key, version=None):
+    """The name of the file a warm-up that ran to its end leaves among the cached kernels
+    (backend.warm_up): "warmed_up-numba0_68_1-<cpu_key>.py313.done", the Python's tag between
+    the last two dots as in Numba's own file names. Numba writes a kernel's files as soon as
+    that kernel is compiled, so a warm-up cut short (Blender closed, a farm job cancelled)
+    leaves some kernels cached and others not; the mark says that a warm-up ran to its end in
+    this folder. Named by what Numba keys a cached kernel by besides its source (which the
+    folder's digest covers): the Python, the Numba version and the CPU compiled for
+    (``cpu_key``, a digest of backend's codegen tuple), so that a host-tuned cache shared by
+    machines with different CPUs (a farm's network home) is not taken as compiled for each.
+    Not covered: a new signature that an update outside the kernel files asks for, which
+    compiles without the mark's knowing (rare: the kernels' argument types are fixed)."""
+    return (f"warmed_up-numba{numba_version.replace('.', '_')}-{cpu_key}."
+            f"{python_tag(version)}.done")
+
+
 def has_kernels(folder, version=None):
     """Whether ``folder`` (a target's cache folder) holds cached kernels for this Python."""
     kernels = os.path.join(folder, "kernels")
@@ -108,8 +125,9 @@ def choose_target(cache, shipped, features, forced=None, numba_imported=False, c
 
 
 def seed(shipped_target, target_folder, version=None):
-    """Copy the shipped kernels of one target for this Python into this machine's cache folder
-    for it (files it already has are kept: Numba may have added kernels of its own since). Each
+    """Copy the shipped kernels of one target for this Python, and the build's warm-up mark
+    (warm_mark), into this machine's cache folder for it (files it already has are kept: Numba
+    may have added kernels of its own since). Each
     file is written under a temporary name and renamed, so a reader never sees half a file.
     Returns the number of files copied."""
     src = os.path.join(shipped_target, "kernels")
@@ -118,7 +136,7 @@ def seed(shipped_target, target_folder, version=None):
     tag = f".{python_tag(version)}."
     copied = 0
     for name in sorted(os.listdir(src)):
-        if not name.endswith((".nbi", ".nbc")) or tag not in name or \
+        if not name.endswith((".nbi", ".nbc", ".done")) or tag not in name or \
                 os.path.exists(os.path.join(dst, name)):
             continue
         tmp = os.path.join(dst, f".{name}.{os.getpid()}.tmp")

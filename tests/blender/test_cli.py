@@ -74,6 +74,9 @@ def test_compile_prepares_the_kernel_cache(extension, capsys):
     folder = out.rsplit("kernel cache: ", 1)[1].rstrip(")\n")
     indexes = [f for _, _, files in os.walk(folder) for f in files if f.endswith(".nbi")]
     assert any(f.startswith("compiled_loop.run_substeps") for f in indexes), (folder, indexes)
+    # and the mark of a finished warm-up: a farm image prepared so shows no compile message
+    marks = [f for _, _, files in os.walk(folder) for f in files if f.endswith(".done")]
+    assert any(f.startswith("warmed_up-") for f in marks), (folder, marks)
     assert cli.main(["compile"]) == 0 and "ready in 0.0 s" in capsys.readouterr().out
 
 

@@ -226,10 +226,13 @@ def test_installed_zip_bakes_like_the_source_tree(built_zip, tmp_path):
     py_tag = "py{}{}".format(*sys.version_info[:2])
     assert shipped and all("/x86-64-v3/kernels/" in n for n in shipped), shipped[:5]
     shipped = [n for n in shipped if f".{py_tag}." in n]          # this Python's
+    # with the build's warm-up mark, so that the first session shows no compile message
+    assert any(n.endswith(".done") for n in shipped), shipped
     assert os.path.isdir(os.path.join(ext_dir, "kernel_cache", "linux-x64"))
     if inst["portable_targets"]:          # this CPU can run x86-64-v3 code
         assert inst["kernel_target"] == {"target": "x86-64-v3", "seeded": len(shipped)}, inst
         assert inst["kernels_compiled"] == 0 and inst["kernels_loaded"] >= 1, inst
+        assert inst["will_compile"] is False, inst     # the mark came with them
         assert inst["kernel_cache_dir"].endswith(os.sep + "x86-64-v3")
 
     # the same scene baked by the source tree (its own isolated user folder)

@@ -157,6 +157,9 @@ def run(args, out):
     out["operator_file"] = os.path.realpath(sys.modules[op.__module__].__file__)
 
     kernels(ext, out)
+    # whether the bake's warm-up will say "compiling solver kernels": not where the kernels
+    # came compiled, with the mark of the build's finished warm-up (kernels/cache.py warm_mark)
+    out["will_compile"] = importlib.import_module(ext.__name__ + ".addon.kernels").will_compile()
     build_scene()
     os.makedirs(args.workdir, exist_ok=True)
     bpy.ops.wm.save_as_mainfile(filepath=os.path.join(args.workdir, "scene.blend"))

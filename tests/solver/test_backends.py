@@ -110,8 +110,8 @@ def test_thread_count_does_not_change_results(build):
 def test_cold_compile_cache_is_per_import_name(tmp_path):
     """Kernels compile into the configured cache folder, in a subfolder per import name (the
     solver is imported as "solver" here and as "<extension>.solver" inside Blender). One small
-    kernel is compiled: a whole warm_up() compiles cold for about two minutes on 2 cores, which
-    the Blender tests of the compile message and of the installed zip already pay."""
+    kernel is compiled: a whole warm_up() compiles cold for about four and a half minutes on 2
+    cores, which the zips' build (tests/blender/test_install.py) already pays."""
     code = ("import numpy as np; from solver import backend; k = backend.numba_kernels(); "
             "X = np.zeros((3, 2)); k.predict(X, X.copy(), X.copy(), np.ones(2), np.zeros(0)); "
             "print(backend._state['cache_dir'])")

@@ -77,15 +77,76 @@ def test_seed_copies_only_what_is_missing(tmp_path):
     _index(tmp_path / "shipped", "x86-64-v3", py="py27")      # another Python's: not copied
     with open(os.path.join(src, "notes.txt"), "w") as f:
         f.write("not a kernel")
+    # the build's warm-up mark for this Python is copied (the first session then shows no
+    # compile message), another Python's is not
+    for version in (None, (2, 7)):
+        with open(os.path.join(src, cache.warm_mark("0.68.1", "abc", version)), "w") as f:
+            f.write("done")
     dst = tmp_path / "mine" / "x86-64-v3"
-    assert cache.seed(os.path.dirname(src), str(dst)) == 2
+    assert cache.seed(os.path.dirname(src), str(dst)) == 3
     assert sorted(os.listdir(dst / "kernels")) == sorted(
-        n for n in os.listdir(src) if n.endswith((".nbi", ".nbc")) and ".py27." not in n)
+        n for n in os.listdir(src) if n.endswith((".nbi", ".nbc", ".done")) and ".py27." not in n)
+    assert cache.warm_mark("0.68.1", "abc") in os.listdir(dst / "kernels")
     # a file Numba rewrote since (it adds kernels it compiles) is kept, and nothing is copied
     index = dst / "kernels" / f"compiled.predict-43.{cache.python_tag()}.nbi"
     index.write_bytes(b"newer")
     assert cache.seed(os.path.dirname(src), str(dst)) == 0
     assert index.read_bytes() == b"newer"
+    assert not [n for n in os.listdir(dst / "kernels") if n.endswith(".tmp")]
+
+
+def test_the_warm_up_mark_names_its_python_as_numba_names_its_files():
+    """Between the last two dots, where tests/blender/test_install.py reads a shipped file's
+    Python, and with the Numba version and the CPU in the name (another Numba, or a machine
+    with another CPU sharing a host-tuned cache, compiles every kernel again)."""
+    mark = cache.warm_mark("0.68.1", "abc", (3, 11))
+    assert mark.rsplit(".", 2)[-2] == "py311" and mark.endswith(".done")
+    assert cache.warm_mark("0.68.1", "abc") != cache.warm_mark("0.69.0", "abc")
+    assert cache.warm_mark("0.68.1", "abc") != cache.warm_mark("0.68.1", "abd")
+
+
+@pytest.mark.skipif(os.environ.get("VERLET_BACKEND") == "numpy", reason="compiled kernels only")
+def test_a_warm_up_cut_short_is_finished_and_then_marked(tmp_path):
+    """A cache folder holding some kernels but not the warm-up's mark (a compile cut short: Numba
+    writes each kernel's files when that kernel is compiled) is not taken as complete: the
+    add-on shows the compile message for it (addon/kernels.py will_compile, the Blender side in
+    tests/blender/test_kernels.py). The warm-up compiles what is missing and leaves the mark.
+    Here a copy of this session's cache lacks the forces' kernels (kernels/compiled_forces.py:
+    the substep loop's cached code carries its own copy of them, so the child compiles only
+    those the step calls from Python, a few seconds)."""
+    pytest.importorskip("numba")
+    from solver import backend
+    import numba
+    backend.warm_up()
+    mark = cache.warm_mark(numba.__version__, backend._state["cpu_key"])
+    here = backend.cache_folder()
+    assert backend.kernels_cached() and os.path.exists(os.path.join(here, "kernels", mark))
+    base = tmp_path / "cache"
+    dst = base / backend._cache_key() / backend.kernel_target()["target"]
+    shutil.copytree(here, dst, ignore=lambda _, names: [
+        n for n in names if n.startswith("compiled_forces.") or n.endswith(".done")
+        or ".tmp" in n])      # Numba's own temporary files: <file>.nbi.tmp.<id>
+    child = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from solver import backend
+before = backend.kernels_cached()
+backend.warm_up()
+loaded, compiled = backend.cache_stats()
+print("RESULT " + json.dumps({"before": before, "after": backend.kernels_cached(),
+                              "folder": backend.cache_folder(), "compiled": compiled}))
+"""
+    env = {k: v for k, v in os.environ.items() if k not in ("VERLET_BACKEND", "VERLET_CACHE_DIR")}
+    env["VERLET_CACHE_DIR"] = str(base)
+    if backend.kernel_target()["target"] != cache.HOST:
+        env["VERLET_KERNEL_TARGET"] = backend.kernel_target()["target"]
+    out = subprocess.run([sys.executable, "-c", child, ROOT], env=env, cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads([ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")][-1][7:])
+    assert got["folder"] == str(dst)
+    assert got["before"] is False and got["compiled"] >= 1 and got["after"] is True, got
+    assert mark in os.listdir(dst / "kernels")
     assert not [n for n in os.listdir(dst / "kernels") if n.endswith(".tmp")]
 
 
