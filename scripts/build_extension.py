@@ -258,7 +258,8 @@ def ship_kernels(zips, m, source_dir, pythons, log=print, optional=()):
     (and of ``optional``, whose failures are logged) and add them to that platform's zip (or
     the all-platform zip). Returns what was compiled."""
     import kernel_cache
-    platform = kernel_cache._cache_module(source_dir).platform_name()
+    cache = kernel_cache._cache_module(source_dir)
+    platform = cache.platform_name()
     wheels = {}
     for w in m.get("wheels", []):
         if wheel_platform(w) == platform:
@@ -272,7 +273,7 @@ def ship_kernels(zips, m, source_dir, pythons, log=print, optional=()):
         _, done = kernel_cache.compile_kernels(source_dir, wheels, out, pythons, log=log,
                                                optional=optional)
         for z in targets:
-            added = kernel_cache.add_to_zip(z, out, platform)
+            added = kernel_cache.add_to_zip(z, out, platform, cache.CACHE_FILES)
             log(f"{os.path.basename(z)}: {len(added)} shipped kernel files")
     return done
 

@@ -190,16 +190,17 @@ def _finish(py, target, proc, wheels, log):
     return {"python": py, "target": target, "seconds": res["seconds"]}
 
 
-def add_to_zip(zip_path, out_dir, platform):
+def add_to_zip(zip_path, out_dir, platform, suffixes):
     """Append the compiled kernels in ``out_dir`` to ``zip_path`` under
-    kernel_cache/<platform>/; returns the archive names added."""
+    kernel_cache/<platform>/: the files whose names end in one of ``suffixes`` (the source
+    tree's ``cache.CACHE_FILES``: Numba's files and the warm-up's mark, so that the first
+    session shows no compile message); returns the archive names added."""
     added = []
     with zipfile.ZipFile(zip_path, "a", compression=zipfile.ZIP_DEFLATED) as zf:
         have = set(zf.namelist())
         for folder, _, names in sorted(os.walk(out_dir)):
             for name in sorted(names):
-                # and the warm-up's mark: the first session then shows no compile message
-                if not name.endswith((".nbi", ".nbc", ".done")):
+                if not name.endswith(suffixes):
                     continue
                 rel = os.path.relpath(os.path.join(folder, name), out_dir).replace(os.sep, "/")
                 arc = f"{ARCHIVE_DIR}/{platform}/{rel}"

@@ -129,6 +129,29 @@ def extension():
         ext.unregister()
 
 
+def cut_short_cache(backend, base, missing):
+    """What a compile cut short leaves (Numba writes each kernel's files as it is compiled):
+    into ``base`` (a VERLET_CACHE_DIR), a copy of the cache folder of ``backend`` (a solver's
+    backend module, its kernels loaded), under the same import name, source digest and CPU
+    target, without the files of the kernels whose names start with ``missing``
+    ("<module>.<function>-") and without the warm-up's mark. Numba's temporary files
+    (<file>.nbi.tmp.<id>), which another process may be writing, are left out too. Returns
+    (the copy's folder, the names left out)."""
+    import importlib
+    import shutil
+    mark = importlib.import_module(backend.__package__ + ".kernels.cache").WARM_MARK_SUFFIX
+    dst = os.path.join(str(base), backend._cache_key(), backend.kernel_target()["target"])
+    left_out = []
+
+    def skip(_, names):
+        out = [n for n in names if n.startswith(missing) or n.endswith(mark) or ".tmp" in n]
+        left_out.extend(out)
+        return out
+
+    shutil.copytree(backend.cache_folder(), dst, ignore=skip)
+    return dst, left_out
+
+
 def run_installed_child(args, resources, timeout=600):
     """Run tests/smoke/installed_extension.py in a child Python whose Blender user resources
     are ``resources`` (an isolated folder), without the source tree on its path; return the

@@ -46,6 +46,11 @@ PORTABLE_TARGETS = {
     "x86-64-v3": ("avx", "avx2", "fma", "bmi", "bmi2", "lzcnt", "movbe", "f16c", "xsave"),
 }
 KERNELS_DIR = os.path.dirname(os.path.abspath(__file__))
+# the suffix of the mark a finished warm-up leaves (warm_mark), and the files of a cache folder
+# that travel with it (shipped in a zip, seeded into a user's cache): Numba's index and data
+# files and that mark
+WARM_MARK_SUFFIX = ".done"
+CACHE_FILES = (".nbi", ".nbc", WARM_MARK_SUFFIX)
 # the shipped cache: <package root>/kernel_cache/<platform>/<cache key>/<target>/kernels/
 SHIPPED_DIR = os.path.join(os.path.dirname(os.path.dirname(KERNELS_DIR)), "kernel_cache")
 
@@ -87,7 +92,7 @@ def warm_mark(numba_version, cpu_key, version=None):
     Not covered: a new signature that an update outside the kernel files asks for, which
     compiles without the mark's knowing (rare: the kernels' argument types are fixed)."""
     return (f"warmed_up-numba{numba_version.replace('.', '_')}-{cpu_key}."
-            f"{python_tag(version)}.done")
+            f"{python_tag(version)}{WARM_MARK_SUFFIX}")
 
 
 def has_kernels(folder, version=None):
@@ -127,16 +132,15 @@ def choose_target(cache, shipped, features, forced=None, numba_imported=False, c
 def seed(shipped_target, target_folder, version=None):
     """Copy the shipped kernels of one target for this Python, and the build's warm-up mark
     (warm_mark), into this machine's cache folder for it (files it already has are kept: Numba
-    may have added kernels of its own since). Each
-    file is written under a temporary name and renamed, so a reader never sees half a file.
-    Returns the number of files copied."""
+    may have added kernels of its own since). Each file is written under a temporary name and
+    renamed, so a reader never sees half a file. Returns the number of files copied."""
     src = os.path.join(shipped_target, "kernels")
     dst = os.path.join(target_folder, "kernels")
     os.makedirs(dst, exist_ok=True)
     tag = f".{python_tag(version)}."
     copied = 0
     for name in sorted(os.listdir(src)):
-        if not name.endswith((".nbi", ".nbc", ".done")) or tag not in name or \
+        if not name.endswith(CACHE_FILES) or tag not in name or \
                 os.path.exists(os.path.join(dst, name)):
             continue
         tmp = os.path.join(dst, f".{name}.{os.getpid()}.tmp")

@@ -15,13 +15,12 @@ and by every clean checkout's first run).
 import importlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from conftest import ROOT, import_bpy, load_extension
+from conftest import ROOT, cut_short_cache, import_bpy, load_extension
 
 bpy = import_bpy()
 
@@ -103,38 +102,20 @@ def _result(proc):
 MISSING_KERNEL = "compiled_loop.run_substeps-"
 
 
-def _cut_short_cache(backend, folder):
-    """Into folder/kernels (the child's VERLET_CACHE_DIR): this session's kernels, as the
-    extension's backend cached them, under the same import name, source digest and CPU
-    target, without MISSING_KERNEL and the warm-up's mark. Returns the names it left out."""
-    # compiled by the tests before, or now
-    assert backend.warm_up() is not None, backend.load_error()
-    src = backend.cache_folder()
-    dst = folder / "kernels" / backend._cache_key() / backend.kernel_target()["target"]
-    left_out = []
-
-    def skip(_, names):
-        # (".tmp" in a name: Numba's temporary files, <file>.nbi.tmp.<id>, may come and go)
-        out = [n for n in names if n.startswith(MISSING_KERNEL) or n.endswith(".done")
-               or ".tmp" in n]
-        left_out.extend(out)
-        return out
-
-    shutil.copytree(src, dst, ignore=skip)
-    return left_out
-
-
 @pytest.fixture(scope="module")
 def kernel_children(tmp_path_factory):
     """Both children, run side by side, each with a cache of its own that lacks a kernel
-    (_cut_short_cache). {mode: (RESULT, its cache folder)}."""
+    (conftest.cut_short_cache: this session's, without MISSING_KERNEL). {mode: (RESULT, its
+    cache folder)}."""
     ext = load_extension()
     backend = importlib.import_module(ext.__name__ + ".solver.backend")
+    # compiled by the tests before, or now
+    assert backend.warm_up() is not None, backend.load_error()
     folders = {m: tmp_path_factory.mktemp(f"cut-{m}") for m in ("background", "bake")}
     for folder in folders.values():
-        left_out = _cut_short_cache(backend, folder)
+        _, left_out = cut_short_cache(backend, folder / "kernels", MISSING_KERNEL)
         assert any(n.endswith(".nbi") for n in left_out) and any(
-            n.endswith(".done") for n in left_out), left_out
+            n.startswith("warmed_up-") for n in left_out), left_out
     procs = {m: _start(m, folders[m]) for m in folders}
     try:
         return {m: (_result(procs[m]), folders[m]) for m in procs}
