@@ -18,6 +18,12 @@ depend on the machine.
     .venv/bin/python benchmarks/crates.py                 # 100 crates
     .venv/bin/python benchmarks/crates.py --count 16      # a quicker run
     .venv/bin/python benchmarks/crates.py --no-blender
+    .venv/bin/python benchmarks/crates.py --drops 1-12 --frames 240   # ours only, per drop
+
+``--drops`` surveys several drops (a pile is chaotic: one drop's figures are no rule): ours
+only, at the defaults, one line per drop (median ms/frame, resting and asleep at the end, asleep
+at 5 s or at the end of a shorter run, the first frame from which every crate stays asleep) and
+a line of means.
 """
 
 import argparse
@@ -97,11 +103,13 @@ def build_model(count, seed=7):
 def run_ours(count, frames=FRAMES, contact_iterations=1, seed=7):
     sim = Simulation(build_model(count, seed), contact_iterations=contact_iterations)
     times, prev = [], None
-    for _ in range(frames):
+    asleep = np.zeros(frames, np.int64)     # (frames,) crates asleep after each frame
+    for f in range(frames):
         prev = sim.x.copy()
         t0 = time.perf_counter()
         sim.step(1.0 / FPS)
         times.append(time.perf_counter() - t0)
+        asleep[f] = int(sim.sleeping.reshape(count, 8).all(axis=1).sum())
     x = sim.x.reshape(count, 8, 3)
     speed = np.linalg.norm(x - prev.reshape(count, 8, 3), axis=2).max(axis=1) * FPS
     centre = x.mean(axis=1)
@@ -112,7 +120,44 @@ def run_ours(count, frames=FRAMES, contact_iterations=1, seed=7):
         frame_rot.append(u @ np.diag([1, 1, np.linalg.det(u @ vt)]) @ vt)
     return dict(times=np.array(times), resting=int((speed < REST_SPEED).sum()),
                 overlap=deepest_overlap(x, centre, np.array(frame_rot)),
-                lowest=float(x[:, :, 2].min()))
+                lowest=float(x[:, :, 2].min()), asleep=asleep)
+
+
+def all_asleep_from(asleep, count):
+    """The first frame (1-based) after which every crate stays asleep to the end, or None."""
+    awake = np.nonzero(asleep < count)[0]
+    if not len(awake):
+        return 1
+    return int(awake[-1]) + 2 if awake[-1] + 1 < len(asleep) else None
+
+
+def _drops(text):
+    """'1-12' or '3,5,9' -> a list of seeds."""
+    seeds = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        seeds += list(range(int(lo), int(hi or lo) + 1))
+    return seeds
+
+
+def survey(count, frames, seeds):
+    """Ours at the defaults over several drops, a line each and a line of means."""
+    at5 = min(frames, 5 * FPS) - 1           # the frame at 5 s, or the last one
+    early = f"asleep {(at5 + 1) / FPS:g} s"
+    print(f"  {'drop':>4} {'median ms':>10} {'resting':>8} {'asleep':>7} {early:>11} "
+          f"{'all asleep from frame':>22}")
+    rows = []
+    for seed in seeds:
+        r = run_ours(count, frames, seed=seed)
+        start = all_asleep_from(r["asleep"], count)
+        rows.append((np.median(r["times"]) * 1e3, r["resting"], r["asleep"][-1],
+                     r["asleep"][at5], start))
+        print(f"  {seed:>4} {rows[-1][0]:>10.2f} {r['resting']:>8d} {r['asleep'][-1]:>7d} "
+              f"{r['asleep'][at5]:>11d} {'never' if start is None else start:>22}", flush=True)
+    m = np.array([row[:4] for row in rows], float).mean(axis=0)
+    slept = sum(row[4] is not None for row in rows)
+    print(f"  mean {m[0]:>10.2f} {m[1]:>8.1f} {m[2]:>7.1f} {m[3]:>11.1f}   every crate asleep "
+          f"by frame {frames} in {slept} of {len(rows)} drops")
 
 
 def run_bullet(count, frames=FRAMES, seed=7):
@@ -163,7 +208,8 @@ def _line(name, r, count):
     t = r["times"] * 1e3
     print(f"  {name:<22} median {np.median(t):8.2f} ms/frame   mean {t.mean():8.2f}   "
           f"resting {r['resting']:3d}/{count}   deepest overlap {r['overlap'] * 1e3:6.1f} mm   "
-          f"lowest corner z {r['lowest'] * 1e3:7.1f} mm")
+          f"lowest corner z {r['lowest'] * 1e3:7.1f} mm"
+          + (f"   asleep {r['asleep'][-1]:3d}" if "asleep" in r else ""))
 
 
 def main(argv=None):
@@ -173,7 +219,15 @@ def main(argv=None):
     p.add_argument("--no-blender", action="store_true")
     p.add_argument("--seed", type=int, default=7, help="the drop: each crate's yaw, tilt and "
                    "offset (a pile is chaotic: how many rest differs from drop to drop)")
+    p.add_argument("--drops", help="survey these drops instead ('1-12' or '3,5,9'): ours "
+                   "only, a line per drop")
     a = p.parse_args(argv)
+    if a.drops:
+        seeds = _drops(a.drops)
+        print(f"crate pile: {a.count} crates of {SIDE} m, {a.frames} frames at {FPS} fps, "
+              f"drops {a.drops}")
+        survey(a.count, a.frames, seeds)
+        return
     print(f"crate pile: {a.count} crates of {SIDE} m, {a.frames} frames at {FPS} fps, "
           f"seed {a.seed}")
     ours = run_ours(a.count, a.frames, seed=a.seed)
