@@ -100,8 +100,13 @@ class Pairs:
         ok, m0, m1, m2, pen, w0, w1, w2, w3 = _scalar_geometry(
             kd, self.side[q], self.dist[q], j0, j1, j2, x)
         if not (ok and pen > ACTIVE):
-            if first:
-                anchor_on[q] = False      # apart at a substep's start: the anchor lets go
+            # apart at a substep's start by more than ``resting``: the anchor lets go. A
+            # resting contact between bodies reads just apart there (both bodies fell by the
+            # same g h^2 in the prediction, and the substep before left it at contact or a
+            # hair off): letting go there re-anchored it at every substep where it had
+            # slipped, so a lateral load crept (collision/rigid.py, "Static friction")
+            if first and not (ok and pen > -resting):
+                anchor_on[q] = False
             return
         w = [w0 if ix[0] >= 0 else 0.0, w1 if ix[1] >= 0 else 0.0, w2 if ix[2] >= 0 else 0.0,
              w3 if ix[3] >= 0 else 0.0]

@@ -80,7 +80,8 @@ def _solve_part(part, X, Xp, part_start, reverse, idx, kind, side, dist, mu, jit
             x[2, 0], x[0, 1], x[1, 1], x[2, 1], x[0, 2], x[1, 2], x[2, 2], x[0, 3],
             x[1, 3], x[2, 3])
         if not (ok and pen > _ACTIVE):
-            if first:
+            # a held anchor lets go when apart by more than ``resting`` (rigid_pairs.py)
+            if first and not (ok and pen > -resting):
                 anchor_on[q] = False
             continue
         for j in range(4):
