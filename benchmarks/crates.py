@@ -124,7 +124,8 @@ def run_ours(count, frames=FRAMES, contact_iterations=1, seed=7):
 
 
 def all_asleep_from(asleep, count):
-    """The first frame (1-based) after which every crate stays asleep to the end, or None."""
+    """The first frame (1-based) from which every crate stays asleep to the end (asleep (F,)
+    the crates asleep after each frame), or None when one is awake at the end."""
     awake = np.nonzero(asleep < count)[0]
     if not len(awake):
         return 1
@@ -137,6 +138,8 @@ def _drops(text):
     for part in text.split(","):
         lo, _, hi = part.partition("-")
         seeds += list(range(int(lo), int(hi or lo) + 1))
+    if not seeds:
+        raise ValueError(f"--drops {text!r}: no drop (write the lower seed first: 3-5)")
     return seeds
 
 

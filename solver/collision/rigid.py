@@ -46,31 +46,37 @@ collider contact on a primitive collider at rest keeps the particle's place. Fro
 slip is the anchors' gap, the slip since the anchor was set, and its Coulomb sums run over the
 same span (depth and used are not reset each substep while it holds: the load that arrives at
 one contact in one substep and at another in the next holds both). It lets go when the bound is
-exceeded (kinetic: the slip of each substep again), when the contact is apart by more than
-``resting`` at the first pass of a solve (of each relaxation iteration), or on an impact; a
-step's contacts are new, so anchors last a step at most. The same boxes: 0.07 and 0.02 mm/s.
-Apart by up to ``resting`` it keeps its anchor: a resting contact between bodies reads just
-apart at a substep's start (both bodies fell by the same g h^2 in the prediction, and the
-substep before left it touching or a hair off), and letting go there took the anchor again
-at every substep where the body had slipped to, so a steady load sideways crept: a box on
-another under gravity tilted 11.3 degrees (a slope of 0.2, friction 0.5) slid 4.2 mm in 2 s,
-0.18 mm now; in the 100-crate pile a crate wedged between two towers pushed one along at
-1 cm/s, its bottom crate sliding on the crate under it with its contacts "anchored" in every
-substep (measured 2026-11-29). Over drops 1 to 72 of the pile the sleep is unchanged within
-the drops' spread (every crate asleep by 5 s in 22 of 72 drops, 21 before; 73.9 of 100 asleep
-at 5 s on average, 71.4 before). The pile: every crate asleep
-by 10 s in 8 of drops 1 to 12 and 20 of drops 13 to 36 (4 and 5 before), 86 and 72 of 100
-asleep at 5 s (61 and 53). Two choices were measured there (with the earlier world-space
-anchors: 10 and 17 drops asleep by 10 s): a contact between bodies that lets go keeps its sums
-until the substep ends (the next starts them again; separate sums for the substep: 8 and 13);
-and the approach tested is the anchoring pass's own, after the earlier passes' corrections, so
-an impact's substep may anchor in a later pass with the impact's normal impulse in its sums
-(the largest approach of any pass of the substep instead, with separate sums too: 7 of drops 1
-to 12). Either way the stored friction lasts a step at most. Not anchored: particle pairs and
-capsule axes, whose contact points roll over the bodies rather than staying on one material
-point; a contact in the pass that measures an impact (anchored through landings, a tilted crate
-dropped on another took up to 60 % longer to settle, in one drop of ten sliding at 10 to 15
-cm/s first); a collider contact on a moving collider or a mesh.
+exceeded (kinetic: the slip of each substep again), when the contact is apart at the first pass
+of a solve (of each relaxation iteration; a contact between bodies: by more than ``resting``,
+below), or on an impact; a step's contacts are new, so anchors last a step at most. The same
+boxes: 0.07 and 0.02 mm/s. The pile: every crate asleep by 10 s in 8 of drops 1 to 12 and 20 of
+drops 13 to 36 (4 and 5 before), 86 and 72 of 100 asleep at 5 s (61 and 53). Two choices were
+measured there (with the earlier world-space anchors: 10 and 17 drops asleep by 10 s): a contact
+between bodies that lets go keeps its sums until the substep ends (the next starts them again;
+separate sums for the substep: 8 and 13); and the approach tested is the anchoring pass's own,
+after the earlier passes' corrections, so an impact's substep may anchor in a later pass with
+the impact's normal impulse in its sums (the largest approach of any pass of the substep
+instead, with separate sums too: 7 of drops 1 to 12). Either way the stored friction lasts a
+step at most. Not anchored: particle pairs and capsule axes, whose contact points roll over the
+bodies rather than staying on one material point; a contact in the pass that measures an impact
+(anchored through landings, a tilted crate dropped on another took up to 60 % longer to settle,
+in one drop of ten sliding at 10 to 15 cm/s first); a collider contact on a moving collider or a
+mesh.
+
+Apart by up to ``resting`` at a solve's start, a contact between bodies keeps its anchor
+(2026-11-29; before, any gap let it go): a resting contact reads just apart there (both bodies
+fell by the same g h^2 in the prediction, and the substep before left it touching or a hair
+off), so the anchor was taken again at every substep where the body had slipped to, and a
+steady load sideways crept: a box on another under gravity tilted 11.3 degrees (a slope of
+0.2, friction 0.5) slid 4.2 mm in 2 s, 0.18 mm now; in drop 3 of the 100-crate pile a crate
+wedged between two towers pushed one along at 1 cm/s, the tower's bottom crate sliding on the
+crate under it with all its contacts "anchored" at each substep's end. Over drops 1 to 72 of
+the pile the sleep changed within the drops' spread (every crate asleep by 5 s in 22 of 72
+drops, 21 before; 73.9 of 100 asleep at 5 s on average, 71.4 before). Collider contacts keep
+the rule of before (any gap lets go): a body resting on a floor is pressed into it by the
+prediction (the slope's lower box moved 0.07 mm in the 2 s); one pressed on a wall by another
+body was not measured. ``resting`` scales with |g|: without gravity (a stack held by joints
+or pushes) any gap lets go again.
 
 Without the particle projection's split impulse (project.py: the overlap a particle did not
 move into owed to x* as well, so it leaves without speed): moved onto a rigid body's previous

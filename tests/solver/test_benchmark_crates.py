@@ -5,6 +5,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
 import crates  # noqa: E402
@@ -13,6 +14,8 @@ import crates  # noqa: E402
 def test_drops_parse_ranges_and_lists():
     assert crates._drops("1-3,7") == [1, 2, 3, 7]
     assert crates._drops("5") == [5]
+    with pytest.raises(ValueError, match="no drop"):
+        crates._drops("5-3")
 
 
 def test_all_asleep_from_is_the_frame_after_the_last_awake_one():
