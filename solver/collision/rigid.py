@@ -19,15 +19,44 @@ collision/project.py computes them, at the particle's place on its body):
     w_b(P, n) = 1 / M_b + (r x n) . I_b^-1 (r x n),   r = P - c_b, I_b^-1 = R I0^-1 R^T
     into = -(u . n)              u: the contact points' relative motion over the substep
     c = min(pen, max(into + s_max, 0))        (as project.py, without its lift: below)
-    lambda_n = c / (w_a + w_b)       applied first: c_b += p / M, R_b turned by I^-1 (r x p)
-    then, from the contact points' relative motion u' after it, t = u' - n (u' . n):
+    lambda_n = c / (w_a + w_b)       c_b += p / M, R_b turned by I^-1 (r x p)
+    then, once every contact of the pass has its lambda_n (below), from the contact points'
+    relative motion u' now, t = u' - n (u' . n):
     lambda_t = |t| / (w_a(t^) + w_b(t^))       the impulse that stops the slip
     friction taken: static when lambda_t + used <= mu_s depth, else min(max(mu_k depth - used,
     0), lambda_t), with depth and used the sums of lambda_n and of friction taken over the
-    substep (per contact between bodies, where mu_s = mu_k = the contact's mu; per particle
-    against colliders; the particle projection's rule, in impulses [kg m] instead of
+    substep so far (per contact between bodies, where mu_s = mu_k = the contact's mu; per
+    particle against colliders; the particle projection's rule, in impulses [kg m] instead of
     distances: Coulomb bounds the impulses; bounded in distance it held a box past its
     friction angle wherever the body's response is not the same in every direction).
+
+Normal impulses first (2026-11-29): each pass applies every contact's lambda_n (the contacts
+between bodies, then the colliders'), then every contact's friction, as a sequential impulse
+solver takes its normal rows before its friction rows (Bullet's default order). Before, each
+contact took its friction right after its own normal impulse: that impulse, at a corner away
+from the centre of mass, turns the body and slides that very corner sideways (a box leaning 25
+degrees on a wall, its foot corner pushed up 10.6 um slid 2.3 um along x and 2.2 um along y),
+the friction spent its bound stopping that slide, and the next corner's normal impulse turned
+the body back. So friction held less than its coefficient near its limit: that box, whose
+statics hold it from friction 0.128, crept 0.7 mm/s at 0.14 and 0.2 mm/s at 0.16 (a steady
+creep whose speed fell as friction rose: viscous, not Coulomb), 8 % of the foot's friction
+pushing sideways against the wall's. Neither more passes (4, 8, 32: the same creep) nor
+friction accumulated as a vector (projected Gauss-Seidel: 0.67 mm/s) nor the substep before's
+normal impulse as the bound's floor (unchanged) mended it, and a coupled 3 x 3 solve of each
+contact halved it at best, a box then sliding 35 % too far on a slab (measured 2026-11-29).
+Normal impulses first: the box stands from 0.13 (0.011 mm/s) and slides at 0.125
+(tests/solver/test_static_friction.py, on a plane and on a pinned slab). The friction phase of
+the contacts between bodies runs in the opposite order to the pass's normal phase (forward
+normals, reversed friction, then the reverse): in the same order the box on a slab, where both
+its contacts are between bodies, slid sideways along the wall, 2.2 mm in 2 s at 1.3 x its
+threshold (the wall contacts' friction spent pushing sideways, not up); 0.006 mm so. In the
+100-crate pile (benchmarks/crates.py --drops; see the README for the figures) more crates sleep
+sooner: its drop 7, where a crate tilted on a corner slid down another on kinetic contacts at
+1.5 cm/s from frame 104 to 200, sleeps whole from frame 122. A contact still being pushed out
+of an overlap deeper than one substep's push (its c held to into + s_max below pen) takes no
+friction in that pass: it carries no load, and its friction, taken after every push, lifted a
+cube started 5 mm in the floor out at 1.05 m/s, above the depenetration speed (1 m/s;
+tests/solver/test_depenetration.py).
 
 Static friction (anchors; the friction anchors of persistent contact manifolds, as in Box2D and
 PhysX, applied to position-based friction): u' measures the slip of one substep, and the
@@ -86,9 +115,11 @@ body pushed out of an overlap leaves at most at max_depenetration_speed: the bou
 keeps the correction beyond the approach to s_max per substep.
 
 Gauss-Seidel: contact after contact, each reading the poses the earlier ones left, PASSES
-times per solve, every other pass in reverse order of the contacts between bodies (one order
-only left a pile creeping sideways), the colliders' contacts after them in every pass (an
-immovable collider has the last word, as in the particle loop). Deterministic and parallel:
+times per solve, each pass in two phases (normal impulses, then friction: above), every other
+pass in reverse order of the contacts between bodies (one order only left a pile creeping
+sideways) and the friction phase in the order opposite to its pass's normals, the colliders'
+contacts after them in each phase (an immovable collider has the last word, as in the
+particle loop). Deterministic and parallel:
 the contacts between bodies are ordered once per step by nested parts of space
 (_nested_order: the bodies in contact halved at the median of their longest extent, up to
 four times; a contact belongs to the smallest part holding all its movable bodies, and the
@@ -118,8 +149,8 @@ friction (the pulled corner kept the friction it had taken, its neighbours took 
 The velocity pass (collision/impacts.rigid_velocities, after a substep's relaxation; Mueller et
 al. 2020, section 3.6): every collider contact of the substep that arrived faster than 2 |g| h
 (an impact; its arrival measured from x' before any correction) gets the impulse that sets its
-normal speed to its restitution target (e the larger of the collider's and the body's particle's,
-Simulation.set_restitution), whatever its sign after the position solve,
+normal speed to its restitution target (e the larger of the collider's and the body's
+particle's, Simulation.set_restitution), whatever its sign after the position solve,
 
     v_n = (x - x* - m) . n   [m per substep]   x* the position a substep ago, m the collider
                                                 surface's motion over the substep
@@ -131,12 +162,12 @@ the candidates' order. The restitution of a rigid body's collider contacts is th
 particle pass (project.restitution leaves its particles out). Why: a position solve stops only
 the part of a substep's approach that went below the surface, and its corrections of several
 corners leave the body turning; a crate dropped on an edge onto an 18 degree ramp at 20
-substeps kept enough turn to tip over the next edge and tumbled down it (0.3 to 0.8 m/s after
-3 s), and a cube dropped flat from 1 to 2 m tilted 6 to 90 degrees. Only the approaching
-impacts, one sweep: the ramp held, the flat drops did not; every impact, one sweep: 1 m still
-tilted 6 degrees; four sweeps: every flat drop lands flat (tests/solver/test_bodies.py; 0.0 to 0.1 degrees).
-Resting contacts are left alone: zeroing their approach too kept 62 of the 100-crate pile
-rocking at 1 to 3 cm/s. Bodies that carry a joint are left to the particle restitution
+substeps kept enough turn to tip over the next edge and tumbled down it (0.3 to 0.8 m/s after 3
+s), and a cube dropped flat from 1 to 2 m tilted 6 to 90 degrees. Only the approaching impacts,
+one sweep: the ramp held, the flat drops did not; every impact, one sweep: 1 m still tilted 6
+degrees; four sweeps: every flat drop lands flat (tests/solver/test_bodies.py; 0.0 to 0.1
+degrees). Resting contacts are left alone: zeroing their approach too kept 62 of the 100-crate
+pile rocking at 1 to 3 cm/s. Bodies that carry a joint are left to the particle restitution
 (RigidContacts.impact_body; with the pass a ragdoll dropped face down took 7 s to rest instead
 of 1.25) (measured 2026-11-26). Contacts between bodies take a velocity pass only where the
 contact bounces (impacts.rigid_pair_velocities: e, the largest restitution of the contact's
@@ -281,6 +312,11 @@ class RigidContacts:
         # (Q, 2) [kg m] the normal impulse and the friction taken: this substep's, or since
         # the anchor was set while it holds
         self.fr_sums = np.zeros((q, 2))
+        # (Q, 8) scratch: what a pass's normal phase leaves its friction phase (solve_rigid):
+        # the contact's normal m (3, unit), its corners' weights w (4) and its approach into
+        # [m] over the substep; (Q,) bool the contacts whose normal impulse was applied
+        self.pair_saved = np.zeros((q, 8))
+        self.pair_acted = np.zeros(q, bool)
 
     def _candidate_friction_state(self, q):
         """The static friction state of this step's Qc collider candidates."""
@@ -288,6 +324,11 @@ class RigidContacts:
         self.cand_anchor = np.zeros((q, 3))       # (Qc, 3) [m] where, in world space
         # (Qc, 2) [kg m] the normal impulse and the friction taken since the anchor was set
         self.cand_sums = np.zeros((q, 2))
+        # (Qc, 8) scratch, as pair_saved: the normal n (3, unit), the collider surface's motion
+        # over the substep at the contact (3) [m], the approach into [m] and the normal
+        # impulse lam [kg m] of this pass; (Qc,) bool the candidates that touched
+        self.cand_saved = np.zeros((q, 8))
+        self.cand_acted = np.zeros(q, bool)
 
     def kernel_args(self, contact_iterations=1, resting=0.0):
         """The rigid group of loop.run_substeps' arguments: PASSES per contact iteration
@@ -303,25 +344,27 @@ class RigidContacts:
                 self.impact_body, self.cand_by_body, self.cand_body_start, self.level_start,
                 self.particle_clear, self.cand_run_next, self.anchor_on, self.anchor,
                 self.fr_sums, self.cand_held, self.cand_anchor, self.cand_sums, self.resting,
-                self.cand_impact)
+                self.cand_impact, self.pair_saved, self.pair_acted, self.cand_saved,
+                self.cand_acted)
 
 
 # ------------------------------------------------------------------ the kernel (NumPy)
 def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approximate, abc,
                 thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, friction, mesh, depth,
                 used, touching, normal, motion, collider, allowance, X0, clear):
-    """One solve of the rigid contacts (module docstring), in place on X (3, n) [m], and on
-    the fit's poses origin (K, 3) [m], rot (K, 3, 3) of the bodies that moved. Xp (3, n) [m]
+    """One solve of the rigid contacts (module docstring), in place on X (3, n) [m], and on the
+    fit's poses origin (K, 3) [m], rot (K, 3, 3) of the bodies that moved. Xp (3, n) [m]
     positions a substep ago; particles (e,) int64 and rest_offset (e, 3) [m] the clusters'
-    entries and rest offsets (ShapeSolver's); rigid:
-    RigidContacts.kernel_args(); per collider (C,) for this substep: shape, approximate, abc
-    (C, 3), thickness [m], frames R (C, 3, 3), t, s (C, 3) and Rb, tb, sb at the substep's
-    start, moving, mu_s, mu_k; radius (n,) [m]; friction (n,) the particles' Coulomb
-    coefficients (a contact's: project.combined_friction of the collider's and the
-    particle's); mesh the mesh group; the contact state depth, used (n,) (impulses [kg m] at
-    a rigid body's particles), touching, normal, motion, collider as project.py's; allowance [m] the depenetration bound. X0, clear: the compiled
-    kernel's skip of candidates still clear of their collider (kernels/compiled_rigid.py);
-    unused here, where every candidate is taken (the same bits)."""
+    entries and rest offsets (ShapeSolver's); rigid: RigidContacts.kernel_args(); per collider
+    (C,) for this substep: shape, approximate, abc (C, 3), thickness [m], frames R (C, 3, 3),
+    t, s (C, 3) and Rb, tb, sb at the substep's start, moving, mu_s, mu_k; radius (n,) [m];
+    friction (n,) the particles' Coulomb coefficients (a contact's: project.combined_friction
+    of the collider's and the particle's); mesh the mesh group; the contact state depth, used
+    (n,) (impulses [kg m] at a rigid body's particles), touching, normal, motion, collider as
+    project.py's; allowance [m] the depenetration bound. X0, clear: the compiled kernel's skip
+    of candidates still clear of their collider (kernels/compiled_rigid.py); unused here, where
+    every candidate is taken (the same bits). Each pass applies every contact's normal impulse,
+    then every contact's friction (module docstring)."""
     (body, entry, inv_mass, inv_inertia, bodies, entries, entry_body, c, Rm, moved, idx, kind,
      side, dist, mu, jit, part_start, cand_particle, cand_collider, cand_start, touch,
      passes) = rigid[:22]
@@ -334,19 +377,28 @@ def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approx
     st = _Solve(X, Xp, rest_offset, body, entry, inv_mass, inv_inertia, c, Rm, moved)
     pairs = Pairs(st, idx, kind, side, dist, mu, jit) if len(kind) else None
     for p in range(passes):
-        if pairs is not None:
-            pairs.solve(st, part_start, level_start, p % 2 == 1, allowance, touch, p == 0,
-                        rigid[28], rigid[29], rigid[30], rigid[34][0])
-        for col in range(len(cand_start) - 1):
-            lo, hi = cand_start[col], cand_start[col + 1]
-            for k in np.unique(cand_collider[lo:hi]):
-                sel = np.arange(lo, hi)[cand_collider[lo:hi] == k]
-                _collider_contacts(st, cand_particle[sel], k, shape[k], approximate[k], abc[k],
-                                   thickness[k], radius, Frame(R[k], t[k], s[k]),
-                                   Frame(Rb[k], tb[k], sb[k]), moving[k], mu_s[k], mu_k[k],
-                                   friction, mesh, depth, used, touching, normal, motion, collider,
-                                   allowance, sel, p == 0, rigid[31], rigid[32], rigid[33],
-                                   rigid[34][0])
+        # every contact's normal impulse, then every contact's friction (module docstring)
+        for phase in (0, 1):
+            if pairs is not None:
+                pairs.solve(st, part_start, level_start, (p + phase) % 2 == 1, allowance,
+                            touch, p == 0, rigid[28], rigid[29], rigid[30], rigid[34][0], phase,
+                            rigid[36], rigid[37])
+            for col in range(len(cand_start) - 1):
+                lo, hi = cand_start[col], cand_start[col + 1]
+                for k in np.unique(cand_collider[lo:hi]):
+                    sel = np.arange(lo, hi)[cand_collider[lo:hi] == k]
+                    if phase == 0:
+                        _collider_normals(st, cand_particle[sel], k, shape[k], approximate[k],
+                                          abc[k], thickness[k], radius, Frame(R[k], t[k], s[k]),
+                                          Frame(Rb[k], tb[k], sb[k]), moving[k], mesh, depth,
+                                          touching, normal, motion, collider, allowance, sel,
+                                          p == 0, rigid[31], rigid[38], rigid[39])
+                        continue
+                    sel = sel[rigid[39][sel]]
+                    if sel.size:
+                        _collider_friction(st, cand_particle[sel], sel, shape[k], moving[k],
+                                           mu_s[k], mu_k[k], friction, depth, used, rigid[31],
+                                           rigid[32], rigid[33], rigid[34][0], rigid[38])
     _place(st, particles, bodies, entries, entry_body, origin, rot)
 
 
@@ -419,10 +471,13 @@ def _cross(a, b):
     return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
 
 
-def _collider_contacts(st, ids, k, shape, approximate, abc, thickness, radius, now, before,
-                       moving, mu_s, mu_k, friction, mesh, depth, used, touching, normal, motion,
-                       collider, allowance, cand, first, held, anchor, sums, resting):
-    """One colour's candidates ids (m,) (particles of different bodies) against collider k."""
+def _collider_normals(st, ids, k, shape, approximate, abc, thickness, radius, now, before,
+                      moving, mesh, depth, touching, normal, motion, collider, allowance, cand,
+                      first, held, saved, acted):
+    """The normal impulses of one colour's candidates ids (m,) (particles of different
+    bodies) against collider k, cand (m,) their indices; what the friction phase needs is left
+    in saved (Qc, 8) and acted (Qc,) (RigidContacts.cand_saved, cand_acted)."""
+    acted[cand] = False
     x = st.positions(ids)
     xp = st.before(ids)
     if shape == MESH and ids.size:
@@ -454,7 +509,6 @@ def _collider_contacts(st, ids, k, shape, approximate, abc, thickness, radius, n
         return
     ids = ids[hit]
     cand = cand[hit]
-    mu_s, mu_k = combined_friction(mu_s, mu_k, friction[ids])
     d = -pen[hit]
     n = [n0[hit], n1[hit], n2[hit]]
     x = [v[hit] for v in x]
@@ -473,8 +527,34 @@ def _collider_contacts(st, ids, k, shape, approximate, abc, thickness, radius, n
     W = st.response(b, x, n)
     lam = corr / W
     st.push(b, x, [n[i] * lam for i in range(3)], 1.0)
-    # friction (module docstring), from the point's motion relative to the collider after it
+    depth[ids] = depth[ids] + lam
+    for i in range(3):
+        saved[cand, i] = n[i]
+        saved[cand, 3 + i] = mo[i]
+    saved[cand, 6] = into
+    saved[cand, 7] = lam
+    # a contact still pushed out of an overlap deeper than one substep's push takes no
+    # friction (module docstring)
+    acted[cand] = ~(corr < d)
+    touching[ids] = True
+    normal[ids, 0], normal[ids, 1], normal[ids, 2] = n
+    motion[ids, 0], motion[ids, 1], motion[ids, 2] = mo
+    collider[ids] = k
+
+
+def _collider_friction(st, ids, cand, shape, moving, mu_s, mu_k, friction, depth, used, held,
+                       anchor, sums, resting, saved):
+    """The friction of one colour's candidates cand (m,) against one collider, of particles
+    ids (m,), whose normal impulses this pass applied (_collider_normals' saved), from each
+    point's motion over the substep relative to the collider surface, or (a held anchor) from
+    its slip since it was anchored (module docstring)."""
+    n = [saved[cand, i] for i in range(3)]
+    mo = [saved[cand, 3 + i] for i in range(3)]
+    into = saved[cand, 6]
+    lam = saved[cand, 7]
+    b = st.body[ids]
     y = st.positions(ids)
+    xp = st.before(ids)
     r = [y[i] - xp[i] - mo[i] for i in range(3)]
     # a held contact on a collider at rest: the slip since it was anchored
     still = shape != MESH and not moving
@@ -482,11 +562,10 @@ def _collider_contacts(st, ids, k, shape, approximate, abc, thickness, radius, n
     if h.any():
         for i in range(3):
             r[i] = np.where(h, y[i] - anchor[cand, i], r[i])
-
     rn = r[0] * n[0] + r[1] * n[1] + r[2] * n[2]
     tv = [r[i] - n[i] * rn for i in range(3)]
     tl = np.sqrt(tv[0] * tv[0] + tv[1] * tv[1] + tv[2] * tv[2])
-    dep = np.where(h, sums[cand, 0] + lam, depth[ids] + lam)
+    dep = np.where(h, sums[cand, 0] + lam, depth[ids])
     u = np.where(h, sums[cand, 1], used[ids])
     big = tl > 1e-300
     need = np.zeros_like(tl)
@@ -496,12 +575,12 @@ def _collider_contacts(st, ids, k, shape, approximate, abc, thickness, radius, n
         for i in range(3):
             dirn[i][f] = tv[i][f] / tl[f]
         need[f] = tl[f] / st.response(b[f], [v[f] for v in y], [v[f] for v in dirn])
+    mu_s, mu_k = combined_friction(mu_s, mu_k, friction[ids])
     static = need + u <= mu_s * dep
     take = np.where(static, need, np.minimum(np.maximum(mu_k * dep - u, 0.0), need))
     if big.any():
         f = np.nonzero(big)[0]
         st.push(b[f], [v[f] for v in y], [dirn[i][f] * take[f] for i in range(3)], -1.0)
-    depth[ids] = depth[ids] + lam
     used[ids] = used[ids] + take
     if still:
         # an anchor holds a resting contact only: one that arrives (an impact) or slides lets
@@ -514,10 +593,6 @@ def _collider_contacts(st, ids, k, shape, approximate, abc, thickness, radius, n
         new = static & ~h
         for i in range(3):
             anchor[cand[new], i] = y[i][new]
-    touching[ids] = True
-    normal[ids, 0], normal[ids, 1], normal[ids, 2] = n
-    motion[ids, 0], motion[ids, 1], motion[ids, 2] = mo
-    collider[ids] = k
 
 
 def _place(st, particles, bodies, entries, entry_body, origin, rot):

@@ -5,11 +5,12 @@ solved one after another in plain floats: the compiled kernel's loop
 The constraints are collision/bodies.py's (vertex-triangle C = s (x_v - p) . n - D, edge-edge
 and capsule axes C = (P - Q) . n - D at the closest points, particle pairs C = |x_i - x_j| - D)
 and the impulses collision/rigid.py's (Mueller et al., "Detailed Rigid Body Simulation with
-Extended Position Based Dynamics", SCA 2020): the normal impulse c / (w_a + w_b) first, then
-friction from the contact points' relative motion after it (or, while a resting contact holds
-an anchor, from the anchors' gap), |t| / (w_a(t) + w_b(t)) within Coulomb's bound over the
-substep or the anchor's span (collision/rigid.py, "Static friction"). Gauss-Seidel takes them
-one at a time in the order of collision/rigid_order.py's
+Extended Position Based Dynamics", SCA 2020), in two phases of each pass (collision/rigid.py,
+"Normal impulses first"): every contact's normal impulse c / (w_a + w_b) (Pairs._normal), then
+every contact's friction from its contact points' relative motion now (or, while a resting
+contact holds an anchor, from the anchors' gap), |t| / (w_a(t) + w_b(t)) within Coulomb's bound
+over the substep or the anchor's span (Pairs._friction; collision/rigid.py, "Static
+friction"). Gauss-Seidel takes them one at a time in the order of collision/rigid_order.py's
 _nested_order, and batches of independent contacts are small (a four-cube stack: 14 colours
 for 20 contacts, when they were coloured), so a NumPy batch paid the call overhead of a few
 dozen array operations for one or two contacts (1.2 s a frame for the stack; 0.2 s so); Python
@@ -52,10 +53,12 @@ class Pairs:
         self.bodies = sorted({b for b in bs if b >= 0})
 
     def solve(self, st, part_start, level_start, reverse, allowance, touch, first, anchor_on,
-              anchor, sums, resting):
-        """One pass over the levels of parts (collision/rigid.py, RigidContacts.select), each
-        part's contacts in their order; reversed: the last level first, each part's contacts
-        last first."""
+              anchor, sums, resting, phase, saved, acted):
+        """One phase of a pass over the levels of parts (collision/rigid.py,
+        RigidContacts.select), each part's contacts in their order; reversed: the last level
+        first, each part's contacts last first. Phase 0 applies the normal impulses and leaves
+        in saved (Q, 8) and acted (Q,) what phase 1, the friction, reads
+        (RigidContacts.pair_saved, pair_acted)."""
         c = {b: st.c[b].tolist() for b in self.bodies}
         R = {b: st.R[b].ravel().tolist() for b in self.bodies}
         Ii = {b: st.inv_inertia[b].ravel().tolist() for b in self.bodies}
@@ -68,8 +71,12 @@ class Pairs:
             for part in range(levels[lv], levels[lv + 1]):
                 lo, hi = starts[part], starts[part + 1]
                 for q in (range(hi - 1, lo - 1, -1) if reverse else range(lo, hi)):
-                    self._contact(q, c, R, Ii, im, moved, touched, allowance, first,
-                                  anchor_on, anchor, sums, resting)
+                    if phase == 0:
+                        self._normal(q, c, R, Ii, im, moved, touched, allowance, first,
+                                     anchor_on, sums, resting, saved, acted)
+                    elif acted[q]:
+                        self._friction(q, c, R, Ii, im, moved, anchor_on, anchor, sums,
+                                       resting, saved)
         for b in moved:
             st.c[b] = c[b]
             st.R[b] = np.array(R[b]).reshape(3, 3)
@@ -89,11 +96,21 @@ class Pairs:
                 cb[1] + (r[3] * q[0] + r[4] * q[1] + r[5] * q[2]),
                 cb[2] + (r[6] * q[0] + r[7] * q[1] + r[8] * q[2]))
 
-    def _contact(self, q, c, R, Ii, im, moved, touched, allowance, first, anchor_on, anchor,
-                 sums, resting):
+    def _sides(self, q):
+        """The movable bodies on contact q's two sides (-1 for none) and whether its first
+        two corners are one edge (edge-edge, capsule axes)."""
         ix = self.idx[q]
+        two = self.kind[q] == EDGES or self.kind[q] == SEGMENTS
+        ba = self.corner[ix[0]][0]
+        bb = self.corner[ix[2]][0] if two else self.corner[ix[1]][0]
+        return ix, two, ba, bb
+
+    def _normal(self, q, c, R, Ii, im, moved, touched, allowance, first, anchor_on, sums,
+                resting, saved, acted):
+        """Contact q's normal impulse c / (w_a + w_b) along its normal m (from b to a)."""
+        acted[q] = False
+        ix, two, ba, bb = self._sides(q)
         kd = self.kind[q]
-        two = kd == EDGES or kd == SEGMENTS
         x = [self._point(p, c, R) for p in ix]
         xp = [self.corner[p][3] if p >= 0 else (0.0, 0.0, 0.0) for p in ix]
         j0, j1, j2 = self.jit[q]
@@ -110,98 +127,104 @@ class Pairs:
             return
         w = [w0 if ix[0] >= 0 else 0.0, w1 if ix[1] >= 0 else 0.0, w2 if ix[2] >= 0 else 0.0,
              w3 if ix[3] >= 0 else 0.0]
-        ba = self.corner[ix[0]][0]
-        bb = self.corner[ix[2]][0] if two else self.corner[ix[1]][0]
-        lam = 0.0
-        tl = 0.0
-        # 0: the normal impulse; 1: friction after it; 2: a resting contact that held takes an
-        # anchor: its weights on its corners now (collision/rigid.py, "Static friction")
-        static = False
-        for sweep in range(3):
-            if sweep == 2:
-                if not static or into > resting:
-                    anchor_on[q] = False
-                elif not anchor_on[q] and (kd == VERTEX_TRI or kd == EDGES):
-                    anchor[q] = w
-                    anchor_on[q] = True
-                break
-            if sweep >= 1:
-                x = [self._point(p, c, R) for p in ix]
-            S = [[0.0] * 3 for _ in range(3)]
-            held = sweep == 1 and anchor_on[q]
-            for i in range(3):
-                pa = w[0] * x[0][i]
-                pa = pa + (w[1] * x[1][i] if two else 0.0)
-                pb = 0.0 if two else -w[1] * x[1][i]
-                pb = pb - w[2] * x[2][i]
-                pb = pb - w[3] * x[3][i]
-                u = w[0] * (x[0][i] - xp[0][i])
-                u = u + w[1] * (x[1][i] - xp[1][i])
-                u = u + w[2] * (x[2][i] - xp[2][i])
-                u = u + w[3] * (x[3][i] - xp[3][i])
-                S[0][i] = pa
-                S[1][i] = pb
-                S[2][i] = u
-            if held:
-                # the same material points: the anchor's weights on the corners now
-                a0, a1, a2, a3 = (float(v) for v in anchor[q])
-                for i in range(3):
-                    pa = a0 * x[0][i]
-                    pa = pa + (a1 * x[1][i] if two else 0.0)
-                    pb = 0.0 if two else -a1 * x[1][i]
-                    pb = pb - a2 * x[2][i]
-                    pb = pb - a3 * x[3][i]
-                    S[0][i] = pa
-                    S[1][i] = pb
-                    S[2][i] = pa - pb
-            if sweep == 0:
-                n0, n1, n2 = m0, m1, m2
-            else:
-                un = S[2][0] * m0 + S[2][1] * m1 + S[2][2] * m2
-                t0 = S[2][0] - m0 * un
-                t1 = S[2][1] - m1 * un
-                t2 = S[2][2] - m2 * un
-                tl = math.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
-                if not tl > 1e-300:
-                    break
-                n0 = t0 / tl
-                n1 = t1 / tl
-                n2 = t2 / tl
-            W = 0.0
-            for side_, b in enumerate((ba, bb)):
-                if b >= 0:
-                    W = W + _scalar_response(im[b], c[b], R[b], Ii[b], S[side_], n0, n1, n2)
-            if sweep == 0:
-                if not W > 0:
-                    break
-                for p in ix:
-                    if p >= 0:
-                        touched.add(p)
-                into = -(S[2][0] * m0 + S[2][1] * m1 + S[2][2] * m2)
-                corr = min(pen, max(into + allowance, 0.0))
-                lam = corr / W
-                imp = lam
-                sign = 1.0
-                sums[q, 0] += lam
-            else:
-                need = tl / W
-                dep = sums[q, 0]
-                used = sums[q, 1]
-                if need + used <= self.mu[q] * dep:
-                    imp = need
-                    static = True
-                else:
-                    imp = min(max(self.mu[q] * dep - used, 0.0), need)
-                    static = False
-                sums[q, 1] = used + imp
-                sign = -1.0
-            for side_, b in enumerate((ba, bb)):
-                if b < 0:
-                    continue
-                sg = sign if side_ == 0 else -sign
-                _scalar_impulse(im[b], c[b], R, b, Ii[b], S[side_], (n0 * imp) * sg,
-                                (n1 * imp) * sg, (n2 * imp) * sg)
-                moved.add(b)
+        S = _points(w, x, xp, two)
+        W = 0.0
+        for side_, b in enumerate((ba, bb)):
+            if b >= 0:
+                W = W + _scalar_response(im[b], c[b], R[b], Ii[b], S[side_], m0, m1, m2)
+        if not W > 0:
+            return
+        for p in ix:
+            if p >= 0:
+                touched.add(p)
+        into = -(S[2][0] * m0 + S[2][1] * m1 + S[2][2] * m2)
+        corr = min(pen, max(into + allowance, 0.0))
+        lam = corr / W
+        sums[q, 0] += lam
+        self._push(ba, bb, S, m0, m1, m2, lam, 1.0, c, R, Ii, im, moved)
+        saved[q] = (m0, m1, m2, w[0], w[1], w[2], w[3], into)
+        acted[q] = not corr < pen
+
+    def _friction(self, q, c, R, Ii, im, moved, anchor_on, anchor, sums, resting, saved):
+        """Contact q's friction from its contact points' relative motion over the substep
+        now, or (while it holds an anchor) from the anchors' gap, within Coulomb's bound; then
+        a resting contact that held takes an anchor: its weights on its corners now
+        (collision/rigid.py, "Static friction")."""
+        ix, two, ba, bb = self._sides(q)
+        m0, m1, m2, w0, w1, w2, w3, into = saved[q].tolist()
+        w = [w0, w1, w2, w3]
+        x = [self._point(p, c, R) for p in ix]
+        xp = [self.corner[p][3] if p >= 0 else (0.0, 0.0, 0.0) for p in ix]
+        held = anchor_on[q]
+        # held: the same material points, the anchor's weights on the corners now
+        S = _points([float(v) for v in anchor[q]], x, None, two) if held else \
+            _points(w, x, xp, two)
+        un = S[2][0] * m0 + S[2][1] * m1 + S[2][2] * m2
+        t0 = S[2][0] - m0 * un
+        t1 = S[2][1] - m1 * un
+        t2 = S[2][2] - m2 * un
+        tl = math.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+        if not tl > 1e-300:
+            return
+        n0 = t0 / tl
+        n1 = t1 / tl
+        n2 = t2 / tl
+        W = 0.0
+        for side_, b in enumerate((ba, bb)):
+            if b >= 0:
+                W = W + _scalar_response(im[b], c[b], R[b], Ii[b], S[side_], n0, n1, n2)
+        need = tl / W
+        dep = sums[q, 0]
+        used = sums[q, 1]
+        if need + used <= self.mu[q] * dep:
+            imp = need
+            static = True
+        else:
+            imp = min(max(self.mu[q] * dep - used, 0.0), need)
+            static = False
+        sums[q, 1] = used + imp
+        self._push(ba, bb, S, n0, n1, n2, imp, -1.0, c, R, Ii, im, moved)
+        kd = self.kind[q]
+        if not static or into > resting:
+            anchor_on[q] = False
+        elif not anchor_on[q] and (kd == VERTEX_TRI or kd == EDGES):
+            anchor[q] = w
+            anchor_on[q] = True
+
+    @staticmethod
+    def _push(ba, bb, S, n0, n1, n2, imp, sign, c, R, Ii, im, moved):
+        """The impulse sign imp n on a at P_a (S[0]), its opposite on b at P_b (S[1])."""
+        for side_, b in enumerate((ba, bb)):
+            if b < 0:
+                continue
+            sg = sign if side_ == 0 else -sign
+            _scalar_impulse(im[b], c[b], R, b, Ii[b], S[side_], (n0 * imp) * sg,
+                            (n1 * imp) * sg, (n2 * imp) * sg)
+            moved.add(b)
+
+
+def _points(w, x, xp, two):
+    """[P_a, P_b, u]: the contact points on each side from the corners' weights w on their
+    corners x (4 points), and their relative motion u over the substep from the corners a
+    substep ago xp, or (xp None) the gap P_a - P_b."""
+    S = [[0.0] * 3 for _ in range(3)]
+    for i in range(3):
+        pa = w[0] * x[0][i]
+        pa = pa + (w[1] * x[1][i] if two else 0.0)
+        pb = 0.0 if two else -w[1] * x[1][i]
+        pb = pb - w[2] * x[2][i]
+        pb = pb - w[3] * x[3][i]
+        S[0][i] = pa
+        S[1][i] = pb
+        if xp is None:
+            S[2][i] = pa - pb
+            continue
+        u = w[0] * (x[0][i] - xp[0][i])
+        u = u + w[1] * (x[1][i] - xp[1][i])
+        u = u + w[2] * (x[2][i] - xp[2][i])
+        u = u + w[3] * (x[3][i] - xp[3][i])
+        S[2][i] = u
+    return S
 
 
 def _scalar_iw(r, ii, v0, v1, v2):

@@ -3,6 +3,11 @@ bodies (that module's docstring gives the constraints, the impulses and the orde
 al. 2020), with every expression of the NumPy kernel in its order (no fastmath), so the
 backends agree bit for bit, whatever the thread count:
 
+- in each pass, two phases (collision/rigid.py, "Normal impulses first"): the normal impulses
+  of the contacts between bodies, then of the collider contacts, then their friction in the
+  same order, the contacts between bodies in the order opposite to their normal phase's; what
+  a contact's friction reads of its normal phase (its normal, weights and approach) is kept
+  per contact (RigidContacts.pair_saved, cand_saved);
 - the contacts between bodies level by level of rigid_order._nested_order, the parts of a level in
   parallel (they share no movable body), each part's contacts one after another as the NumPy
   kernel takes them (collision/rigid_pairs.py). One parallel region per level with
@@ -44,9 +49,11 @@ SERIAL_CANDIDATES = 256
 @njit(cache=True, fastmath=False)
 def _solve_part(part, X, Xp, part_start, reverse, idx, kind, side, dist, mu, jit, allowance,
                 touch, body, entry, rest, c, R, inv_mass, inv_inertia, moved, first, anchor_on,
-                anchor, sums, resting):
-    """One part's contacts between bodies, one after another (reversed: last first): the
-    work of _body_pass, a call per part, in or out of a parallel region."""
+                anchor, sums, resting, phase, saved, acted):
+    """One part's contacts between bodies, one after another (reversed: last first), in one
+    phase of a pass (rigid_pairs.Pairs.solve): 0 the normal impulses (Pairs._normal), 1 the
+    friction (Pairs._friction) of the contacts phase 0 left acted, from what it left in saved
+    (Q, 8): the work of _body_pass, a call per part, in or out of a parallel region."""
     x = np.empty((3, 4))
     xp = np.empty((3, 4))
     w = np.empty(4)
@@ -55,6 +62,8 @@ def _solve_part(part, X, Xp, part_start, reverse, idx, kind, side, dist, mu, jit
     hi = part_start[part + 1]
     for qq in range(hi - lo):
         q = hi - 1 - qq if reverse else lo + qq
+        if phase == 1 and not acted[q]:
+            continue
         kd = kind[q]
         two = kd == _EDGES or kd == _SEGMENTS
         for j in range(4):
@@ -75,50 +84,41 @@ def _solve_part(part, X, Xp, part_start, reverse, idx, kind, side, dist, mu, jit
                                          + R[b, i, 2] * rest[e, 2])
             for i in range(3):
                 xp[i, j] = Xp[i, p]
-        ok, m0, m1, m2, pen, w[0], w[1], w[2], w[3] = _geometry(
-            kd, side[q], dist[q], jit[q, 0], jit[q, 1], jit[q, 2], x[0, 0], x[1, 0],
-            x[2, 0], x[0, 1], x[1, 1], x[2, 1], x[0, 2], x[1, 2], x[2, 2], x[0, 3],
-            x[1, 3], x[2, 3])
-        if not (ok and pen > _ACTIVE):
-            # a held anchor lets go when apart by more than ``resting`` (rigid_pairs.py)
-            if first and not (ok and pen > -resting):
-                anchor_on[q] = False
-            continue
-        for j in range(4):
-            if idx[q, j] < 0:
-                w[j] = 0.0
         ba = body[idx[q, 0]]
         bb = body[idx[q, 2]] if two else body[idx[q, 1]]
-        lam = 0.0
-        tl = 0.0
-        static = False
-        into = 0.0
-        # 0: the normal impulse; 1: friction after it; 2: a resting contact that held
-        # takes an anchor: its weights on its corners now (collision/rigid.py)
-        for sweep in range(3):
-            if sweep == 2:
-                if not static or into > resting:
+        if phase == 0:
+            acted[q] = False
+            ok, m0, m1, m2, pen, w[0], w[1], w[2], w[3] = _geometry(
+                kd, side[q], dist[q], jit[q, 0], jit[q, 1], jit[q, 2], x[0, 0], x[1, 0],
+                x[2, 0], x[0, 1], x[1, 1], x[2, 1], x[0, 2], x[1, 2], x[2, 2], x[0, 3],
+                x[1, 3], x[2, 3])
+            if not (ok and pen > _ACTIVE):
+                # a held anchor lets go when apart by more than ``resting`` (rigid_pairs.py)
+                if first and not (ok and pen > -resting):
                     anchor_on[q] = False
-                elif not anchor_on[q] and (kd == _VERTEX_TRI or kd == _EDGES):
-                    for j in range(4):
-                        anchor[q, j] = w[j]
-                    anchor_on[q] = True
-                break
-            if sweep >= 1:
-                for j in range(4):
-                    p = idx[q, j]
-                    if p < 0:
-                        continue
-                    b = body[p]
-                    if b >= 0:
-                        e = entry[p]
-                        for i in range(3):
-                            x[i, j] = c[b, i] + (R[b, i, 0] * rest[e, 0]
-                                                 + R[b, i, 1] * rest[e, 1]
-                                                 + R[b, i, 2] * rest[e, 2])
-            # the contact points on each side and their relative motion
-            # (rigid_pairs.Pairs._contact)
-            for i in range(3):
+                continue
+            for j in range(4):
+                if idx[q, j] < 0:
+                    w[j] = 0.0
+        else:
+            m0 = saved[q, 0]
+            m1 = saved[q, 1]
+            m2 = saved[q, 2]
+            for j in range(4):
+                w[j] = saved[q, 3 + j]
+        held = phase == 1 and anchor_on[q]
+        # the contact points on each side and their relative motion (rigid_pairs._points);
+        # held: the same material points, the anchor's weights on the corners now, and their
+        # gap
+        for i in range(3):
+            if held:
+                pa = anchor[q, 0] * x[i, 0]
+                pa = pa + (anchor[q, 1] * x[i, 1] if two else 0.0)
+                pb = 0.0 if two else -anchor[q, 1] * x[i, 1]
+                pb = pb - anchor[q, 2] * x[i, 2]
+                pb = pb - anchor[q, 3] * x[i, 3]
+                u = pa - pb
+            else:
                 pa = w[0] * x[i, 0]
                 pa = pa + (w[1] * x[i, 1] if two else 0.0)
                 pb = 0.0 if two else -w[1] * x[i, 1]
@@ -128,86 +128,87 @@ def _solve_part(part, X, Xp, part_start, reverse, idx, kind, side, dist, mu, jit
                 u = u + w[1] * (x[i, 1] - xp[i, 1])
                 u = u + w[2] * (x[i, 2] - xp[i, 2])
                 u = u + w[3] * (x[i, 3] - xp[i, 3])
-                S[0, i] = pa
-                S[1, i] = pb
-                S[2, i] = u
-            if sweep == 1 and anchor_on[q]:
-                # held: the same material points, the anchor's weights on the corners
-                # now (rigid_pairs.py)
-                for i in range(3):
-                    pa = anchor[q, 0] * x[i, 0]
-                    pa = pa + (anchor[q, 1] * x[i, 1] if two else 0.0)
-                    pb = 0.0 if two else -anchor[q, 1] * x[i, 1]
-                    pb = pb - anchor[q, 2] * x[i, 2]
-                    pb = pb - anchor[q, 3] * x[i, 3]
-                    S[0, i] = pa
-                    S[1, i] = pb
-                    S[2, i] = pa - pb
-            if sweep == 0:
-                n0 = m0
-                n1 = m1
-                n2 = m2
-            else:
-                un = S[2, 0] * m0 + S[2, 1] * m1 + S[2, 2] * m2
-                t0 = S[2, 0] - m0 * un
-                t1 = S[2, 1] - m1 * un
-                t2 = S[2, 2] - m2 * un
-                tl = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
-                if not tl > 1e-300:
-                    break
-                n0 = t0 / tl
-                n1 = t1 / tl
-                n2 = t2 / tl
-            W = 0.0
-            for side_ in range(2):
-                b = ba if side_ == 0 else bb
-                if b < 0:
-                    continue
-                W = W + _resp(inv_mass[b], c[b, 0], c[b, 1], c[b, 2], R[b, 0, 0],
-                              R[b, 0, 1], R[b, 0, 2], R[b, 1, 0], R[b, 1, 1], R[b, 1, 2],
-                              R[b, 2, 0], R[b, 2, 1], R[b, 2, 2], inv_inertia[b, 0, 0],
-                              inv_inertia[b, 0, 1], inv_inertia[b, 0, 2],
-                              inv_inertia[b, 1, 0], inv_inertia[b, 1, 1],
-                              inv_inertia[b, 1, 2], inv_inertia[b, 2, 0],
-                              inv_inertia[b, 2, 1], inv_inertia[b, 2, 2], S[side_, 0],
-                              S[side_, 1], S[side_, 2], n0, n1, n2)
-            if sweep == 0:
-                if not W > 0:
-                    break
-                for j in range(4):
-                    if idx[q, j] >= 0:
-                        touch[idx[q, j]] = True
-                into = -(S[2, 0] * m0 + S[2, 1] * m1 + S[2, 2] * m2)
-                corr = min(pen, max(into + allowance, 0.0))
-                lam = corr / W
-                imp = lam
-                sign = 1.0
-                sums[q, 0] += lam
-            else:
-                used = sums[q, 1]
-                imp, static = _coulomb(tl / W, used, sums[q, 0], mu[q], mu[q])
-                sums[q, 1] = used + imp
-                sign = -1.0
-            # the impulse sign imp n on a at P_a, its opposite on b at P_b (_Solve.push)
-            for side_ in range(2):
-                b = ba if side_ == 0 else bb
-                if b < 0:
-                    continue
-                sg = sign if side_ == 0 else -sign
-                _impulse(b, S[side_, 0], S[side_, 1], S[side_, 2], (n0 * imp) * sg,
-                         (n1 * imp) * sg, (n2 * imp) * sg, c, R, inv_mass, inv_inertia,
-                         moved)
+            S[0, i] = pa
+            S[1, i] = pb
+            S[2, i] = u
+        if phase == 0:
+            n0 = m0
+            n1 = m1
+            n2 = m2
+        else:
+            un = S[2, 0] * m0 + S[2, 1] * m1 + S[2, 2] * m2
+            t0 = S[2, 0] - m0 * un
+            t1 = S[2, 1] - m1 * un
+            t2 = S[2, 2] - m2 * un
+            tl = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+            if not tl > 1e-300:
+                continue
+            n0 = t0 / tl
+            n1 = t1 / tl
+            n2 = t2 / tl
+        W = 0.0
+        for side_ in range(2):
+            b = ba if side_ == 0 else bb
+            if b < 0:
+                continue
+            W = W + _resp(inv_mass[b], c[b, 0], c[b, 1], c[b, 2], R[b, 0, 0], R[b, 0, 1],
+                          R[b, 0, 2], R[b, 1, 0], R[b, 1, 1], R[b, 1, 2], R[b, 2, 0],
+                          R[b, 2, 1], R[b, 2, 2], inv_inertia[b, 0, 0], inv_inertia[b, 0, 1],
+                          inv_inertia[b, 0, 2], inv_inertia[b, 1, 0], inv_inertia[b, 1, 1],
+                          inv_inertia[b, 1, 2], inv_inertia[b, 2, 0], inv_inertia[b, 2, 1],
+                          inv_inertia[b, 2, 2], S[side_, 0], S[side_, 1], S[side_, 2], n0,
+                          n1, n2)
+        static = False
+        if phase == 0:
+            if not W > 0:
+                continue
+            for j in range(4):
+                if idx[q, j] >= 0:
+                    touch[idx[q, j]] = True
+            into = -(S[2, 0] * m0 + S[2, 1] * m1 + S[2, 2] * m2)
+            corr = min(pen, max(into + allowance, 0.0))
+            imp = corr / W
+            sign = 1.0
+            sums[q, 0] += imp
+        else:
+            used = sums[q, 1]
+            imp, static = _coulomb(tl / W, used, sums[q, 0], mu[q], mu[q])
+            sums[q, 1] = used + imp
+            sign = -1.0
+        # the impulse sign imp n on a at P_a, its opposite on b at P_b (Pairs._push)
+        for side_ in range(2):
+            b = ba if side_ == 0 else bb
+            if b < 0:
+                continue
+            sg = sign if side_ == 0 else -sign
+            _impulse(b, S[side_, 0], S[side_, 1], S[side_, 2], (n0 * imp) * sg,
+                     (n1 * imp) * sg, (n2 * imp) * sg, c, R, inv_mass, inv_inertia, moved)
+        if phase == 0:
+            saved[q, 0] = m0
+            saved[q, 1] = m1
+            saved[q, 2] = m2
+            for j in range(4):
+                saved[q, 3 + j] = w[j]
+            saved[q, 7] = into
+            # a contact still pushed out of an overlap takes no friction (rigid.py)
+            acted[q] = not corr < pen
+        elif not static or saved[q, 7] > resting:
+            anchor_on[q] = False
+        elif not anchor_on[q] and (kd == _VERTEX_TRI or kd == _EDGES):
+            for j in range(4):
+                anchor[q, j] = w[j]
+            anchor_on[q] = True
 
 
 @njit(cache=True, parallel=True, fastmath=False)
 def _body_pass(X, Xp, part_start, level_start, reverse, idx, kind, side, dist, mu, jit,
                allowance, touch, body, entry, rest, c, R, inv_mass, inv_inertia, moved, first,
-               anchor_on, anchor, sums, resting):
-    """rigid_pairs.Pairs.solve: level by level (reversed: the last level first), the parts of
-    a level in parallel (they share no movable body: rigid_order._nested_order), each part's
-    contacts one after another (reversed: last first). What two parts may share is an
-    immovable corner (a sleeping or pinned particle, read from X, which no contact writes),
-    whose touch flag both may set: the same value, read after the pass."""
+               anchor_on, anchor, sums, resting, phase, saved, acted):
+    """rigid_pairs.Pairs.solve, one phase: level by level (reversed: the last level first),
+    the parts of a level in parallel (they share no movable body: rigid_order._nested_order),
+    each part's contacts one after another (reversed: last first). What two parts may share
+    is an immovable corner (a sleeping or pinned particle, read from X, which no contact
+    writes), whose touch flag both may set: the same value, read after the pass."""
     levels = level_start.shape[0] - 1
     for li in range(levels):
         lv = levels - 1 - li if reverse else li
@@ -218,12 +219,12 @@ def _body_pass(X, Xp, part_start, level_start, reverse, idx, kind, side, dist, m
             for part in range(level_start[lv], level_start[lv + 1]):
                 _solve_part(part, X, Xp, part_start, reverse, idx, kind, side, dist, mu, jit,
                             allowance, touch, body, entry, rest, c, R, inv_mass, inv_inertia,
-                            moved, first, anchor_on, anchor, sums, resting)
+                            moved, first, anchor_on, anchor, sums, resting, phase, saved, acted)
             continue
         for part in prange(level_start[lv], level_start[lv + 1]):
             _solve_part(part, X, Xp, part_start, reverse, idx, kind, side, dist, mu, jit,
                         allowance, touch, body, entry, rest, c, R, inv_mass, inv_inertia, moved,
-                        first, anchor_on, anchor, sums, resting)
+                        first, anchor_on, anchor, sums, resting, phase, saved, acted)
 
 
 @njit(cache=True, parallel=True, fastmath=False)
@@ -231,7 +232,7 @@ def _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc,
                    radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, friction, mesh, depth,
                    used, touching, normal, motion, collider, allowance, body, entry, rest, c, Rm,
                    inv_mass, inv_inertia, moved, X0, clear, by_body, body_start, pclear, run_next,
-                   first, held, anchor, sums, resting):
+                   first, held, anchor, sums, resting, phase, saved, acted):
     """rigid._collider_contacts for every candidate: one loop, not a call per candidate (a
     call passing the mesh group's arrays cost a microsecond in reference counting, more than
     the contact). The bodies in parallel, each body's candidates in their order (by_body,
@@ -257,27 +258,34 @@ def _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc,
     state = (depth, used, touching, normal, motion, collider)
     bodies = (body, entry, rest, c, Rm, inv_mass, inv_inertia, moved, X0, clear, by_body,
               body_start, pclear, run_next)
-    fric = (held, anchor, sums)
+    fric = (held, anchor, sums, saved, acted)
     if by_body.shape[0] < SERIAL_CANDIDATES:
         for g in range(body_start.shape[0] - 1):
-            _collider_body(g, X, Xp, geo, state, bodies, fric, mesh, allowance, first,
-                           resting)
+            if phase == 0:
+                _collider_body(g, X, Xp, geo, state, bodies, fric, mesh, allowance, first)
+            else:
+                _collider_friction(g, Xp, geo, state, bodies, fric, resting)
     else:
         for g in prange(body_start.shape[0] - 1):
-            _collider_body(g, X, Xp, geo, state, bodies, fric, mesh, allowance, first,
-                           resting)
+            if phase == 0:
+                _collider_body(g, X, Xp, geo, state, bodies, fric, mesh, allowance, first)
+            else:
+                _collider_friction(g, Xp, geo, state, bodies, fric, resting)
 
 
 @njit(cache=True, fastmath=False, inline="always")
-def _collider_body(g, X, Xp, geo, state, bodies, held_state, mesh, allowance, first,
-                   resting):
-    """_collider_pass for body g's candidates (by_body[body_start[g]:body_start[g + 1]])."""
+def _collider_body(g, X, Xp, geo, state, bodies, held_state, mesh, allowance, first):
+    """_collider_pass's normal phase for body g's candidates (by_body[body_start[g]:
+    body_start[g + 1]]): rigid._collider_normals, leaving what the friction phase reads in
+    saved (Qc, 8) and acted (Qc,)."""
     (cand_particle, cand_collider, shape, approximate, abc, thickness, radius, R, t, s, Rb, tb, sb,
      moving, mu_s, mu_k, friction) = geo
     (depth, used, touching, normal, motion, collider) = state
     (body, entry, rest, c, Rm, inv_mass, inv_inertia, moved, X0, clear, by_body, body_start,
      pclear, run_next) = bodies
-    held, anchor, sums = held_state
+    held, anchor, sums, saved, acted = held_state
+    for g2 in range(body_start[g], body_start[g + 1]):
+        acted[by_body[g2]] = False
     gg = body_start[g]
     while gg < body_start[g + 1]:
         nxt = run_next[gg]          # the particle's candidates: by_body[gg:nxt]
@@ -425,64 +433,17 @@ def _collider_body(g, X, Xp, geo, state, bodies, held_state, mesh, allowance, fi
             lam = corr / W
             _impulse(b, x0, x1, x2, (n0 * lam) * 1.0, (n1 * lam) * 1.0, (n2 * lam) * 1.0, c,
                      Rm, inv_mass, inv_inertia, moved)
-            # friction (collision/rigid.py), from the point's motion relative to the collider
-            # after it
-            y0 = c[b, 0] + (Rm[b, 0, 0] * rest[e, 0] + Rm[b, 0, 1] * rest[e, 1]
-                            + Rm[b, 0, 2] * rest[e, 2])
-            y1 = c[b, 1] + (Rm[b, 1, 0] * rest[e, 0] + Rm[b, 1, 1] * rest[e, 1]
-                            + Rm[b, 1, 2] * rest[e, 2])
-            y2 = c[b, 2] + (Rm[b, 2, 0] * rest[e, 0] + Rm[b, 2, 1] * rest[e, 1]
-                            + Rm[b, 2, 2] * rest[e, 2])
-            r0 = y0 - xp0 - m0
-            r1 = y1 - xp1 - m1
-            r2 = y2 - xp2 - m2
-            # a held contact on a collider at rest: the slip since it was anchored
-            still = sh != _MESH and not moving[k]
-            h = still and held[jj]
-            if h:
-                r0 = y0 - anchor[jj, 0]
-                r1 = y1 - anchor[jj, 1]
-                r2 = y2 - anchor[jj, 2]
-            rn = r0 * n0 + r1 * n1 + r2 * n2
-            t0 = r0 - n0 * rn
-            t1 = r1 - n1 * rn
-            t2 = r2 - n2 * rn
-            tl = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
-            dep = sums[jj, 0] + lam if h else depth[p] + lam
-            u = sums[jj, 1] if h else used[p]
-            need = 0.0
-            u0 = 0.0
-            u1 = 0.0
-            u2 = 0.0
-            if tl > 1e-300:
-                u0 = t0 / tl
-                u1 = t1 / tl
-                u2 = t2 / tl
-                need = tl / _resp(inv_mass[b], c[b, 0], c[b, 1], c[b, 2], Rm[b, 0, 0],
-                                  Rm[b, 0, 1], Rm[b, 0, 2], Rm[b, 1, 0], Rm[b, 1, 1],
-                                  Rm[b, 1, 2], Rm[b, 2, 0], Rm[b, 2, 1], Rm[b, 2, 2],
-                                  inv_inertia[b, 0, 0], inv_inertia[b, 0, 1],
-                                  inv_inertia[b, 0, 2], inv_inertia[b, 1, 0],
-                                  inv_inertia[b, 1, 1], inv_inertia[b, 1, 2],
-                                  inv_inertia[b, 2, 0], inv_inertia[b, 2, 1],
-                                  inv_inertia[b, 2, 2], y0, y1, y2, u0, u1, u2)
-            ms, mk = _combined_friction(mu_s[k], mu_k[k], friction[p])
-            take, static = _coulomb(need, u, dep, ms, mk)
-            if tl > 1e-300:
-                _impulse(b, y0, y1, y2, (u0 * take) * -1.0, (u1 * take) * -1.0,
-                         (u2 * take) * -1.0, c, Rm, inv_mass, inv_inertia, moved)
             depth[p] = depth[p] + lam
-            used[p] = used[p] + take
-            if still:
-                # an anchor holds a resting contact only (collision/rigid.py)
-                sums[jj, 0] = dep
-                sums[jj, 1] = u + take
-                static = static and into <= resting
-                held[jj] = static
-                if static and not h:
-                    for i in range(3):
-                        anchor[jj, i] = c[b, i] + (Rm[b, i, 0] * rest[e, 0] + Rm[b, i, 1]
-                                                   * rest[e, 1] + Rm[b, i, 2] * rest[e, 2])
+            saved[jj, 0] = n0
+            saved[jj, 1] = n1
+            saved[jj, 2] = n2
+            saved[jj, 3] = m0
+            saved[jj, 4] = m1
+            saved[jj, 5] = m2
+            saved[jj, 6] = into
+            saved[jj, 7] = lam
+            # a contact still pushed out of an overlap takes no friction (collision/rigid.py)
+            acted[jj] = not corr < d
             touching[p] = True
             normal[p, 0] = n0
             normal[p, 1] = n1
@@ -492,6 +453,87 @@ def _collider_body(g, X, Xp, geo, state, bodies, held_state, mesh, allowance, fi
             motion[p, 2] = m2
             collider[p] = k
         gg = nxt
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _collider_friction(g, Xp, geo, state, bodies, held_state, resting):
+    """_collider_pass's friction phase for body g's candidates that touched in its normal
+    phase (rigid._collider_friction): from each point's motion relative to the collider after
+    the normal impulses, or (a held anchor on a collider at rest) from its slip since it was
+    anchored."""
+    (cand_particle, cand_collider, shape, approximate, abc, thickness, radius, R, t, s, Rb, tb, sb,
+     moving, mu_s, mu_k, friction) = geo
+    (depth, used, touching, normal, motion, collider) = state
+    (body, entry, rest, c, Rm, inv_mass, inv_inertia, moved, X0, clear, by_body, body_start,
+     pclear, run_next) = bodies
+    held, anchor, sums, saved, acted = held_state
+    for g2 in range(body_start[g], body_start[g + 1]):
+        jj = by_body[g2]
+        if not acted[jj]:
+            continue
+        p = cand_particle[jj]
+        k = cand_collider[jj]
+        b = body[p]
+        e = entry[p]
+        n0 = saved[jj, 0]
+        n1 = saved[jj, 1]
+        n2 = saved[jj, 2]
+        lam = saved[jj, 7]
+        y0 = c[b, 0] + (Rm[b, 0, 0] * rest[e, 0] + Rm[b, 0, 1] * rest[e, 1]
+                        + Rm[b, 0, 2] * rest[e, 2])
+        y1 = c[b, 1] + (Rm[b, 1, 0] * rest[e, 0] + Rm[b, 1, 1] * rest[e, 1]
+                        + Rm[b, 1, 2] * rest[e, 2])
+        y2 = c[b, 2] + (Rm[b, 2, 0] * rest[e, 0] + Rm[b, 2, 1] * rest[e, 1]
+                        + Rm[b, 2, 2] * rest[e, 2])
+        r0 = y0 - Xp[0, p] - saved[jj, 3]
+        r1 = y1 - Xp[1, p] - saved[jj, 4]
+        r2 = y2 - Xp[2, p] - saved[jj, 5]
+        # a held contact on a collider at rest: the slip since it was anchored
+        still = shape[k] != _MESH and not moving[k]
+        h = still and held[jj]
+        if h:
+            r0 = y0 - anchor[jj, 0]
+            r1 = y1 - anchor[jj, 1]
+            r2 = y2 - anchor[jj, 2]
+        rn = r0 * n0 + r1 * n1 + r2 * n2
+        t0 = r0 - n0 * rn
+        t1 = r1 - n1 * rn
+        t2 = r2 - n2 * rn
+        tl = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+        dep = sums[jj, 0] + lam if h else depth[p]
+        u = sums[jj, 1] if h else used[p]
+        need = 0.0
+        u0 = 0.0
+        u1 = 0.0
+        u2 = 0.0
+        if tl > 1e-300:
+            u0 = t0 / tl
+            u1 = t1 / tl
+            u2 = t2 / tl
+            need = tl / _resp(inv_mass[b], c[b, 0], c[b, 1], c[b, 2], Rm[b, 0, 0],
+                              Rm[b, 0, 1], Rm[b, 0, 2], Rm[b, 1, 0], Rm[b, 1, 1],
+                              Rm[b, 1, 2], Rm[b, 2, 0], Rm[b, 2, 1], Rm[b, 2, 2],
+                              inv_inertia[b, 0, 0], inv_inertia[b, 0, 1],
+                              inv_inertia[b, 0, 2], inv_inertia[b, 1, 0],
+                              inv_inertia[b, 1, 1], inv_inertia[b, 1, 2],
+                              inv_inertia[b, 2, 0], inv_inertia[b, 2, 1],
+                              inv_inertia[b, 2, 2], y0, y1, y2, u0, u1, u2)
+        ms, mk = _combined_friction(mu_s[k], mu_k[k], friction[p])
+        take, static = _coulomb(need, u, dep, ms, mk)
+        if tl > 1e-300:
+            _impulse(b, y0, y1, y2, (u0 * take) * -1.0, (u1 * take) * -1.0,
+                     (u2 * take) * -1.0, c, Rm, inv_mass, inv_inertia, moved)
+        used[p] = used[p] + take
+        if still:
+            # an anchor holds a resting contact only (collision/rigid.py)
+            sums[jj, 0] = dep
+            sums[jj, 1] = u + take
+            static = static and saved[jj, 6] <= resting
+            held[jj] = static
+            if static and not h:
+                for i in range(3):
+                    anchor[jj, i] = c[b, i] + (Rm[b, i, 0] * rest[e, 0] + Rm[b, i, 1]
+                                               * rest[e, 1] + Rm[b, i, 2] * rest[e, 2])
 
 
 @njit(cache=True, fastmath=False)
@@ -522,15 +564,18 @@ def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approx
     for m in range(bodies.shape[0]):
         moved[bodies[m]] = False
     for p in range(passes):
-        _body_pass(X, Xp, part_start, rigid[25], p % 2 == 1, idx, kind, side, dist, mu, jit,
-                   allowance, touch, body, entry, rest_offset, c, Rm, inv_mass, inv_inertia,
-                   moved, p == 0, rigid[28], rigid[29], rigid[30], rigid[34][0])
-        _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc, thickness,
-                       radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, friction, mesh, depth,
-                       used, touching, normal, motion, collider, allowance, body, entry,
-                       rest_offset, c, Rm, inv_mass, inv_inertia, moved, X0, clear, rigid[23],
-                       rigid[24], rigid[26], rigid[27], p == 0, rigid[31], rigid[32], rigid[33],
-                       rigid[34][0])
+        # every contact's normal impulse, then every contact's friction (collision/rigid.py)
+        for phase in range(2):
+            _body_pass(X, Xp, part_start, rigid[25], (p + phase) % 2 == 1, idx, kind, side,
+                       dist, mu, jit, allowance, touch, body, entry, rest_offset, c, Rm,
+                       inv_mass, inv_inertia, moved, p == 0, rigid[28], rigid[29], rigid[30],
+                       rigid[34][0], phase, rigid[36], rigid[37])
+            _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc,
+                           thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, friction,
+                           mesh, depth, used, touching, normal, motion, collider, allowance,
+                           body, entry, rest_offset, c, Rm, inv_mass, inv_inertia, moved, X0,
+                           clear, rigid[23], rigid[24], rigid[26], rigid[27], p == 0, rigid[31],
+                           rigid[32], rigid[33], rigid[34][0], phase, rigid[38], rigid[39])
     # the moved bodies' particles on their poses
     for m in range(entries.shape[0]):
         b = entry_body[m]
