@@ -45,18 +45,19 @@ accumulated as a vector (projected Gauss-Seidel: 0.67 mm/s) nor the substep befo
 impulse as the bound's floor (unchanged) mended it, and a coupled 3 x 3 solve of each contact
 halved it at best, a box then sliding 35 % too far on a slab (measured 2026-11-29). Normal
 impulses first: the box stands still from 0.14 (at 0.13, 2 % above its threshold, it creeps
-0.11 mm/s) and slides at 0.125 (tests/solver/test_static_friction.py, on a plane and on a
-pinned slab). The friction phase of the contacts between bodies runs in the opposite order to
-the pass's normal phase (forward normals, reversed friction, then the reverse): in the same
-order the box on a slab, where both its contacts are between bodies, slid sideways along the
-wall, 2.2 mm in 2 s at 1.3 x its threshold (the wall contacts' friction spent pushing sideways,
-not up); 0.006 mm so. In the 100-crate pile (benchmarks/crates.py --drops; see the README for
-the figures) more crates sleep sooner: its drop 7, where a crate tilted on a corner slid down
-another on kinetic contacts at 1.5 cm/s from frame 104 to 200, sleeps whole from frame 99. A
-contact still being pushed out of an overlap deeper than one substep's push (its c held to into
-+ s_max below pen) takes no friction in that pass: it carries no load, and its friction, taken
-after every push, lifted a cube started 5 mm in the floor out at 1.05 m/s, above the
-depenetration speed (1 m/s; tests/solver/test_depenetration.py).
+0.11 mm/s) and slides at 0.125 (tests/solver/test_static_friction.py: on a plane or a pinned
+slab, against a pinned box or a box collider). The friction phase of the contacts between
+bodies runs in the opposite order to the pass's normal phase (forward normals, reversed
+friction, then the reverse): in the same order the box on a slab, where both its contacts are
+between bodies, slid sideways along the wall, 2.2 mm in 2 s at 1.3 x its threshold (the wall
+contacts' friction spent pushing sideways, not up); 0.006 mm so. In the 100-crate pile
+(benchmarks/crates.py --drops; see the README for the figures) more crates sleep sooner: its
+drop 7, where a crate tilted on a corner slid down another on kinetic contacts at 1.5 cm/s from
+frame 104 to 200, sleeps whole from frame 99. A contact still being pushed out of an overlap
+deeper than one substep's push (its c held to into + s_max below pen) takes no friction in that
+pass: it carries no load, and its friction, taken after every push, lifted a cube started 5 mm
+in the floor out at 1.05 m/s, above the depenetration speed (1 m/s;
+tests/solver/test_depenetration.py).
 
 Static friction (anchors; the friction anchors of persistent contact manifolds, as in Box2D and
 PhysX, applied to position-based friction): u' measures the slip of one substep, and the
