@@ -183,10 +183,9 @@ Contacts with cloth, soft bodies and loose particles stay particle projections
 
 import numpy as np
 
-from .frames import MESH, Frame
-from .mesh_query import mesh_far
-from .project import _carried, _distance, _guard, _motion, _surface_motion, combined_friction
+from .frames import Frame
 from ..constraints.joints import _iw, _rotate
+from . import rigid_colliders
 from .rigid_pairs import Pairs
 
 PASSES = 2
@@ -389,17 +388,19 @@ def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approx
                 for k in np.unique(cand_collider[lo:hi]):
                     sel = np.arange(lo, hi)[cand_collider[lo:hi] == k]
                     if phase == 0:
-                        _collider_normals(st, cand_particle[sel], k, shape[k], approximate[k],
-                                          abc[k], thickness[k], radius, Frame(R[k], t[k], s[k]),
-                                          Frame(Rb[k], tb[k], sb[k]), moving[k], mesh, depth,
-                                          touching, normal, motion, collider, allowance, sel,
-                                          p == 0, rigid[31], rigid[38], rigid[39])
+                        rigid_colliders.normal_phase(
+                            st, cand_particle[sel], k, shape[k], approximate[k], abc[k],
+                            thickness[k], radius, Frame(R[k], t[k], s[k]),
+                            Frame(Rb[k], tb[k], sb[k]), moving[k], mesh, depth, touching,
+                            normal, motion, collider, allowance, sel, p == 0, rigid[31],
+                            rigid[38], rigid[39])
                         continue
                     sel = sel[rigid[39][sel]]
                     if sel.size:
-                        _collider_friction(st, cand_particle[sel], sel, shape[k], moving[k],
-                                           mu_s[k], mu_k[k], friction, depth, used, rigid[31],
-                                           rigid[32], rigid[33], rigid[34][0], rigid[38])
+                        rigid_colliders.friction_phase(
+                            st, cand_particle[sel], sel, shape[k], moving[k], mu_s[k], mu_k[k],
+                            friction, depth, used, rigid[31], rigid[32], rigid[33],
+                            rigid[34][0], rigid[38])
     _place(st, particles, bodies, entries, entry_body, origin, rot)
 
 
@@ -470,130 +471,6 @@ class _Solve:
 
 def _cross(a, b):
     return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
-
-
-def _collider_normals(st, ids, k, shape, approximate, abc, thickness, radius, now, before,
-                      moving, mesh, depth, touching, normal, motion, collider, allowance, cand,
-                      first, held, saved, acted):
-    """The normal impulses of one colour's candidates ids (m,) (particles of different
-    bodies) against collider k, cand (m,) their indices; what the friction phase needs is left
-    in saved (Qc, 8) and acted (Qc,) (RigidContacts.cand_saved, cand_acted)."""
-    acted[cand] = False
-    x = st.positions(ids)
-    xp = st.before(ids)
-    if shape == MESH and ids.size:
-        if moving:
-            p0, p1, p2 = _carried(now, before, xp[0], xp[1], xp[2])
-        else:
-            p0, p1, p2 = xp
-        with np.errstate(over="ignore", invalid="ignore"):    # a runaway is the step's to report
-            far = mesh_far(x[0], x[1], x[2], p0, p1, p2, ids, k, thickness + radius[ids], mesh)
-        if far.any():
-            keep = ~far
-            ids = ids[keep]
-            cand = cand[keep]
-            x = [v[keep] for v in x]
-            xp = [v[keep] for v in xp]
-    if not ids.size:
-        return
-    phi, (n0, n1, n2), surf = _distance(shape, approximate, abc, now, before, k, mesh, x[0],
-                                        x[1], x[2], xp[0], xp[1], xp[2])
-    pen = phi - thickness - radius[ids]
-    xc = np.column_stack(x)
-    xpc = np.column_stack(xp)
-    _guard(xc, xpc, ids, shape, approximate, abc, thickness, radius, now, before, moving, k,
-           mesh, pen, n0, n1, n2, surf)
-    hit = pen < 0
-    if first:
-        held[cand[~hit]] = False
-    if not hit.any():
-        return
-    ids = ids[hit]
-    cand = cand[hit]
-    d = -pen[hit]
-    n = [n0[hit], n1[hit], n2[hit]]
-    x = [v[hit] for v in x]
-    xp = [v[hit] for v in xp]
-    mesh_motion = _surface_motion(now, before, surf, hit, mesh)
-    if mesh_motion is not None:
-        mo = list(mesh_motion)
-    elif moving:
-        mo = list(_motion(now, before, x[0] + n[0] * d, x[1] + n[1] * d, x[2] + n[2] * d))
-    else:
-        mo = [np.zeros_like(d)] * 3
-    into = -((x[0] - xp[0] - mo[0]) * n[0] + (x[1] - xp[1] - mo[1]) * n[1]
-             + (x[2] - xp[2] - mo[2]) * n[2])
-    corr = np.minimum(d, np.maximum(into + allowance, 0.0))
-    b = st.body[ids]
-    W = st.response(b, x, n)
-    lam = corr / W
-    st.push(b, x, [n[i] * lam for i in range(3)], 1.0)
-    depth[ids] = depth[ids] + lam
-    for i in range(3):
-        saved[cand, i] = n[i]
-        saved[cand, 3 + i] = mo[i]
-    saved[cand, 6] = into
-    saved[cand, 7] = lam
-    # a contact still pushed out of an overlap deeper than one substep's push takes no
-    # friction (module docstring)
-    acted[cand] = ~(corr < d)
-    touching[ids] = True
-    normal[ids, 0], normal[ids, 1], normal[ids, 2] = n
-    motion[ids, 0], motion[ids, 1], motion[ids, 2] = mo
-    collider[ids] = k
-
-
-def _collider_friction(st, ids, cand, shape, moving, mu_s, mu_k, friction, depth, used, held,
-                       anchor, sums, resting, saved):
-    """The friction of one colour's candidates cand (m,) against one collider, of particles
-    ids (m,), whose normal impulses this pass applied (_collider_normals' saved), from each
-    point's motion over the substep relative to the collider surface, or (a held anchor) from
-    its slip since it was anchored (module docstring)."""
-    n = [saved[cand, i] for i in range(3)]
-    mo = [saved[cand, 3 + i] for i in range(3)]
-    into = saved[cand, 6]
-    lam = saved[cand, 7]
-    b = st.body[ids]
-    y = st.positions(ids)
-    xp = st.before(ids)
-    r = [y[i] - xp[i] - mo[i] for i in range(3)]
-    # a held contact on a collider at rest: the slip since it was anchored
-    still = shape != MESH and not moving
-    h = held[cand] if still else np.zeros(len(cand), bool)
-    if h.any():
-        for i in range(3):
-            r[i] = np.where(h, y[i] - anchor[cand, i], r[i])
-    rn = r[0] * n[0] + r[1] * n[1] + r[2] * n[2]
-    tv = [r[i] - n[i] * rn for i in range(3)]
-    tl = np.sqrt(tv[0] * tv[0] + tv[1] * tv[1] + tv[2] * tv[2])
-    dep = np.where(h, sums[cand, 0] + lam, depth[ids])
-    u = np.where(h, sums[cand, 1], used[ids])
-    big = tl > 1e-300
-    need = np.zeros_like(tl)
-    dirn = [np.zeros_like(tl) for _ in range(3)]
-    if big.any():
-        f = np.nonzero(big)[0]
-        for i in range(3):
-            dirn[i][f] = tv[i][f] / tl[f]
-        need[f] = tl[f] / st.response(b[f], [v[f] for v in y], [v[f] for v in dirn])
-    mu_s, mu_k = combined_friction(mu_s, mu_k, friction[ids])
-    static = need + u <= mu_s * dep
-    take = np.where(static, need, np.minimum(np.maximum(mu_k * dep - u, 0.0), need))
-    if big.any():
-        f = np.nonzero(big)[0]
-        st.push(b[f], [v[f] for v in y], [dirn[i][f] * take[f] for i in range(3)], -1.0)
-    used[ids] = used[ids] + take
-    if still:
-        # an anchor holds a resting contact only: one that arrives (an impact) or slides lets
-        # go, and takes this substep's slip again
-        sums[cand, 0] = dep
-        sums[cand, 1] = u + take
-        static = static & (into <= resting)
-        held[cand] = static
-        y = st.positions(ids)
-        new = static & ~h
-        for i in range(3):
-            anchor[cand[new], i] = y[i][new]
 
 
 def _place(st, particles, bodies, entries, entry_body, origin, rot):

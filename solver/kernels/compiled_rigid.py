@@ -233,24 +233,24 @@ def _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc,
                    used, touching, normal, motion, collider, allowance, body, entry, rest, c, Rm,
                    inv_mass, inv_inertia, moved, X0, clear, by_body, body_start, pclear, run_next,
                    first, held, anchor, sums, resting, phase, saved, acted):
-    """rigid._collider_contacts for every candidate: one loop, not a call per candidate (a
-    call passing the mesh group's arrays cost a microsecond in reference counting, more than
-    the contact). The bodies in parallel, each body's candidates in their order (by_body,
-    body_start: RigidContacts.cand_by_body, cand_body_start): a collider contact reads and
-    moves its own body and writes its own particle's contact state only, so each body sees
-    the operations of the NumPy kernel's colour-by-colour order, and the bits do not depend
-    on the thread count. A candidate whose particle, now and a substep ago, is still nearer
-    to where the step started (X0) than its clearance there (clear) is skipped: its contact
-    would change nothing (solve_rigid). Most are (at 100 ragdolls on the stairs 93 % of 0.98 M
-    candidates a frame), and a particle has several candidates (a collider each), which come
-    one after another in a body's order (by particle, then collider: RigidContacts.select),
-    run_next (Qc,) int64 the position in by_body where the next particle's start: a particle
-    whose least clearance over its candidates holds (pclear (n,) [m], from the step's start)
-    on its body's pose now skips them all in one test, as each candidate's own test would
-    (its clearance is at least the least): the same candidates are taken, the same bits.
-    Visiting each candidate to find its particle clear was 70 % of this pass at 100
-    ragdolls (measured 2026-11-27). Fewer than SERIAL_CANDIDATES candidates run on the calling
-    thread (one ragdoll's are less work than a parallel region costs)."""
+    """rigid_colliders.normal_phase or friction_phase for every candidate: one loop, not a call
+    per candidate (a call passing the mesh group's arrays cost a microsecond in reference
+    counting, more than the contact). The bodies in parallel, each body's candidates in their
+    order (by_body, body_start: RigidContacts.cand_by_body, cand_body_start): a collider
+    contact reads and moves its own body and writes its own particle's contact state only, so
+    each body sees the operations of the NumPy kernel's colour-by-colour order, and the bits do
+    not depend on the thread count. A candidate whose particle, now and a substep ago, is still
+    nearer to where the step started (X0) than its clearance there (clear) is skipped: its
+    contact would change nothing (solve_rigid). Most are (at 100 ragdolls on the stairs 93 % of
+    0.98 M candidates a frame), and a particle has several candidates (a collider each), which
+    come one after another in a body's order (by particle, then collider:
+    RigidContacts.select), run_next (Qc,) int64 the position in by_body where the next
+    particle's start: a particle whose least clearance over its candidates holds (pclear (n,)
+    [m], from the step's start) on its body's pose now skips them all in one test, as each
+    candidate's own test would (its clearance is at least the least): the same candidates are
+    taken, the same bits. Visiting each candidate to find its particle clear was 70 % of this
+    pass at 100 ragdolls (measured 2026-11-27). Fewer than SERIAL_CANDIDATES candidates run on
+    the calling thread (one ragdoll's are less work than a parallel region costs)."""
     # grouped in tuples: a call with more than 30 arguments is made with *args, which
     # Numba cannot inline into a parallel loop (nor pass it a tuple holding a tuple: mesh)
     geo = (cand_particle, cand_collider, shape, approximate, abc, thickness, radius, R, t, s, Rb,
@@ -276,7 +276,7 @@ def _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc,
 @njit(cache=True, fastmath=False, inline="always")
 def _collider_body(g, X, Xp, geo, state, bodies, held_state, mesh, allowance, first):
     """_collider_pass's normal phase for body g's candidates (by_body[body_start[g]:
-    body_start[g + 1]]): rigid._collider_normals, leaving what the friction phase reads in
+    body_start[g + 1]]): rigid_colliders.normal_phase, leaving what the friction phase reads in
     saved (Qc, 8) and acted (Qc,)."""
     (cand_particle, cand_collider, shape, approximate, abc, thickness, radius, R, t, s, Rb, tb, sb,
      moving, mu_s, mu_k, friction) = geo
@@ -458,7 +458,7 @@ def _collider_body(g, X, Xp, geo, state, bodies, held_state, mesh, allowance, fi
 @njit(cache=True, fastmath=False, inline="always")
 def _collider_friction(g, Xp, geo, state, bodies, held_state, resting):
     """_collider_pass's friction phase for body g's candidates that touched in its normal
-    phase (rigid._collider_friction): from each point's motion relative to the collider after
+    phase (rigid_colliders.friction_phase): from each point's motion relative to the collider after
     the normal impulses, or (a held anchor on a collider at rest) from its slip since it was
     anchored."""
     (cand_particle, cand_collider, shape, approximate, abc, thickness, radius, R, t, s, Rb, tb, sb,
