@@ -48,8 +48,8 @@ def _unit_dir(d0, d1, d2, j0, j1, j2):
 @njit(cache=True, fastmath=False, inline="always")
 def _geometry(kd, side, D, j0, j1, j2, x00, x10, x20, x01, x11, x21, x02, x12, x22, x03, x13,
               x23):
-    """rigid_pairs.Pairs._contact's geometry for one contact from its corners (x0k, x1k, x2k), k = 0..3: (ok, m0, m1,
-    m2, pen, w0, w1, w2, w3)."""
+    """rigid_pairs._scalar_geometry (Pairs._normal's geometry) for one contact from its
+    corners (x0k, x1k, x2k), k = 0..3: (ok, m0, m1, m2, pen, w0, w1, w2, w3)."""
     if kd == _VERTEX_TRI:
         e00 = x02 - x01
         e01 = x12 - x11
