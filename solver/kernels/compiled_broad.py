@@ -99,14 +99,14 @@ def _scan(q, qlo, qhi, is_tri, out, at, grid, reach, large, lo, hi, tlo, thi, ra
           inv_mass, x0, tris, tri_thick, self_group, disabled, pair_self, group_segment):
     """Visit the particles in the cells query q's box scans (_query_cells) and write those that
     pass the exact test into out[at:] (room for _bound's count). Returns how many passed."""
-    origin, cell, dims, first, order, ukey, table, ustart, uend = grid
+    origin, cell, dims, first, order, ukey, table, ustart, uend, dense = grid
     i0, i1, j0, j1, k0, k1, f0, f1, f2 = _query_cells(qlo, qhi, reach, origin, cell, dims)
     m = 0
     for cx in range(i0, i1 + 1):
         for cy in range(j0, j1 + 1):
             key = (cx * dims[1] + cy) * dims[2] + k0      # cells k0..k1: consecutive keys
             for cz in range(k1 - k0 + 1):
-                pos = _find(key + cz, ukey, table)
+                pos = _find(key + cz, ukey, table, dense)
                 if pos < 0:
                     continue
                 for s in range(ustart[pos], uend[pos]):
@@ -159,14 +159,14 @@ def _ee_ok(ea, eb, elo, ehi, edges, edge_thick, edge_sag, asks, group, inv_mass,
 def _scan_edges(ea, qlo, qhi, out, at, grid, reach, large, elo, ehi, edges, edge_thick,
                 edge_sag, asks, group, inv_mass, x0, self_group, disabled):
     """_scan for edge ea against the hashed edges."""
-    origin, cell, dims, first, order, ukey, table, ustart, uend = grid
+    origin, cell, dims, first, order, ukey, table, ustart, uend, dense = grid
     i0, i1, j0, j1, k0, k1, f0, f1, f2 = _query_cells(qlo, qhi, reach, origin, cell, dims)
     m = 0
     for cx in range(i0, i1 + 1):
         for cy in range(j0, j1 + 1):
             key = (cx * dims[1] + cy) * dims[2] + k0        # cells k0..k1, as in _scan
             for cz in range(k1 - k0 + 1):
-                pos = _find(key + cz, ukey, table)
+                pos = _find(key + cz, ukey, table, dense)
                 if pos < 0:
                     continue
                 for s in range(ustart[pos], uend[pos]):
@@ -241,10 +241,15 @@ def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edg
             nb += 1
     big = np.empty(nb, np.int64)
     nb = 0
+    alone = True                        # every one of them in one group
     for i in range(n):
         if radius[i] > 0 and active[i]:
             big[nb] = i
+            alone = alone and group[i] == group[big[0]]
             nb += 1
+    if nb > 0 and alone and not pair_self[group[big[0]]]:
+        nb = 0                          # _pp_ok pairs none of them (a lone cloth): no query
+        big = big[:0]
     room = np.zeros(nb + 1, np.int64)
     for q in prange(nb):
         room[q + 1] = _bound(lo[big[q]], hi[big[q]], grid, preach)

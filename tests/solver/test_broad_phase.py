@@ -9,7 +9,10 @@ the scene's outsized boxes hashed into every cell they cover.
 The compiled grid hashes each item into every cell its box covers and tests a pair in one
 cell only (kernels/compiled_grid.py); the NumPy grid hashes an item by its box's low corner
 and grows each query by the largest box. A pair lost in a cell the first misses, or tested in
-two cells and written twice, or a query not grown enough in the second, fails here."""
+two cells and written twice, or a query not grown enough in the second, fails here. So does a
+cell the compiled grid finds differently through its map of every cell (a small grid) and its
+hash (a spread one), or a lone group's particle queries skipped where the group pairs its own
+particles."""
 
 import numpy as np
 import pytest
@@ -89,3 +92,46 @@ def test_every_grid_finds_the_pairs_a_scan_of_everything_finds(backend, seed):
         for kind, got, want in zip(("particle", "vertex-triangle", "edge"), found, expected):
             assert got == want, f"{kind} pairs, cell {cell}: {len(got)} found, {len(want)} " \
                                 f"expected"
+
+
+@pytest.mark.parametrize("spread", [False, True])
+def test_a_cell_is_found_the_same_through_the_map_and_the_hash(spread):
+    """The compiled grid finds a cell by one load from a map of every cell when the grid is
+    small (kernels/compiled_grid._dense), else through its hash table (_table): the same
+    pairs either way. Spread, the scene's second cloth lies 50 m away, so the grid spans
+    about 2,000 cells along x and takes the hash; compact, it takes the map."""
+    if "numba" not in BACKENDS:
+        pytest.skip("the compiled kernels are not available")
+    from solver.kernels import compiled_grid
+    args, origin, top = _scene(3)
+    if spread:
+        far = args["group"] == 1
+        for key in ("lo", "hi", "x0"):
+            args[key] = args[key].copy()
+            args[key][far, 0] += 50.0
+        origin, top = args["lo"].min(axis=0), args["hi"].max(axis=0)
+    ids = np.nonzero(args["active"])[0]
+    large = np.zeros(len(args["lo"]), bool)
+    reach, mean = compiled_grid._split(ids, args["lo"], args["hi"], large)
+    grid = compiled_grid._grid(ids, args["lo"], args["hi"], large, reach, mean, mean)
+    assert grid[-1] == (not spread)                     # the map, or the hash
+    expected = _pairs(table("numpy"), args, origin, (top - origin) * 1.001)
+    assert all(len(p) > 20 for p in expected), [len(p) for p in expected]
+    mean_box = (args["hi"] - args["lo"])[args["active"]].mean(axis=0)
+    assert _pairs(table("numba"), args, origin, 4.0 * mean_box) == expected
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("pairs_itself", [True, False])
+def test_a_lone_group_of_particles_pairs_only_with_itself_when_it_may(backend, pairs_itself):
+    """The particles of one group alone (the compiled kernel then skips their queries unless
+    the group pairs its own particles, pair_self: a lone cloth's): the same pairs as the
+    scan of everything, some when the group may pair with itself, none when not."""
+    args, origin, top = _scene(4)
+    args["active"] = args["active"] & (args["group"] == 2)
+    args["pair_self"] = np.array([False, False, pairs_itself])
+    whole = (top - origin) * 1.001
+    expected = _pairs(table("numpy"), args, origin, whole)
+    assert (len(expected[0]) > 20) == pairs_itself, len(expected[0])
+    mean_box = (args["hi"] - args["lo"])[args["active"]].mean(axis=0)
+    assert _pairs(table(backend), args, origin, 4.0 * mean_box)[0] == expected[0]
