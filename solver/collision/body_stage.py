@@ -33,7 +33,7 @@ before each round and over its length, the contacts of the groups that strayed w
 import numpy as np
 
 from ..geometry import segment_distances
-from .bodies import EDGES, PAIR, SEGMENTS, SLACK, VERTEX_TRI, jitter_directions
+from .bodies import SLACK, jitter_directions
 from .contacts import no_body_contacts
 from .pairs import dot_rows, face_normals
 
@@ -206,17 +206,6 @@ def edge_sag(x, tris, edges, edge_face, active):
 
 
 # ----------------------------------------------------------------------------- the stage
-
-def _corner_mean(f, corners):
-    """(m,) the mean of f (n,) over each row of corners (m, k) int64 (summed left to right):
-    a contact side's friction from its corners'. k equal corners give exactly their value
-    ((f + f + f) / 3 need not be f), so a contact between equal sides keeps it to the bit."""
-    total = f[corners[:, 0]]
-    same = np.ones(len(corners), bool)
-    for j in range(1, corners.shape[1]):
-        total = total + f[corners[:, j]]
-        same &= f[corners[:, j]] == f[corners[:, 0]]
-    return np.where(same, f[corners[:, 0]], total / corners.shape[1])
 
 class BodyContacts:
     """The collide stage of body contacts and their arrays (Contacts holds this step's pairs).
@@ -525,8 +514,8 @@ class BodyContacts:
 
     def _store(self, x, xp, h, dt, pi, pj, tv, tt, ea, eb, segments, contacts):
         """Sort the pairs, keep those that can meet this step (the kernel table's filter_pairs,
-        collision/pairs.py), give each its side, distance, friction and jitter, and store
-        them, the capsule pairs ``segments`` (sorted) last."""
+        collision/pairs.py), give each its side, distance and friction (store_pairs, there)
+        and jitter, and store them, the capsule pairs ``segments`` (sorted) last."""
         if not (len(pi) or len(tv) or len(ea) or len(segments[0])):
             if self._only is None:
                 contacts.clear_body_contacts()
@@ -540,44 +529,18 @@ class BodyContacts:
             x, xp, h, dt, self.acc, self.g_dt2, self.radius, self.tris, self.solid,
             self.tri_thick, self.tri_depth, self.edges, self.edge_face, self.edge_thick, pi, pj,
             tv, tt, ea, eb)
-        r = self.radius
-        pi, pj = pi[near], pj[near]
-        tv, tt, side = tv[t_keep], tt[t_keep], t_side[t_keep]
-        ea, eb, e_side, e_nrm = ea[e_keep], eb[e_keep], e_side[e_keep], e_nrm[e_keep]
         sa, sb = segments
-        P, T, E, S = len(pi), len(tv), len(ea), len(sa)
-        K = P + T + E + S
-        idx = np.full((K, 4), -1, np.int64)
-        idx[:P, 0], idx[:P, 1] = pi, pj
-        idx[P:P + T, 0] = tv
-        idx[P:P + T, 1:] = self.tris[tt]
-        idx[P + T:P + T + E, :2] = self.edges[ea]
-        idx[P + T:P + T + E, 2:] = self.edges[eb]
-        idx[P + T + E:, :2] = self.segments[sa]
-        idx[P + T + E:, 2:] = self.segments[sb]
-        kind = np.empty(K, np.int64)
-        kind[:P], kind[P:P + T], kind[P + T:P + T + E], kind[P + T + E:] = \
-            PAIR, VERTEX_TRI, EDGES, SEGMENTS
-        jit = np.zeros((K, 3))
+        found = self.kernels.store_pairs(
+            pi, pj, tv, tt, ea, eb, near, t_keep, t_side, e_keep, e_side, e_nrm, sa, sb,
+            self.tris, self.edges, self.segments, self.radius, self.tri_thick,
+            self.edge_thick, self.seg_radius, self._mu)
+        # the particle and capsule pairs' normal where their particles coincide
+        idx, jit = found[0], found[5]
+        P, S = int(np.count_nonzero(near)), len(sa)
         if P:
-            jit[:P] = jitter_directions(pi, pj)
-        jit[P + T:P + T + E] = e_nrm  # an edge pair's normal at the step's start keeps its sense
+            jit[:P] = jitter_directions(idx[:P, 0], idx[:P, 1])
         if S:
-            jit[P + T + E:] = jitter_directions(self.segments[sa, 0], self.segments[sb, 0])
-        # friction: the geometric mean of the two sides' (equal sides keep their value to the
-        # bit, a side of 0 makes the contact frictionless, as against a collider:
-        # project.combined_friction); a triangle's, an edge's or a capsule axis's side the
-        # mean of its corners' (_corner_mean)
-        f = self._mu
-        found = (
-            idx, kind, np.r_[np.zeros(P), side, e_side, np.zeros(S)],
-            np.r_[r[pi] + r[pj], r[tv] + self.tri_thick[tt],
-                  self.edge_thick[ea] + self.edge_thick[eb],
-                  self.seg_radius[sa] + self.seg_radius[sb]],
-            np.sqrt(np.r_[f[pi] * f[pj], f[tv] * _corner_mean(f, self.tris[tt]),
-                          _corner_mean(f, self.edges[ea]) * _corner_mean(f, self.edges[eb]),
-                          _corner_mean(f, self.segments[sa])
-                          * _corner_mean(f, self.segments[sb])]), jit)
+            jit[len(idx) - S:] = jitter_directions(self.segments[sa, 0], self.segments[sb, 0])
         if self._only is None:
             contacts.set_body_contacts(*found)
         else:

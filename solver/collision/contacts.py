@@ -47,6 +47,23 @@ def _identities(*lists):
     return out
 
 
+def merge_round(base, stay, fast, found, old):
+    """The kernel table's merge_round (compiled in kernels/compiled_order.py): a round's body
+    contacts merged into the step's (Contacts.set_round_contacts). base, found and old are
+    set_body_contacts' six arrays (idx, kind, side, dist, mu, jit): the step's first solved
+    list, what the round's collide found and the list solved until now. Returns the six of the
+    contacts of base where stay (K,) bool, then those of found with a particle marked in fast
+    (n,) bool; of the latter, each that old holds too (the same particles, corner by corner,
+    and kind: _identities) takes old's side and jit."""
+    idx = found[0]
+    new = np.any((idx >= 0) & fast[np.maximum(idx, 0)], axis=1)
+    found = [a[new] for a in found]
+    _, at_new, at_old = np.intersect1d(*_identities(found[:2], old[:2]), return_indices=True)
+    found[2][at_new] = old[2][at_old]
+    found[5][at_new] = old[5][at_old]
+    return tuple(np.ascontiguousarray(np.concatenate([a[stay], b])) for a, b in zip(base, found))
+
+
 def no_body_contacts():
     """Contacts.set_body_contacts' arguments for no contact."""
     return (np.zeros((0, 4), np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
@@ -57,6 +74,7 @@ class Contacts:
     def __init__(self, n, n_points, n_colliders, kernels=None):
         # the kernel table whose gather_slots builds the body contacts' gather (None: NumPy's)
         self._gather_slots = gather_slots if kernels is None else kernels.gather_slots
+        self._merge_round = merge_round if kernels is None else kernels.merge_round
         # --- pairs found by the collide stage this step, grouped by collider
         self.pair_particle = np.zeros(0, np.int64)         # (q,) int64 particle of each pair
         self.pair_start = np.zeros(n_colliders + 1, np.int64)   # (C + 1,) pairs of collider k
@@ -133,19 +151,12 @@ class Contacts:
         # which of the step's contacts stay: the same in every round of the step's run
         if self._round_stay is None or not np.array_equal(self._round_stay[0], fast):
             self._round_stay = (fast, ~touches(base[0]))
-        stay, new = self._round_stay[1], touches(idx)
-        found = [a[new] for a in (idx, kind, side, dist, mu, jit)]
         # a pair found again keeps the side (and an edge pair its normal) it had: its layers
         # may be pressed within the contact distance, a vertex a hair past the face's plane,
         # and its side read from there anew would push it through (Bridson et al. 2002 keep
         # a pair's history for the same reason)
-        old = self.solved
-        _, at_new, at_old = np.intersect1d(*_identities(found[:2], old[:2]),
-                                           return_indices=True)
-        found[2][at_new] = old[2][at_old]
-        found[5][at_new] = old[5][at_old]
-        self._solved = tuple(np.ascontiguousarray(np.concatenate([a[stay], b]))
-                             for a, b in zip(base, found))
+        self._solved = self._merge_round(base, self._round_stay[1], fast,
+                                         (idx, kind, side, dist, mu, jit), self.solved)
         self._gather_solved()
 
     def keep_body_contacts(self, keep):

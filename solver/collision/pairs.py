@@ -1,7 +1,8 @@
 """The narrow filter of the body contacts' candidate pairs (the kernel table's filter_pairs;
 kernels/compiled_pairs.py is its compiled mirror): which of the broad phase's pairs can meet
 this step, and on which side (collision/bodies.py's module docstring gives the constraints and
-the sides; BodyContacts._store in body_stage.py sorts the pairs before and stores them after).
+the sides; BodyContacts._store in body_stage.py sorts the pairs before and stores them after,
+through store_pairs below, the kernel table's too).
 
 For each pair, at the step's start (x), with velocities v = (x - x*) / h:
 - two particles (i, j): kept when |x_i - x_j| <= r_i + r_j + 2 SLACK + reach, where reach =
@@ -23,7 +24,7 @@ own), so the compiled mirror computes the same bits and both backends keep the s
 
 import numpy as np
 
-from .bodies import BAND, PARALLEL, SLACK
+from .bodies import BAND, EDGES, PAIR, PARALLEL, SEGMENTS, SLACK, VERTEX_TRI
 
 # a pair is kept when it can meet within the step: its gap at the step's start at most the
 # contact distance + 2 SLACK + REACH (|relative velocity| + the faster's speed) dt + |a| dt^2
@@ -205,3 +206,55 @@ def filter_pairs(x, xp, h, dt, acc, g_dt2, radius, tris, solid, tri_thick, tri_d
     e_keep, e_side, e_normal = _edge_edge(x, vel, dt, g_dt2, tris, solid, edges, edge_face,
                                           edge_thick, ea, eb)
     return near, t_keep, t_side, e_keep, e_side, np.ascontiguousarray(e_normal)
+
+
+def corner_mean(f, corners):
+    """(m,) the mean of f (n,) over each row of corners (m, k) int64 (summed left to right):
+    a contact side's friction from its corners'. k equal corners give exactly their value
+    ((f + f + f) / 3 need not be f), so a contact between equal sides keeps it to the bit."""
+    total = f[corners[:, 0]]
+    same = np.ones(len(corners), bool)
+    for j in range(1, corners.shape[1]):
+        total = total + f[corners[:, j]]
+        same &= f[corners[:, j]] == f[corners[:, 0]]
+    return np.where(same, f[corners[:, 0]], total / corners.shape[1])
+
+
+def store_pairs(pi, pj, tv, tt, ea, eb, near, t_keep, t_side, e_keep, e_side, e_normal, sa, sb,
+                tris, edges, segments, radius, tri_thick, edge_thick, seg_radius, mu):
+    """The pairs filter_pairs kept, as the body contacts' arrays (Contacts.set_body_contacts'):
+    the particle pairs (pi, pj) where near, the vertex-triangle pairs (tv, tt) where t_keep,
+    with sides t_side, the edge pairs (ea, eb) where e_keep, with sides e_side and normals
+    e_normal (filter_pairs' results), then the capsule pairs sa, sb (k,) int64 (rows of
+    segments (s, 2) int64, radii seg_radius (s,) [m]), in that order: idx (K, 4) int64, kind
+    (K,) int64, side (K,) +-1 or 0, dist (K,) [m] the sum of the two sides' radii or
+    thicknesses, mu (K,) the geometric mean of the two sides' friction (a triangle's, an
+    edge's or an axis's side the corner_mean of its corners' mu (n,); equal sides keep their
+    value to the bit, a side of 0 makes the contact frictionless, as against a collider), jit
+    (K, 3): an edge pair's normal at the step's start (it keeps its sense), zero for the
+    others (the caller draws the particle and capsule pairs' jitter: body_stage._store)."""
+    pi, pj = pi[near], pj[near]
+    tv, tt, side = tv[t_keep], tt[t_keep], t_side[t_keep]
+    ea, eb, e_side, e_normal = ea[e_keep], eb[e_keep], e_side[e_keep], e_normal[e_keep]
+    P, T, E, S = len(pi), len(tv), len(ea), len(sa)
+    K = P + T + E + S
+    idx = np.full((K, 4), -1, np.int64)
+    idx[:P, 0], idx[:P, 1] = pi, pj
+    idx[P:P + T, 0] = tv
+    idx[P:P + T, 1:] = tris[tt]
+    idx[P + T:P + T + E, :2] = edges[ea]
+    idx[P + T:P + T + E, 2:] = edges[eb]
+    idx[P + T + E:, :2] = segments[sa]
+    idx[P + T + E:, 2:] = segments[sb]
+    kind = np.empty(K, np.int64)
+    kind[:P], kind[P:P + T], kind[P + T:P + T + E], kind[P + T + E:] = \
+        PAIR, VERTEX_TRI, EDGES, SEGMENTS
+    jit = np.zeros((K, 3))
+    jit[P + T:P + T + E] = e_normal
+    f = mu
+    return (idx, kind, np.r_[np.zeros(P), side, e_side, np.zeros(S)],
+            np.r_[radius[pi] + radius[pj], radius[tv] + tri_thick[tt],
+                  edge_thick[ea] + edge_thick[eb], seg_radius[sa] + seg_radius[sb]],
+            np.sqrt(np.r_[f[pi] * f[pj], f[tv] * corner_mean(f, tris[tt]),
+                          corner_mean(f, edges[ea]) * corner_mean(f, edges[eb]),
+                          corner_mean(f, segments[sa]) * corner_mean(f, segments[sb])]), jit)

@@ -23,17 +23,17 @@ KERNELS = ("apply_drag", "predict", "squared_motion", "surface_normals", "solve_
            "solve_soft_pins", "solve_volumes", "solve_shapes", "damp_shapes", "solve_joints",
            "project_collider", "project_points", "project_edges", "restitution",
            "release_overlap", "active_items", "edge_sag", "find_body_contacts", "filter_pairs",
-           "solve_bodies", "place_meshes", "mesh_distances", "refit_meshes", "mesh_normals",
-           "primitive_candidates", "islands", "sweep_pairs", "body_frames", "solve_rigid",
-           "rigid_velocities", "rigid_pair_velocities", "order_rigid", "sort_pairs",
-           "gather_slots", "run_substeps")
+           "store_pairs", "solve_bodies", "place_meshes", "mesh_distances", "refit_meshes",
+           "mesh_normals", "primitive_candidates", "islands", "sweep_pairs", "body_frames",
+           "solve_rigid", "rigid_velocities", "rigid_pair_velocities", "order_rigid",
+           "sort_pairs", "gather_slots", "merge_round", "run_substeps")
 
 
 def _numpy_table():
     from ..collision.bodies import find_body_contacts, solve_bodies
     from ..collision.body_stage import active_items, edge_sag, sort_pairs, sweep_pairs
-    from ..collision.contacts import gather_slots
-    from ..collision.pairs import filter_pairs
+    from ..collision.contacts import gather_slots, merge_round
+    from ..collision.pairs import filter_pairs, store_pairs
     from ..collision.colliders import primitive_candidates
     from ..collision.edges import project_edges
     from ..collision.mesh import mesh_normals, refit_meshes
@@ -63,7 +63,8 @@ def _numpy_table():
                            release_overlap=release_overlap,
                            active_items=active_items, edge_sag=edge_sag,
                            find_body_contacts=find_body_contacts,
-                           filter_pairs=filter_pairs, solve_bodies=solve_bodies,
+                           filter_pairs=filter_pairs, store_pairs=store_pairs,
+                           solve_bodies=solve_bodies,
                            place_meshes=place_meshes, mesh_distances=mesh_distances,
                            refit_meshes=refit_meshes, mesh_normals=mesh_normals,
                            primitive_candidates=primitive_candidates, islands=islands,
@@ -71,7 +72,8 @@ def _numpy_table():
                            solve_rigid=solve_rigid, rigid_velocities=rigid_velocities,
                            rigid_pair_velocities=rigid_pair_velocities,
                            order_rigid=order_rigid, sort_pairs=sort_pairs,
-                           gather_slots=gather_slots, run_substeps=run_substeps)
+                           gather_slots=gather_slots, merge_round=merge_round,
+                           run_substeps=run_substeps)
 
 
 def table(backend):

@@ -28,8 +28,8 @@ from .compiled_contact import (  # noqa: F401
 from .compiled_forces import apply_drag, predict, squared_motion, surface_normals  # noqa: F401
 from .compiled_bodies import solve_bodies  # noqa: F401
 from .compiled_broad import active_items, edge_sag, find_body_contacts, sweep_pairs  # noqa: F401
-from .compiled_pairs import filter_pairs  # noqa: F401
-from .compiled_order import gather_slots, order_rigid, sort_pairs  # noqa: F401
+from .compiled_pairs import filter_pairs, store_pairs  # noqa: F401
+from .compiled_order import gather_slots, merge_round, order_rigid, sort_pairs  # noqa: F401
 from .build import islands  # noqa: F401
 from .compiled_mesh import mesh_distances, mesh_normals, place_meshes, refit_meshes  # noqa: F401
 

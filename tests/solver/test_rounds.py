@@ -125,7 +125,8 @@ def test_a_particle_outside_its_box_by_more_than_its_tolerance_is_a_surprise():
     assert ratio == pytest.approx(0.4) and not strays.any()
 
 
-def test_a_pair_found_again_in_a_round_keeps_its_side():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_pair_found_again_in_a_round_keeps_its_side(backend):
     """Contacts.set_round_contacts: a contact found again in a round keeps the side (and an
     edge pair the normal) it was found with, whatever the positions say now: layers pressed
     within the contact distance may hold a vertex a hair past the face's plane, and its side
@@ -134,7 +135,8 @@ def test_a_pair_found_again_in_a_round_keeps_its_side():
     it was found with; contacts without a fast particle stay as they were."""
     from solver.collision.bodies import EDGES, VERTEX_TRI
     from solver.collision.contacts import Contacts
-    c = Contacts(8, 0, 0)
+    from solver.kernels import table
+    c = Contacts(8, 0, 0, kernels=table(backend))
     idx = np.array([[0, 1, 2, 3], [4, 5, 6, 7], [1, 2, 5, 6]])
     kind = np.array([VERTEX_TRI, VERTEX_TRI, EDGES])
     c.set_body_contacts(idx, kind, np.array([1.0, 1.0, -1.0]), np.full(3, 0.01),
@@ -184,3 +186,38 @@ def test_a_contact_is_known_again_by_its_particles_and_kind(top):
     every = np.repeat(grid, 4, axis=0)
     (keys,) = _identities((every, np.tile(np.arange(4), len(grid))))
     assert len(np.unique(keys)) == len(every)
+
+
+@pytest.mark.skipif("numba" not in BACKENDS, reason="the compiled kernels are not available")
+def test_the_compiled_merge_of_a_rounds_contacts_is_the_numpy_merge():
+    """kernels/compiled_order.merge_round gives contacts.merge_round's arrays, to the bit, on
+    random lists where about half the round's contacts were in the list before (a hash table
+    of identities there, a sort of packed identities here)."""
+    from solver.kernels import table
+    rng = np.random.default_rng(11)
+    n = 500
+
+    def contacts(k):
+        idx = rng.integers(0, n, (k, 4))
+        idx[::3, 2:] = -1
+        return [idx, rng.integers(0, 4, k), rng.choice([-1.0, 0.0, 1.0], k),
+                rng.random(k), rng.random(k), rng.normal(size=(k, 3))]
+
+    base = contacts(900)
+    base[0] = np.unique(base[0], axis=0)[:800]       # no contact twice in a list
+    base = [np.ascontiguousarray(a[:800]) for a in base]
+    old = [a[::2].copy() for a in base]
+    found = contacts(600)
+    found[0][:300], found[1][:300] = old[0][:300], old[1][:300]   # found again
+    found[1][300:] = (found[1][300:] + 1) % 4
+    fast = rng.random(n) < 0.4
+    stay = rng.random(800) < 0.5
+    ours = table("numba").merge_round(tuple(base), stay, fast, tuple(found), tuple(old))
+    theirs = table("numpy").merge_round(tuple(base), stay, fast, tuple(found), tuple(old))
+    for a, b in zip(ours, theirs):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert np.array_equal(a, b)
+    kept = np.any((found[0] >= 0) & fast[np.maximum(found[0], 0)], axis=1)
+    assert len(ours[0]) == stay.sum() + kept.sum() and kept[:300].sum() > 100
+    # those found again took old's side: some differ from what the round found
+    assert not np.array_equal(ours[2][stay.sum():], found[2][kept])
