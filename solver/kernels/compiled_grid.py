@@ -79,7 +79,8 @@ def _table(ukey):
 @njit(cache=True, inline="always")
 def _dense(ukey, cells):
     """(cells,) int64 the cell -> index into ukey map of a grid small enough to hold every
-    cell (_grid: DENSE_CELLS), -1 where no item lies: found by one load, not a probe."""
+    cell (_grid: DENSE_CELLS_PER_ENTRY, DENSE_CELLS_MIN), -1 where no item lies: found by one
+    load, not a probe."""
     table = np.full(cells, -1, np.int64)
     for u in range(ukey.shape[0]):
         table[ukey[u]] = u
