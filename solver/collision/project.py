@@ -221,13 +221,22 @@ def _contact(x0, x1, x2, xp0, xp1, xp2, n0, n1, n2, d, depth, used, now, before,
     rn = r0 * n0 + r1 * n1 + r2 * n2
     t0, t1, t2 = r0 - n0 * rn, r1 - n1 * rn, r2 - n2 * rn
     t_len = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
-    static = t_len + used <= mu_s * depth
-    allowed = np.maximum(mu_k * depth - used, 0.0)
-    take = np.where(static, t_len, np.minimum(allowed, t_len))
+    take, _ = coulomb(t_len, used, depth, mu_s, mu_k)
     big = t_len > 1e-300
     scale = np.where(big, take / np.where(big, t_len, 1.0), 0.0)
     return ((y0, y1, y2), (t0 * scale, t1 * scale, t2 * scale), (m0, m1, m2), depth,
             used + take, corr, lift)
+
+
+def coulomb(need, used, depth, mu_s, mu_k):
+    """Coulomb's bound on friction, in the units of need, used and depth (distances [m] for a
+    particle's projection here, impulses [kg m] for a rigid body's, collision/rigid.py): (take,
+    static) for need (k,) what stops the slip, used (k,) the friction taken and depth (k,) the
+    normal correction summed over the same span: all of it while need + used <= mu_s depth
+    (static), else what mu_k depth leaves, at most need. rigid_pairs.Pairs._friction takes
+    the same rule on scalars, kernels/compiled_rigid_scalar._coulomb compiled."""
+    static = need + used <= mu_s * depth
+    return np.where(static, need, np.minimum(np.maximum(mu_k * depth - used, 0.0), need)), static
 
 
 def _carried(now, before, x0, x1, x2):

@@ -15,7 +15,8 @@ import numpy as np
 
 from .frames import MESH
 from .mesh_query import mesh_far
-from .project import _carried, _distance, _guard, _motion, _surface_motion, combined_friction
+from .project import (_carried, _distance, _guard, _motion, _surface_motion, combined_friction,
+                      coulomb)
 
 
 def normal_phase(st, ids, k, shape, approximate, abc, thickness, radius, now, before, moving,
@@ -123,8 +124,7 @@ def friction_phase(st, ids, cand, shape, moving, mu_s, mu_k, friction, depth, us
             dirn[i][f] = tv[i][f] / tl[f]
         need[f] = tl[f] / st.response(b[f], [v[f] for v in y], [v[f] for v in dirn])
     mu_s, mu_k = combined_friction(mu_s, mu_k, friction[ids])
-    static = need + u <= mu_s * dep
-    take = np.where(static, need, np.minimum(np.maximum(mu_k * dep - u, 0.0), need))
+    take, static = coulomb(need, u, dep, mu_s, mu_k)
     if big.any():
         f = np.nonzero(big)[0]
         st.push(b[f], [v[f] for v in y], [dirn[i][f] * take[f] for i in range(3)], -1.0)

@@ -176,6 +176,8 @@ class Pairs:
         need = tl / W
         dep = sums[q, 0]
         used = sums[q, 1]
+        # project.coulomb's rule, on scalars (a call per contact and pass: this loop is plain
+        # floats, as the compiled kernel's)
         if need + used <= self.mu[q] * dep:
             imp = need
             static = True
