@@ -396,3 +396,67 @@ def test_a_moving_oval_collider_wakes_every_edge_it_may_reach(oval):
     assert within.sum() > 100 and (~within).sum() > 100
     missed = np.nonzero(within & ~near)[0]
     assert missed.size == 0, (missed.size, phi[missed])
+
+
+
+def test_a_still_sphere_clears_the_edges_lying_on_it_by_squares():
+    """The compiled pass's shortcut for a still sphere (kernels/compiled_edges._round_clear):
+    an edge is left out only when every point of it is farther from the centre than need =
+    radius + offset - tolerance (its contact would have no depth) and, when an end moved
+    more than the guard's threshold since x*, every point of the chords the guard traces from
+    the edge then to the edge now is farther than need + GUARD_TOLERANCE (it would touch
+    nothing). Checked on 20,000 random edges around a 0.5 m ball (edges and chords sampled
+    at 201 x 21 points): none cleared is nearer, and a fifth to four fifths are cleared.
+    And at the bounds: a 1.6 cm edge lying on the ball is cleared (its sag 0.06 mm, under
+    the 0.5 mm tolerance), a 20 cm one (a 1 cm sag) and one pressed 1 mm in are not; an edge
+    that slid sideways by 4 mm (past the threshold), whose chord passes 0.1 um outside or
+    inside need + GUARD_TOLERANCE, is cleared or not (leaving out the chord's sag, m^2 / 4,
+    clears both)."""
+    from solver.kernels.compiled_contact import GUARD_TOLERANCE
+    from solver.kernels.compiled_edges import EDGE_SKIN, _round_clear
+    rho, off = 0.5, 0.001
+    tol = max(EDGE_TOLERANCE, EDGE_SKIN * off)
+    need = rho + off - tol
+    centre = np.array([0.3, -0.2, 1.1])
+    rng = np.random.default_rng(5)
+    n = 20000
+    direction = rng.normal(size=(n, 3))
+    direction /= np.linalg.norm(direction, axis=1)[:, None]
+    a = centre + direction * (rho + off + rng.uniform(-0.003, 0.01, (n, 1)))
+    b = a + rng.normal(size=(n, 3)) * rng.uniform(0.0, 0.06, (n, 1))
+    motion = rng.normal(size=(n, 2, 3)) * rng.uniform(0.0, 0.004, (n, 2, 1))
+    pa, pb = a - motion[:, 0], b - motion[:, 1]
+    cleared = np.array([_round_clear(*a[i], *b[i], *pa[i], *pb[i], *centre, rho, off)
+                        for i in range(n)])
+    assert n // 5 < cleared.sum() < 4 * n // 5, cleared.sum()
+    t = np.linspace(0.0, 1.0, 201)[None, :, None]
+    now = a[cleared, None] * (1 - t) + b[cleared, None] * t              # (c, 201, 3)
+    then = pa[cleared, None] * (1 - t) + pb[cleared, None] * t
+    assert (np.linalg.norm(now - centre, axis=-1).min(1) > need).all()
+    guarded = np.linalg.norm(motion[cleared], axis=-1).max(1) > max(off, EDGE_TOLERANCE)
+    assert guarded.sum() > 100
+    tau = np.linspace(0.0, 1.0, 21)[None, None, :, None]
+    chords = then[guarded, :, None] * (1 - tau) + now[guarded, :, None] * tau
+    assert (np.linalg.norm(chords - centre, axis=-1).min((1, 2))
+            > need + GUARD_TOLERANCE).all()
+    up, along, side = np.eye(3)[2], np.eye(3)[0], np.eye(3)[1]
+
+    def clear(length, height, slid=0.0):
+        """An edge along x over the top of the ball, its line at height above the centre,
+        having slid sideways (along y) from -slid / 2 at x* to slid / 2 now."""
+        mid = centre + up * height + side * slid / 2
+        a, b = mid - along * length / 2, mid + along * length / 2
+        return _round_clear(*a, *b, *(a - side * slid), *(b - side * slid), *centre, rho,
+                            off)
+
+    def lying(length, ends):
+        """An edge whose ends are ends from the centre: its middle lower by its sag."""
+        return clear(length, np.sqrt(ends ** 2 - length ** 2 / 4))
+
+    assert lying(0.016, rho + off) and not lying(0.2, rho + off)
+    assert not lying(0.016, rho + off - 0.001)
+    assert clear(0.016, need + 1e-7) and not clear(0.016, need - 1e-7)
+    # the chord from the edge then to the edge now passes at height over the centre
+    chord = need + GUARD_TOLERANCE
+    assert clear(0.016, chord + 1e-7, slid=0.004)
+    assert not clear(0.016, chord - 1e-7, slid=0.004)
