@@ -22,7 +22,7 @@ from numba import njit, prange
 # the contact kernels and the loop live in their own modules; the kernel table reaches every
 # compiled kernel through this one
 from .compiled_candidates import primitive_candidates  # noqa: F401
-from .compiled_edges import project_edges  # noqa: F401
+from .compiled_edges import edge_spheres, project_edges  # noqa: F401
 from .compiled_contact import (  # noqa: F401
     project_collider, project_points, release_overlap, restitution)
 from .compiled_forces import apply_drag, predict, squared_motion, surface_normals  # noqa: F401

@@ -404,6 +404,38 @@ def project_edges_clear(X, Xp, ea, eb, cand_edge, cand_collider, group_start, in
 
 
 @njit(cache=True, parallel=True, fastmath=False)
+def edge_spheres(X, ea, eb, free, reach):
+    """collision/edges.edge_spheres, compiled (the same arguments, results and operations):
+    the live edges in one pass, their spheres in parallel (the drape's 49,000 edges: a
+    dozen NumPy passes over them each step before)."""
+    E = ea.shape[0]
+    live = np.empty(E, np.int64)
+    m = 0
+    for e in range(E):
+        if free[ea[e]] or free[eb[e]]:
+            live[m] = e
+            m += 1
+    live = live[:m]
+    mid = np.empty((3, m))
+    half = np.empty(m)
+    end_reach = np.empty(m)
+    for j in prange(m):
+        a = ea[live[j]]
+        b = eb[live[j]]
+        d0 = X[0, b] - X[0, a]
+        d1 = X[1, b] - X[1, a]
+        d2 = X[2, b] - X[2, a]
+        mid[0, j] = X[0, a] + d0 * 0.5
+        mid[1, j] = X[1, a] + d1 * 0.5
+        mid[2, j] = X[2, a] + d2 * 0.5
+        half[j] = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2) * 0.5
+        ra = reach[a]
+        rb = reach[b]
+        end_reach[j] = ra if (ra >= rb or ra != ra) else rb     # np.maximum's NaN
+    return live, mid, half, end_reach
+
+
+@njit(cache=True, parallel=True, fastmath=False)
 def edge_clearance(X0, ea, eb, cand_edge, cand_collider, shape, abc, thickness, radius, R, t,
                    s, approximate, moving, mesh, out):
     """out (q,) [m] for each edge candidate, how far its two particles may move from X0 (3, n)

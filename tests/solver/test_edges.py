@@ -460,3 +460,49 @@ def test_a_still_sphere_clears_the_edges_lying_on_it_by_squares():
     chord = need + GUARD_TOLERANCE
     assert clear(0.016, chord + 1e-7, slid=0.004)
     assert not clear(0.016, chord - 1e-7, slid=0.004)
+
+
+def test_the_edges_spheres_for_the_broad_phase():
+    """The kernel table's edge_spheres (collision/edges.py and its compiled mirror): the edges
+    with a free end, ascending, their midpoints, half lengths and the larger reach of their
+    ends, by hand; the compiled kernel gives the NumPy one's arrays to the bit."""
+    from solver.collision.edges import edge_spheres
+    from solver.kernels.compiled_edges import edge_spheres as compiled
+    rng = np.random.default_rng(3)
+    n, E = 300, 900
+    X = rng.normal(size=(3, n))
+    ea, eb = rng.integers(0, n, E), rng.integers(0, n, E)
+    free = rng.random(n) < 0.6
+    reach = rng.uniform(0.0, 0.3, n)
+    live, mid, half, end_reach = edge_spheres(X, ea, eb, free, reach)
+    want = np.nonzero(free[ea] | free[eb])[0]
+    assert 0 < len(want) < E and np.array_equal(live, want)
+    a, b = ea[want], eb[want]
+    assert np.allclose(mid, (X[:, a] + X[:, b]) / 2, rtol=0, atol=1e-15)
+    assert np.allclose(half, np.linalg.norm(X[:, b] - X[:, a], axis=0) / 2, rtol=1e-15)
+    assert np.array_equal(end_reach, np.maximum(reach[a], reach[b]))
+    for got, ref in zip(compiled(X, ea, eb, free, reach), (live, mid, half, end_reach)):
+        assert got.dtype == ref.dtype and np.array_equal(got, ref)
+
+
+def test_the_candidates_are_sorted_by_batch_collider_and_edge():
+    """ColliderEdges.set_candidates takes find's order (by collider, then edge) and sorts by
+    (batch, collider, edge), the order both kernels solve in, with a group per (batch,
+    collider): as a lexsort of the three keys, for one collider (kept as it is) and three."""
+    pos, quads = _cloth(12)
+    b = Builder()
+    b.add_cloth(pos, quads)
+    edges = ColliderEdges(b.build())
+    assert len(np.unique(edges.batch)) > 2
+    rng = np.random.default_rng(2)
+    for colliders in ([1], [0, 2, 5]):
+        e = np.concatenate([np.sort(rng.choice(edges.count, 40, replace=False))
+                            for _ in colliders])
+        k = np.repeat(colliders, 40).astype(np.int64)
+        edges.set_candidates(e, k)
+        order = np.lexsort((e, k, edges.batch[e]))
+        assert np.array_equal(edges.cand_edge, e[order])
+        assert np.array_equal(edges.cand_collider, k[order])
+        key = edges.batch[edges.cand_edge] * 10 + edges.cand_collider
+        starts = np.r_[0, np.nonzero(np.diff(key))[0] + 1, len(key)]
+        assert np.array_equal(edges.group_start, starts)
