@@ -79,8 +79,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     d_ids, d_drift, d_normal, d_along, d_decay, d_g_h2 = drag
     pin_ids, pin_start, pin_target = pins
     q_ids, q_anchor, q_target, q_inv_mass, q_alpha, q_lam = soft_pins
-    (si, sj, rest, inv_mass, s_alpha, s_lam, kind, batch_offsets, group_task_start,
-     task_range_start, range_lo, range_hi, omega, one_sided) = sticks
+    (si, sj, rest, inv_mass, s_alpha, s_denom, s_lam, kind, batch_offsets,
+     group_task_start, task_range_start, range_lo, range_hi, omega, one_sided) = sticks
     v_particles, v_particle_start, v_tris, v_tri_start, v_w, v_rest, v_alpha, v_lam = volumes
     (m_particles, m_rest_offset, m_start, m_color_offsets, m_mass, m_collider_boost, m_w,
      m_alpha, m_lam, m_body_boost, m_damping, m_keep, m_any_damped, m_origin, m_rot, m_exact,
@@ -140,9 +140,9 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
         j_lam.fill(0.0)
         # relax
         for it in range(iterations):
-            solve_sticks(X, si, sj, rest, inv_mass, s_alpha, s_lam, kind, batch_offsets,
-                         group_task_start, task_range_start, range_lo, range_hi, omega,
-                         one_sided, it > 0, it < iterations - 1)
+            solve_sticks(X, si, sj, rest, inv_mass, s_alpha, s_denom, s_lam, kind,
+                         batch_offsets, group_task_start, task_range_start, range_lo, range_hi,
+                         omega, one_sided, it > 0, it < iterations - 1)
             if q_ids.size:
                 solve_soft_pins(X, q_ids, q_anchor, q_target, (s + 1) / substeps, q_inv_mass,
                                 q_alpha, q_lam, it > 0)

@@ -39,8 +39,8 @@ SERIAL_CLUSTERS = 48
 
 
 @njit(cache=True, fastmath=False, inline="always")
-def _relax_stick(px, py, pz, si, sj, rest, inv_mass, alpha, lam, kind, k, omega, one_sided,
-                 read_lam, write_lam):
+def _relax_stick(px, py, pz, si, sj, rest, inv_mass, alpha, inv_denom, lam, kind, k, omega,
+                 one_sided, read_lam, write_lam):
     """Stick k's XPBD projection (constraints/sticks.solve_sticks, one item of it). kind: 0 equal,
     1 min (lambda >= 0), 2 max (lambda <= 0). read_lam False: lambda is zero (the substep's first
     sweep); write_lam False: lambda is not needed after this sweep. Either way the arithmetic is
@@ -56,9 +56,9 @@ def _relax_stick(px, py, pz, si, sj, rest, inv_mass, alpha, lam, kind, k, omega,
     al = alpha[k]
     lam_k = lam[k] if read_lam else 0.0
     if read_lam:
-        dlam = (rest[k] - length - al * lam_k) / (wi + wj + al)
+        dlam = (rest[k] - length - al * lam_k) * inv_denom[k]
     else:
-        dlam = (rest[k] - length) / (wi + wj + al)
+        dlam = (rest[k] - length) * inv_denom[k]
     if omega != 1.0:
         dlam *= omega
     if one_sided:
@@ -85,8 +85,9 @@ def _relax_stick(px, py, pz, si, sj, rest, inv_mass, alpha, lam, kind, k, omega,
 
 
 @njit(cache=True, parallel=True, fastmath=False)
-def solve_sticks(X, si, sj, rest, inv_mass, alpha, lam, kind, batch_offsets, group_task_start,
-                 task_range_start, range_lo, range_hi, omega, one_sided, read_lam, write_lam):
+def solve_sticks(X, si, sj, rest, inv_mass, alpha, inv_denom, lam, kind, batch_offsets,
+                 group_task_start, task_range_start, range_lo, range_hi, omega, one_sided,
+                 read_lam, write_lam):
     """One Gauss-Seidel sweep of XPBD sticks over the partition (constraints/partition.py):
     groups one after another, the tasks (blocks) of a group in parallel, each task's stick
     ranges in order on one thread. One wait per group, not per colour. batch_offsets is the
@@ -99,8 +100,8 @@ def solve_sticks(X, si, sj, rest, inv_mass, alpha, lam, kind, batch_offsets, gro
         for t in prange(group_task_start[g], group_task_start[g + 1]):
             for r in range(task_range_start[t], task_range_start[t + 1]):
                 for k in range(range_lo[r], range_hi[r]):
-                    _relax_stick(px, py, pz, si, sj, rest, inv_mass, alpha, lam, kind, k,
-                                 omega, one_sided, read_lam, write_lam)
+                    _relax_stick(px, py, pz, si, sj, rest, inv_mass, alpha, inv_denom, lam,
+                                 kind, k, omega, one_sided, read_lam, write_lam)
 
 
 @njit(cache=True, fastmath=False)
