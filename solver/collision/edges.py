@@ -220,6 +220,7 @@ def edge_spheres(X, ea, eb, free, reach):
     half = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2) * 0.5
     return live, mid, half, np.maximum(reach[a], reach[b])
 
+
 def project_edges(X, Xp, ea, eb, cand_edge, cand_collider, group_start, inv_mass, e_depth,
                   e_used, shape, thickness, mu_s, mu_k, friction, radius, approximate, abc, R,
                   t, s, Rb, tb, sb, moving, allowance, lift, lifted, mesh):

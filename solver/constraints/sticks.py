@@ -81,9 +81,8 @@ class StickSolver:
     def kernel_args(self, omega):
         """The sticks group of loop.run_substeps' arguments (omega: over-relaxation)."""
         return (self.i, self.j, self.rest, self.inv_mass, self.alpha, self.inv_denom, self.lam,
-                self.kind,
-                self.batch_offsets, self.group_task_start, self.task_range_start, self.range_lo,
-                self.range_hi, float(omega), self.one_sided)
+                self.kind, self.batch_offsets, self.group_task_start, self.task_range_start,
+                self.range_lo, self.range_hi, float(omega), self.one_sided)
 
     def max_strain(self, x):
         """Largest relative length error |len - rest| / rest over all sticks (diagnostics)."""
