@@ -398,7 +398,6 @@ def test_a_moving_oval_collider_wakes_every_edge_it_may_reach(oval):
     assert missed.size == 0, (missed.size, phi[missed])
 
 
-
 def test_a_still_sphere_clears_the_edges_lying_on_it_by_squares():
     """The compiled pass's shortcut for a still sphere (kernels/compiled_edges._round_clear):
     an edge is left out only when every point of it is farther from the centre than need =
