@@ -19,9 +19,10 @@ sweeps of one substep). The inequality kinds clamp the accumulated lambda (>= 0 
 for "max"), which is the standard way to make an XPBD constraint one-sided.
 
 Sticks are relaxed colour after colour (constraints/coloring.py; within a colour no two share a
-particle), block by block (constraints/partition.py: blocks that write disjoint particles run in
-parallel, so a sweep waits for its threads once per group of blocks, not once per colour). ``solve_sticks`` below is the NumPy kernel; kernels/compiled.py has its compiled mirror
-with the same signature (the kernel table, kernels/__init__.py, picks one).
+particle), block by block (constraints/partition.py: blocks that write disjoint particles run
+in parallel, so a sweep waits for its threads once per group of blocks, not once per colour).
+``solve_sticks`` below is the NumPy kernel; kernels/compiled.py has its compiled mirror with
+the same signature (the kernel table, kernels/__init__.py, picks one).
 """
 
 import numpy as np
@@ -61,8 +62,8 @@ class StickSolver:
         # chain of projections waits on each one); w_i + w_j (m,) [1/kg] is the model's
         self.inv_denom = np.zeros(len(self.rest))
         self._w_sum = w[model.stick_particles[:, 0]] + w[model.stick_particles[:, 1]]
-        self._alpha_next = np.zeros(len(self.rest))
-        self._denom_made = False
+        self._alpha_next = np.zeros(len(self.rest))       # (m,) float64 scratch: the next alpha~
+        self._denom_made = False                         # inv_denom made once at least
 
     def begin_step(self, h, compliance):
         """alpha~ = alpha / h^2 for this step from the Control's compliance (m,) [m/N], which
