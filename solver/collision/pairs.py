@@ -251,10 +251,9 @@ def store_pairs(pi, pj, tv, tt, ea, eb, near, t_keep, t_side, e_keep, e_side, e_
         PAIR, VERTEX_TRI, EDGES, SEGMENTS
     jit = np.zeros((K, 3))
     jit[P + T:P + T + E] = e_normal
-    f = mu
     return (idx, kind, np.r_[np.zeros(P), side, e_side, np.zeros(S)],
             np.r_[radius[pi] + radius[pj], radius[tv] + tri_thick[tt],
                   edge_thick[ea] + edge_thick[eb], seg_radius[sa] + seg_radius[sb]],
-            np.sqrt(np.r_[f[pi] * f[pj], f[tv] * corner_mean(f, tris[tt]),
-                          corner_mean(f, edges[ea]) * corner_mean(f, edges[eb]),
-                          corner_mean(f, segments[sa]) * corner_mean(f, segments[sb])]), jit)
+            np.sqrt(np.r_[mu[pi] * mu[pj], mu[tv] * corner_mean(mu, tris[tt]),
+                          corner_mean(mu, edges[ea]) * corner_mean(mu, edges[eb]),
+                          corner_mean(mu, segments[sa]) * corner_mean(mu, segments[sb])]), jit)
