@@ -24,8 +24,9 @@ from numba import njit, prange
 from .compiled_candidates import primitive_candidates  # noqa: F401
 from .compiled_edges import edge_spheres, project_edges  # noqa: F401
 from .compiled_contact import (  # noqa: F401
-    project_collider, project_points, release_overlap, restitution)
-from .compiled_forces import apply_drag, predict, squared_motion, surface_normals  # noqa: F401
+    project_collider, project_points, release_overlap)
+from .compiled_forces import (  # noqa: F401
+    apply_drag, predict, restitution, squared_motion, surface_normals)
 from .compiled_bodies import solve_bodies  # noqa: F401
 from .compiled_broad import active_items, edge_sag, find_body_contacts, sweep_pairs  # noqa: F401
 from .compiled_pairs import filter_pairs, store_pairs  # noqa: F401

@@ -95,3 +95,21 @@ def candidate_clearance(X0, particles, particle_start, pair_collider, shape, app
                                 X0[1, i], X0[2, i], X0[0, i], X0[1, i], X0[2, i], k, mesh,
                                 -1)[0]
                 out[r] = phi - thickness[k] - radius[i] - CLEAR_MARGIN
+
+
+@njit(cache=True, fastmath=False)
+def least_clearance(particles, particle_start, clear, least2, slot):
+    """For project_colliders' test of a particle at once: least2 (n,) [m^2] each candidate
+    particle's least clearance (clear (q,) [m], candidate_clearance's) over its pairs, squared,
+    or -1 where that is not positive (a pair that is never skipped; a NaN clearance, from a
+    degenerate collider, counts as none), and slot (n,) int64 its index in particles (u,)
+    (particle_start (u + 1,) int64 its pairs), -1 for a particle that is no candidate."""
+    slot[:] = -1
+    for v in range(particles.shape[0]):
+        least = np.inf
+        for r in range(particle_start[v], particle_start[v + 1]):
+            c = clear[r]
+            least = min(least, c) if c == c else -np.inf
+        i = particles[v]
+        least2[i] = least * least if least > 0 else -1.0
+        slot[i] = v

@@ -1,7 +1,7 @@
 """Compiled kernels of the particles' own motion: air drag and wind (forces.py), the Verlet
 prediction and the squared motion that the step's once-a-frame reads measure (integrator.py),
-the surface normals drag reads, and the two parallel passes that open and close each substep
-of the compiled loop (compiled_loop.py).
+the surface normals drag reads, the two parallel passes that open and close each substep of
+the compiled loop (compiled_loop.py), and the colliders' restitution of its velocity pass.
 
 The same arithmetic as the NumPy kernels, operation for operation (compiled.py's docstring), so
 the backends agree bit for bit. Every loop here gives each iteration a particle of its own (or
@@ -217,3 +217,35 @@ def surface_normals(X, tris, tri_start, vertex_tris, ids, out):
         out[0, v] = s0 / length
         out[1, v] = s1 / length
         out[2, v] = s2 / length
+
+
+@njit(cache=True, fastmath=False)
+def restitution(X, Xp, X_pred, h, gravity_norm, e_restitution, e_particle, touching, collider,
+                normal, motion, rigid_body):
+    """Scalar mirror of collision/project.restitution: one particle per iteration (serial: it
+    skips all but the few that bounce, and a parallel kernel costs a second of compile)."""
+    for i in range(X.shape[1]):
+        if not touching[i] or rigid_body[i] >= 0:
+            continue
+        e = max(e_restitution[collider[i]], e_particle[i])
+        if not e > 0:
+            continue
+        n0 = normal[i, 0]
+        n1 = normal[i, 1]
+        n2 = normal[i, 2]
+        m0 = motion[i, 0]
+        m1 = motion[i, 1]
+        m2 = motion[i, 2]
+        p0 = Xp[0, i]
+        p1 = Xp[1, i]
+        p2 = Xp[2, i]
+        v_arrive = ((X_pred[0, i] - p0 - m0) * n0 + (X_pred[1, i] - p1 - m1) * n1
+                    + (X_pred[2, i] - p2 - m2) * n2) / h
+        v_now = ((X[0, i] - p0 - m0) * n0 + (X[1, i] - p1 - m1) * n1
+                 + (X[2, i] - p2 - m2) * n2) / h
+        if not v_arrive < -2.0 * gravity_norm * h:
+            continue
+        dv = (-e * v_arrive - v_now) * h
+        Xp[0, i] = p0 - n0 * dv
+        Xp[1, i] = p1 - n1 * dv
+        Xp[2, i] = p2 - n2 * dv

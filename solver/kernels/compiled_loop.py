@@ -19,14 +19,14 @@ from numba import njit
 
 from .compiled import (damp_shapes, solve_shapes, solve_soft_pins, solve_sticks,
                        solve_volumes)
-from .compiled_forces import close_substep, drag_and_predict
+from .compiled_forces import close_substep, drag_and_predict, restitution
 from .compiled_bodies import solve_bodies
 from .compiled_joints import solve_joints
 from .compiled_impacts import rigid_pair_velocities, rigid_velocities
 from .compiled_rigid import solve_rigid
 from .compiled_mesh import place_meshes
-from .compiled_candidates import candidate_clearance
-from .compiled_contact import project_colliders, project_points, restitution
+from .compiled_candidates import candidate_clearance, least_clearance
+from .compiled_contact import project_colliders, project_points
 from .compiled_edges import edge_clearance, project_edges_clear
 
 
@@ -86,9 +86,13 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     # enough from where the step starts (compiled_candidates.candidate_clearance)
     X0 = X.copy()                                          # (3, n) [m] the step's start
     clear = np.empty(by_particle_collider.shape[0])        # (q,) [m] per candidate pair
+    least2 = np.empty(n if by_particle.shape[0] else 0)     # (n,) [m^2] least clearance^2
+    slot = np.empty(n if by_particle.shape[0] else 0, np.int64)   # (n,) index in by_particle
+    act = np.empty(n if by_particle.shape[0] else 0, np.bool_)    # (n,) project_colliders'
     if by_particle.shape[0]:
         candidate_clearance(X0, by_particle, by_particle_start, by_particle_collider, c_shape,
                             approximate, abc, c_thickness, radius, R, t, sc, moving, mesh, clear)
+        least_clearance(by_particle, by_particle_start, clear, least2, slot)
     # and the edges' candidates (compiled_edges.edge_clearance)
     e_clear = np.empty(e_cand.shape[0])                    # (qe,) [m] per edge candidate
     e_maybe = np.empty(e_cand.shape[0], np.bool_)         # (qe,) project_edges' scratch
@@ -188,7 +192,8 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                                   c_shape, approximate[s], abc[s], c_thickness, radius, R[s],
                                   t[s], sc[s], Rb[s], tb[s], sb[s], moving[s], c_mu_s, c_mu_k,
                                   p_friction, depth, used, touching, normal, motion, collider,
-                                  allowance, lift, lifted, mesh, X0, clear)
+                                  allowance, lift, lifted, mesh, X0, clear, least2, slot,
+                                  act)
             if e_cand.shape[0]:
                 project_edges_clear(X, Xp, e_a, e_b, e_cand, e_collider, e_group_start,
                                     e_inv_mass, e_depth, e_used, c_shape, c_thickness, c_mu_s,
