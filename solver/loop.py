@@ -27,7 +27,8 @@ exactly the same ones:
     state      (X, X_prev)                     (3, n) float64 [m] positions, positions a substep ago
     integrate  (a_h2, keep, lim)               (3, n) [m], (n,), (n,) [m] or empty: predict's
     drag       forces.drag_terms(...)          apply_drag's arrays (q = 0: no drag)
-    pins       (ids, start, target)            (p,) int64, (p, 3) [m] at the step's start, (p, 3) [m]
+    pins       (ids, start, target)            (p,) int64, (p, 3) [m] at the step's start,
+                                               (p, 3) [m]
     soft_pins  constraints/pins.SoftPinSolver.kernel_args(control, h)
     sticks     constraints/sticks.StickSolver.kernel_args(omega)
     volumes    constraints/volume.VolumeSolver.kernel_args(rest)

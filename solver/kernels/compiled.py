@@ -1,4 +1,4 @@
-"""Numba-compiled kernels: the same arithmetic as the NumPy kernels (kernels/__init__.py's table), compiled.
+"""Numba-compiled kernels: the NumPy kernels' arithmetic (kernels/__init__.py's table), compiled.
 
 Each function mirrors a NumPy kernel operation for operation (same formulas, same order, no
 fastmath, no FMA contraction), so the two backends agree bit for bit. Loops marked prange run in
@@ -12,7 +12,7 @@ references on each of its array arguments at every call (atomic operations), and
 pass does not always remove them (the joint kernel's _turn and _limit stay calls: inlined, they
 measured the same). Measured 2026-11-26: the shape solve of 100 ragdolls (1,200
 clusters) 347 us a pass with the polar decomposition's helpers called, 221 us inlined; a serial
-loop is worse (a stick sweep calling _relax_stick from a plain loop 8.7 ms, written out 0.57 ms;
+loop is worse (a stick sweep calling its helper from a plain loop 8.7 ms, written out 0.57 ms;
 inlined into a parallel loop it is free). The same bits either way.
 """
 
@@ -22,6 +22,7 @@ from numba import njit, prange
 # the contact kernels and the loop live in their own modules; the kernel table reaches every
 # compiled kernel through this one
 from .compiled_candidates import primitive_candidates  # noqa: F401
+from .compiled_sticks import solve_sticks  # noqa: F401
 from .compiled_edges import edge_spheres, project_edges  # noqa: F401
 from .compiled_contact import (  # noqa: F401
     project_collider, project_points, release_overlap)
@@ -34,75 +35,8 @@ from .compiled_order import gather_slots, merge_round, order_rigid, sort_pairs  
 from .build import islands  # noqa: F401
 from .compiled_mesh import mesh_distances, mesh_normals, place_meshes, refit_meshes  # noqa: F401
 
-_EPS = 1e-12
 # a colour of fewer clusters than this is fitted on the calling thread (solve_shapes)
 SERIAL_CLUSTERS = 48
-
-
-@njit(cache=True, fastmath=False, inline="always")
-def _relax_stick(px, py, pz, si, sj, rest, inv_mass, alpha, inv_denom, lam, kind, k, omega,
-                 one_sided, read_lam, write_lam):
-    """Stick k's XPBD projection (constraints/sticks.solve_sticks, one item of it). kind: 0 equal,
-    1 min (lambda >= 0), 2 max (lambda <= 0). read_lam False: lambda is zero (the substep's first
-    sweep); write_lam False: lambda is not needed after this sweep. Either way the arithmetic is
-    the NumPy kernel's: alpha * 0 and x - 0 change no bits."""
-    i = si[k]
-    j = sj[k]
-    dx = px[i] - px[j]
-    dy = py[i] - py[j]
-    dz = pz[i] - pz[j]
-    length = np.sqrt(dx * dx + dy * dy + dz * dz)
-    wi = inv_mass[i]
-    wj = inv_mass[j]
-    al = alpha[k]
-    lam_k = lam[k] if read_lam else 0.0
-    if read_lam:
-        dlam = (rest[k] - length - al * lam_k) * inv_denom[k]
-    else:
-        dlam = (rest[k] - length) * inv_denom[k]
-    if omega != 1.0:
-        dlam *= omega
-    if one_sided:
-        new = lam_k + dlam
-        kd = kind[k]
-        if kd == 1:
-            new = min(max(new, 0.0), np.inf)
-        elif kd == 2:
-            new = min(max(new, -np.inf), 0.0)
-        dlam = new - lam_k
-        if write_lam:
-            lam[k] = new
-    elif write_lam:
-        lam[k] = lam_k + dlam
-    dlam /= max(length, _EPS)
-    s_i = wi * dlam
-    s_j = wj * dlam
-    px[i] += dx * s_i
-    py[i] += dy * s_i
-    pz[i] += dz * s_i
-    px[j] -= dx * s_j
-    py[j] -= dy * s_j
-    pz[j] -= dz * s_j
-
-
-@njit(cache=True, parallel=True, fastmath=False)
-def solve_sticks(X, si, sj, rest, inv_mass, alpha, inv_denom, lam, kind, batch_offsets,
-                 group_task_start, task_range_start, range_lo, range_hi, omega, one_sided,
-                 read_lam, write_lam):
-    """One Gauss-Seidel sweep of XPBD sticks over the partition (constraints/partition.py):
-    groups one after another, the tasks (blocks) of a group in parallel, each task's stick
-    ranges in order on one thread. One wait per group, not per colour. batch_offsets is the
-    NumPy kernel's (unused here: the tasks' ranges cover the same sticks in an order that gives
-    the same bits)."""
-    px = X[0]
-    py = X[1]
-    pz = X[2]
-    for g in range(group_task_start.shape[0] - 1):
-        for t in prange(group_task_start[g], group_task_start[g + 1]):
-            for r in range(task_range_start[t], task_range_start[t + 1]):
-                for k in range(range_lo[r], range_hi[r]):
-                    _relax_stick(px, py, pz, si, sj, rest, inv_mass, alpha, inv_denom, lam,
-                                 kind, k, omega, one_sided, read_lam, write_lam)
 
 
 @njit(cache=True, fastmath=False)

@@ -130,7 +130,8 @@ def _approx_sdf(shape, a, b, c, s0, s1, q0, q1, q2):
 
 @njit(cache=True)
 def _motion(R, t, s, Rb, tb, sb, y0, y1, y2):
-    """Scalar mirror of collision/project._motion: the collider's displacement at (y0, y1, y2) [m]."""
+    """Scalar mirror of collision/project._motion: the collider's displacement at (y0, y1, y2)
+    [m]."""
     e0 = y0 - t[0]
     e1 = y1 - t[1]
     e2 = y2 - t[2]
@@ -186,7 +187,8 @@ def _distance(shape, approximate, a, b, c, R, t, s, Rb, tb, x0, x1, x2, xp0, xp1
     normal there, and for a mesh the closest triangle and its barycentric weights (-1 and
     zeros otherwise): x into the rotation-only frame, the exact, first-order or mesh SDF, the
     gradient back to world space (collision/project.py's _distance). x* = xp, taken into the
-    frame of the substep's start (Rb, tb), picks an open mesh's side (collision/mesh.py); slot the particle (a mesh query's hint) or -1."""
+    frame of the substep's start (Rb, tb), picks an open mesh's side (collision/mesh.py); slot
+    the particle (a mesh query's hint) or -1."""
     d0 = x0 - t[0]
     d1 = x1 - t[1]
     d2 = x2 - t[2]
@@ -457,7 +459,8 @@ def _moved2(X, Xp, X0, i):
 def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, thickness, mu_s,
                    mu_k, friction, approximate, abc, R, t, s, Rb, tb, sb, moving, point_depth,
                    point_used, allowance, lift, lifted, mesh):
-    """Scalar mirror of collision/project.project_points (every rank, every collider): Jakobsen's embedded-point contact with friction.
+    """Scalar mirror of collision/project.project_points (every rank, every collider):
+    Jakobsen's embedded-point contact with friction.
     X, Xp (3, n) float64 [m] positions (updated) and previous positions;
     rank_start (ranks + 1,) int64, rank_points (P,) int64: rank r is
     rank_points[rank_start[r]:rank_start[r + 1]] (collision/points.TetraPoints);
@@ -467,7 +470,8 @@ def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, t
     (combined with friction (n,), the particles' coefficients: a point's is its corners' mean),
     approximate (C,) bool first-order SDF, abc (C, 3) its scaled dims, R, Rb (C, 3, 3),
     t, tb (C, 3) [m], s, sb (C, 3) the frames now and at the substep's start, moving (C,) bool
-    (collision/colliders.Colliders.placements, one substep of them); point_depth, point_used (P,) float64 [m] updated for hits;
+    (collision/colliders.Colliders.placements, one substep of them); point_depth, point_used
+    (P,) float64 [m] updated for hits;
     allowance [m], lift (n, 3) [m], lifted (n,) bool: the bounded depenetration, a point's lift
     shared among its corners."""
     for r in range(rank_start.shape[0] - 1):

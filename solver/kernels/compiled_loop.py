@@ -17,8 +17,8 @@ Importing this module requires Numba.
 import numpy as np
 from numba import njit
 
-from .compiled import (damp_shapes, solve_shapes, solve_soft_pins, solve_sticks,
-                       solve_volumes)
+from .compiled import damp_shapes, solve_shapes, solve_soft_pins, solve_volumes
+from .compiled_sticks import solve_sticks
 from .compiled_forces import close_substep, drag_and_predict, restitution
 from .compiled_bodies import solve_bodies
 from .compiled_joints import solve_joints
