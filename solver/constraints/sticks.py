@@ -21,8 +21,8 @@ for "max"), which is the standard way to make an XPBD constraint one-sided.
 Sticks are relaxed colour after colour (constraints/coloring.py; within a colour no two share a
 particle), block by block (constraints/partition.py: blocks that write disjoint particles run
 in parallel, so a sweep waits for its threads once per group of blocks, not once per colour).
-``solve_sticks`` below is the NumPy kernel; kernels/compiled.py has its compiled mirror with
-the same signature (the kernel table, kernels/__init__.py, picks one).
+``solve_sticks`` below is the NumPy kernel; kernels/compiled_sticks.py has its compiled mirror
+with the same signature (the kernel table, kernels/__init__.py, picks one).
 """
 
 import numpy as np
