@@ -156,3 +156,28 @@ def test_candidate_clearance_is_the_distance_to_a_static_primitive_only():
         else:
             assert clear[r] == -np.inf
     assert np.sum(pair_collider == 0) == 4 and np.max(clear) > 1.0
+
+
+@pytest.mark.skipif(_backend.numba_kernels() is None, reason="compiled kernels only")
+def test_a_particle_is_passed_over_only_while_every_pair_of_it_is_clear():
+    """compiled_candidates.least_clearance, what project_colliders tests a particle by before
+    its pairs: each candidate's least clearance over its pairs, squared, and its index among
+    the candidates. A pair that is never clear (a clearance of 0, -inf or NaN: a mesh, a
+    moving or degenerate collider) keeps its particle tested (-1); a particle that is no
+    candidate has no index. Were the least not the least, the particle would be passed over
+    while one of its pairs could touch."""
+    from solver.kernels import compiled_candidates as cc
+
+    particles = np.array([1, 3, 4, 6])
+    start = np.array([0, 2, 3, 5, 7])
+    clear = np.array([0.5, 0.2,            # particle 1: two colliders, the nearer 0.2 m clear
+                      0.3,                 # particle 3: one
+                      0.4, -np.inf,        # particle 4: one collider gives no bound
+                      np.nan, 0.1])        # particle 6: a NaN clearance counts as none
+    least2 = np.full(8, 7.0)
+    slot = np.full(8, 9, np.int64)
+    cc.least_clearance(particles, start, clear, least2, slot)
+    assert slot.tolist() == [-1, 0, -1, 1, 2, -1, 3, -1]
+    assert least2[[1, 3]] == pytest.approx([0.04, 0.09], abs=1e-15)
+    assert least2[[4, 6]].tolist() == [-1.0, -1.0]
+    assert least2[[0, 2, 5, 7]].tolist() == [7.0] * 4     # no candidate: not written

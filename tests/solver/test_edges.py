@@ -505,3 +505,53 @@ def test_the_candidates_are_sorted_by_batch_collider_and_edge():
         key = edges.batch[edges.cand_edge] * 10 + edges.cand_collider
         starts = np.r_[0, np.nonzero(np.diff(key))[0] + 1, len(key)]
         assert np.array_equal(edges.group_start, starts)
+
+
+def test_an_edges_clearance_from_a_still_sphere_bounds_its_distance_from_below():
+    """kernels/compiled_edges.edge_clearance for a still sphere (its distances taken in world
+    space, _sphere_phi and _sphere_slope): for every candidate edge of a cloth hanging 2 to
+    40 cm over a 0.5 m ball, how far its ends may move before its contact could act is at most
+    the edge's true least distance to the ball (its nearest point to the centre, found here
+    independently) less the offset, plus the tolerance, less CLEAR_MARGIN, and at least that
+    less half the edge's length (the midpoint's bound). Too large, the loop would skip an
+    edge that touches; far too small, it would skip none."""
+    from types import SimpleNamespace
+
+    from solver.kernels.compiled_candidates import CLEAR_MARGIN
+    from solver.kernels.compiled_edges import EDGE_SKIN, edge_clearance
+    centre, rho, thick, rad = np.array([0.1, -0.05, 0.0]), 0.5, 0.004, 0.003
+    b = Builder()
+    u, v = np.meshgrid(np.linspace(-0.6, 0.6, 24), np.linspace(-0.6, 0.6, 24))
+    x = np.column_stack([u.ravel(), v.ravel(), 0.52 + 0.38 * (u.ravel() + 0.6) / 1.2])
+    idx = np.arange(24 * 24).reshape(24, 24)
+    quads = np.stack([idx[:-1, :-1], idx[:-1, 1:], idx[1:, 1:], idx[1:, :-1]], -1).reshape(-1, 4)
+    ids = b.add_cloth(x, quads, mass=0.002, radius=rad)
+    m = np.eye(4)
+    m[:3, 3] = centre
+    b.add_collider("sphere", matrix=m, radius=rho, thickness=thick)
+    sim = Simulation(b.build(), backend="numba", sleep=False)
+    # falling at 4 m/s, every edge within the 17 cm it may travel this step is a candidate
+    sim.set_velocities(ids, np.tile([0.0, 0.0, -4.0], (len(ids), 1)))
+    seen = {}
+    real = sim.kernels
+
+    def run_substeps(*args):
+        seen["X0"] = args[0][0].copy()
+        seen["args"] = args
+        return real.run_substeps(*args)
+    sim.kernels = SimpleNamespace(**{k: getattr(real, k) for k in vars(real)})
+    sim.kernels.run_substeps = run_substeps
+    sim.step(1 / 24)
+    args = seen["args"]
+    X0, c, (ea, eb, cand, collider) = seen["X0"], args[9], args[16][:4]
+    assert len(cand) > 100
+    out = np.full(len(cand), np.nan)
+    edge_clearance(X0, ea, eb, cand, collider, c[0], c[14], c[1], c[7], c[15], c[16], c[17],
+                   c[13], c[21], c[22], out)
+    a, e = X0[:, ea[cand]].T, X0[:, eb[cand]].T - X0[:, ea[cand]].T
+    t = np.clip(np.einsum("ij,ij->i", centre - a, e) / np.einsum("ij,ij->i", e, e), 0.0, 1.0)
+    nearest = np.linalg.norm(a + t[:, None] * e - centre, axis=1) - rho
+    off = thick + rad
+    truth = nearest - off + max(EDGE_TOLERANCE, EDGE_SKIN * off) - CLEAR_MARGIN
+    assert np.all(out <= truth + 1e-12)
+    assert np.all(out >= truth - 0.5 * np.linalg.norm(e, axis=1) - 1e-12)
