@@ -31,7 +31,7 @@ no candidate left for the serial loop (2026-11-29), the same bits.
 import numpy as np
 from numba import njit, prange
 
-from .compiled_candidates import _SPHERE, CLEAR_MARGIN, _exact_still, _sphere_phi
+from .compiled_candidates import _SPHERE, CLEAR_MARGIN, _exact_still
 from .compiled_contact import (GUARD_TOLERANCE, _MESH, _bounded, _carried,
                                _collider_motion, _combined_friction, _distance, _friction,
                                _moved2, _trace)
@@ -440,15 +440,6 @@ def edge_spheres(X, ea, eb, free, reach):
     return live, mid, half, end_reach
 
 
-@njit(cache=True, fastmath=False, inline="always")
-def _sphere_slope(u0, u1, u2, rho, e0, e1, e2):
-    """A sphere's signed distance at u (the point less its centre) and its slope along e."""
-    r = np.sqrt(u0 * u0 + u1 * u1 + u2 * u2)
-    if not r > 0:
-        return r - rho, 0.0
-    return r - rho, (u0 * e0 + u1 * e1 + u2 * e2) / r
-
-
 @njit(cache=True, parallel=True, fastmath=False)
 def edge_clearance(X0, ea, eb, cand_edge, cand_collider, shape, abc, thickness, radius, R, t,
                    s, approximate, moving, mesh, out):
@@ -460,12 +451,13 @@ def edge_clearance(X0, ea, eb, cand_edge, cand_collider, shape, abc, thickness, 
     The bound is the larger of phi(midpoint) - L / 2 (an exact SDF is a distance) and the
     tangent lines' (an exact primitive's SDF is convex: the lines at the ends meet under it
     where it falls from one end and rises to the other; else it is least at an end). A cloth
-    resting flat on a face is then clear by that tolerance until it moves. A sphere's three
-    distances are taken in world space (_sphere_phi, _sphere_slope: the drape's 32,000
-    candidates 1.3 to 0.65 ms a step on two threads, bounds within 1e-16 m). approximate,
-    moving (S, C) bool and abc (S, C, 3), R (S, C, 3, 3), t, s (S, C, 3) the colliders'
-    placements per substep; mesh the mesh group (typing only: a mesh collider takes no
-    edges)."""
+    resting flat on a face is then clear by that tolerance until it moves. A sphere's bound
+    is its least distance along the edge itself, from the centre's nearest point of the
+    segment (_segment_near, in world space; the drape's 32,000 candidates 1.3 ms a step on two
+    threads with the three distances of the general bound, 0.65 with them in world space).
+    approximate, moving (S, C) bool and abc (S, C, 3), R (S, C, 3, 3), t, s (S, C, 3) the
+    colliders' placements per substep; mesh the mesh group (typing only: a mesh collider
+    takes no edges)."""
     for q in prange(cand_edge.shape[0]):
         k = cand_collider[q]
         out[q] = -np.inf
@@ -486,28 +478,28 @@ def edge_clearance(X0, ea, eb, cand_edge, cand_collider, shape, abc, thickness, 
         d0 = X0[0, ib] - a0
         d1 = X0[1, ib] - a1
         d2 = X0[2, ib] - a2
-        m0 = a0 + d0 * 0.5
-        m1 = a1 + d1 * 0.5
-        m2 = a2 + d2 * 0.5
         if sh == _SPHERE:
-            # the sphere's distances in world space: two divisions, not nine (a bound within
-            # rounding of _distance's, which CLEAR_MARGIN covers)
-            phi_m = _sphere_phi(m0 - tk[0], m1 - tk[1], m2 - tk[2], a)
-            phi_a, slope_a = _sphere_slope(a0 - tk[0], a1 - tk[1], a2 - tk[2], a, d0, d1, d2)
-            phi_b, slope_b = _sphere_slope(X0[0, ib] - tk[0], X0[1, ib] - tk[1],
-                                           X0[2, ib] - tk[2], a, d0, d1, d2)
+            # a sphere's least distance along the edge, exactly: from the centre's nearest
+            # point of the segment, in world space (within rounding of _distance's, which
+            # CLEAR_MARGIN covers)
+            near2 = _segment_near(a0, a1, a2, X0[0, ib], X0[1, ib], X0[2, ib], tk[0], tk[1],
+                                  tk[2])[0]
+            bound = np.sqrt(max(near2, 0.0)) - a
         else:
+            m0 = a0 + d0 * 0.5
+            m1 = a1 + d1 * 0.5
+            m2 = a2 + d2 * 0.5
             phi_m = _distance(sh, False, a, b, c, Rk, tk, sk, Rk, tk, m0, m1, m2, m0, m1, m2,
                               k, mesh, -1)[0]
+            bound = phi_m - np.sqrt(d0 * d0 + d1 * d1 + d2 * d2) * 0.5
             phi_a, slope_a, phi_b, slope_b = _ends(sh, False, a, b, c, Rk, tk, sk, Rk, tk, a0,
                                                    a1, a2, X0[0, ib], X0[1, ib], X0[2, ib], k,
                                                    mesh)
-        bound = phi_m - np.sqrt(d0 * d0 + d1 * d1 + d2 * d2) * 0.5
-        if slope_a < 0 and slope_b > 0:
-            lines = _lines(phi_a, slope_a, phi_b, slope_b)
-        else:
-            lines = min(phi_a, phi_b)
-        if lines > bound:
-            bound = lines
+            if slope_a < 0 and slope_b > 0:
+                lines = _lines(phi_a, slope_a, phi_b, slope_b)
+            else:
+                lines = min(phi_a, phi_b)
+            if lines > bound:
+                bound = lines
         off = thickness[k] + max(radius[ia], radius[ib])
         out[q] = bound - off + max(EDGE_TOLERANCE, EDGE_SKIN * off) - CLEAR_MARGIN
