@@ -475,9 +475,6 @@ def edge_clearance(X0, ea, eb, cand_edge, cand_collider, shape, abc, thickness, 
         a0 = X0[0, ia]
         a1 = X0[1, ia]
         a2 = X0[2, ia]
-        d0 = X0[0, ib] - a0
-        d1 = X0[1, ib] - a1
-        d2 = X0[2, ib] - a2
         if sh == _SPHERE:
             # a sphere's least distance along the edge, exactly: from the centre's nearest
             # point of the segment, in world space (within rounding of _distance's, which
@@ -486,6 +483,9 @@ def edge_clearance(X0, ea, eb, cand_edge, cand_collider, shape, abc, thickness, 
                                   tk[2])[0]
             bound = np.sqrt(max(near2, 0.0)) - a
         else:
+            d0 = X0[0, ib] - a0
+            d1 = X0[1, ib] - a1
+            d2 = X0[2, ib] - a2
             m0 = a0 + d0 * 0.5
             m1 = a1 + d1 * 0.5
             m2 = a2 + d2 * 0.5
