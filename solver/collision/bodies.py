@@ -1,5 +1,5 @@
 """Contact between simulated bodies: particle against particle and vertex against triangle,
-with relative Coulomb friction, solved by Jacobi iteration with constraint averaging.
+with relative Coulomb friction, solved by Jacobi iteration with mass splitting.
 
 Every simulated body collides with every other (Macklin, Mueller, Chentanez and Kim, "Unified
 Particle Physics for Real-Time Applications", SIGGRAPH 2014: one particle system, contacts as
@@ -66,17 +66,17 @@ W = w_i + w_j and n = (x_i - x_j) / |x_i - x_j|):
 As against colliders (collision/project.py), overlap the particles did not move into this
 substep (they started inside: a late contact, a stack settling) is resolved at most at
 max_depenetration_speed and without giving speed: its part l moves x* as well (split impulse).
-The lift: a particle's x* follows the average L of its contacts' lifts (pass 2 below) only as
+The lift: a particle's x* follows the sum L of its contacts' split lifts (pass 4 below) only as
 far as the particle moved along L in the substep, x* += f L with f = (x - x*) . L / |L|^2
 clamped to [0, 1] (x after the pass's corrections, x* before them), so a lift that really
 moves the particle gives it no speed, and one that other contacts undo gives none either.
 Without the clamp a resting stack of layers kept a speed into the layer below that no
-correction removed: the average leaves each contact part-resolved, the overlap left over
-counts as "not moved into" in the next substep, and its lift moved x* with x while the
-layers above pushed x straight back; the layers ended every substep where they began, 4 to
-6 cm/s into each other (the self-collision benchmark's Z fold, N = 64, its middle and top
-layers), and that stored speed, turned sideways at the folds, made the fold creep 3 to 15
-mm/s and never sleep (it sleeps at 4.6 s now; N = 46 at 2.7 s, never before).
+correction removed: the average (the split since) leaves each contact part-resolved, the
+overlap left over counts as "not moved into" in the next substep, and its lift moved x* with
+x while the layers above pushed x straight back; the layers ended every substep where they
+began, 4 to 6 cm/s into each other (the self-collision benchmark's Z fold, N = 64, its middle
+and top layers), and that stored speed, turned sideways at the folds, made the fold creep 3
+to 15 mm/s and never sleep.
 
 mu is the geometric mean of the two sides' friction, sqrt(mu_a mu_b) (a triangle's or an
 edge's side is its corners' mean; Box2D's b2MixFriction; the same rule as against colliders,
@@ -85,17 +85,29 @@ tan(angle) > mu as against colliders (collision/project.py). Coincident particle
 normal: n is a direction drawn from a hash of (i, j) and the seed 2 (jitter_directions), so
 they separate the same way every run.
 
-Jacobi with averaging: solve_bodies computes every contact's corrections from the same
-positions (pass 1, in parallel over contacts), then each particle adds the sum of its
-contacts' corrections divided by max(1, its total share), summed in a fixed (contact, slot)
-order (pass 2, in parallel over particles). A particle's share of a contact is the size of its
-gradient weight (1 for a vertex or a particle of a pair, its barycentric weight for a
-triangle's or an edge's corner), so a corner far from where a contact acts (weight ~0) does not
-dilute the contacts that carry it (Macklin et al. 2014 average over plain counts; with counts a
-stack's corner resting on the far corner of its neighbour's face sank). No two threads write one particle, so the result does not depend on the thread
-count; the compiled mirror (kernels/compiled_bodies.py) does the same operations in the same
-order. Contacted particles are marked touching, which weights them in rigid shape matching
-(constraints/shapes.py BOOST) as collider contacts are.
+Jacobi with mass splitting: solve_bodies computes every contact's corrections from the same
+positions (pass 1, in parallel over contacts). A particle's share of a contact is the size of
+its gradient weight (1 for a vertex or a particle of a pair, its barycentric weight for a
+triangle's or an edge's corner); its split m = max(1, its shares summed over the contacts
+acting on it) (pass 2, in parallel over particles). Each contact is then solved as if each
+corner's inverse mass were w m (Tonge, Benevolenski and Voroshilov, "Mass splitting for
+jitter-free parallel rigid body simulation", SIGGRAPH 2012): its rows times W / W', with
+W = sum w k^2 and W' = sum w k^2 m over its corners (k their gradient weights; pass 3, over
+contacts), and each particle adds the sum of its contacts' rows, in a fixed (contact, slot)
+order (pass 4, over particles). A particle in m contacts that all push it one way moves by
+about their average, as with Macklin et al.'s averaging (2014, section 4.2), but each contact
+still moves its corners by equal and opposite impulses, so the pass conserves momentum. The
+averaging it replaced (each particle's sum divided by its own split) did not: the corners of
+one contact were divided by different counts, and the self-collision benchmark's Z fold, at
+rest on the ground, slid along x at 4 to 10 mm/s and never slept (friction 0: 0.1 m/s and
+rising; one pass over its 15,595 contacts moved its centre of mass by 27 % of the pass's total
+correction). Weighing by shares, not plain counts, keeps a corner far from where a contact
+acts (weight ~0) from diluting the contacts that carry it (with counts a stack's corner resting
+on the far corner of its neighbour's face sank). No two threads write one particle or one
+contact's rows, so the result does not depend on the thread count; the compiled mirror
+(kernels/compiled_bodies.py) does the same operations in the same order. Contacted particles
+are marked touching, which weights them in rigid shape matching (constraints/shapes.py BOOST)
+as collider contacts are.
 
 The collide stage (body_stage.BodyContacts.collide, once per step): every particle's box swept from x to
 its prediction x + v dt + a dt^2 / 2, grown by its radius and a slack (SLACK + |v| dt / 10); a
@@ -116,7 +128,7 @@ BAND = 1e-3         # [m] depth behind a solid face that still counts as in cont
 SEED = 2            # the jitter's seed (seed 002)
 PAIR, VERTEX_TRI, EDGES, SEGMENTS = 0, 1, 2, 3       # contact kinds
 # [m] a contact acts from this penetration on: contacts at rounding-error depth (a vertex on a
-# coplanar face of a neighbour in a stack) would otherwise count in the averaging and dilute
+# coplanar face of a neighbour in a stack) would otherwise count in the splits and dilute
 # the ones that carry the load
 ACTIVE = 1e-9
 # edges closer to parallel than sin^2 = 1e-3 (1.8 degrees) make no edge contact: the closest
@@ -308,7 +320,7 @@ def jitter_directions(i, j):
 
 # ----------------------------------------------------------------------------- the solve
 def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl,
-                 share, g_particle, g_start, g_slot, touched):
+                 share, g_particle, g_start, g_slot, touched, split, act):
     """One Jacobi pass over all body contacts (module docstring), in place on X (3, n) [m].
     Xp (3, n) [m] positions a substep ago; c_idx (K, 4) int64 contact particles (v, a, b, c),
     (p, q, u, w) for edges or capsule axes pq and uw, or (i, j, -1, -1); c_kind (K,) int64
@@ -320,7 +332,9 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
     (each contact corner's correction of x and of x*, and its share of the contact: |its
     gradient weight|, 0 when the contact does not act); the gather: particles g_particle
     (u,), their slots (contact * 4 + corner) g_slot[g_start[q]:
-    g_start[q + 1]] increasing; touched (n,) bool set for contacted particles."""
+    g_start[q + 1]] increasing; touched (n,) bool set for contacted particles; split (K * 4,)
+    scratch, each slot's particle's split (module docstring, "Jacobi with mass splitting");
+    act (S,) int64 the compiled kernel's scratch (each particle's acting slots), unused here."""
     dx.fill(0.0)
     dl.fill(0.0)
     share.fill(0.0)
@@ -332,19 +346,32 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
                  np.nonzero(c_kind == PAIR)[0])
     _solve_segments(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, share,
                     np.nonzero(c_kind == SEGMENTS)[0])
-    # pass 2: per particle, its contacts' corrections over max(1, its share), in slot order
+    # pass 2: each particle's share of the contacts acting on it, max(1, it), into its slots
     q = np.repeat(np.arange(len(g_particle)), np.diff(g_start))
     u = len(g_particle)
     cnt = np.bincount(q, weights=share[g_slot], minlength=u)
+    split[g_slot] = np.maximum(cnt, 1.0)[q]
+    # pass 3: each acting contact's rows times W / W', W' its corners' inverse masses times
+    # their splits (module docstring, "Jacobi with mass splitting")
+    K = len(c_kind)
+    sh = share.reshape(K, 4)
+    acting = sh > 0.0
+    w = np.where(acting, inv_mass[np.maximum(c_idx, 0)], 0.0)
+    m = np.where(acting, split.reshape(K, 4), 1.0)
+    t = [w[:, j] * (sh[:, j] * sh[:, j]) for j in range(4)]
+    W = ((t[0] + t[1]) + t[2]) + t[3]
+    W2 = ((t[0] * m[:, 0] + t[1] * m[:, 1]) + t[2] * m[:, 2]) + t[3] * m[:, 3]
+    f = np.where(W2 > 0.0, W / np.where(W2 > 0.0, W2, 1.0), 0.0)
+    fs = f[g_slot // 4]
+    # pass 4: per particle, the sum of its contacts' rows, in slot order
     has = cnt > 0
     p = g_particle[has]
-    div = np.maximum(cnt[has], 1.0)
     lift = []
     for a in range(3):
-        s = np.bincount(q, weights=dx[g_slot, a], minlength=u)
-        X[a, p] = X[a, p] + s[has] / div
-        s = np.bincount(q, weights=dl[g_slot, a], minlength=u)
-        lift.append(s[has] / div)
+        s = np.bincount(q, weights=dx[g_slot, a] * fs, minlength=u)
+        X[a, p] = X[a, p] + s[has]
+        s = np.bincount(q, weights=dl[g_slot, a] * fs, minlength=u)
+        lift.append(s[has])
     # x* follows a lift only as far as the particle moved that way in this substep
     # (module docstring, "the lift"): l . (x - x*) / |l|^2 clamped to [0, 1]
     l0, l1, l2 = lift

@@ -104,11 +104,12 @@ class Contacts:
         self.lifted = np.zeros(n, bool)          # (n,) bool lift is non-zero
 
         self.body_touch = np.zeros(n, bool)      # (n,) bool touched another body this substep
-        # the body solve's scratch (solve_bodies' dx, dl, share), allocated once and grown
+        # the body solve's scratch (solve_bodies' dx, dl, share, split), allocated once and grown
         # (doubled) when a step has more contacts: body_args hands out their first 4K rows
         self._scratch_dx = np.zeros((0, 3))      # (capacity, 3) float64 [m]
         self._scratch_dl = np.zeros((0, 3))      # (capacity, 3) float64 [m]
         self._scratch_share = np.zeros(0)        # (capacity,) float64
+        self._scratch_split = np.ones(0)         # (capacity,) float64
         self.clear_body_contacts()
 
     # ------------------------------------------------------------------ body contacts
@@ -201,16 +202,20 @@ class Contacts:
             self._scratch_dx = np.zeros((size, 3))
             self._scratch_dl = np.zeros((size, 3))
             self._scratch_share = np.zeros(size)
+            self._scratch_split = np.ones(size)
         self.body_dx = self._scratch_dx[:need]           # (4K, 3) scratch [m]
         self.body_dl = self._scratch_dl[:need]           # (4K, 3) scratch [m] x* shift
         self.body_share = self._scratch_share[:need]     # (4K,) scratch
+        self.body_split = self._scratch_split[:need]     # (4K,) scratch: corner's split
+        # (S,) int64 scratch: each particle's acting slots (kernels/compiled_bodies.py)
+        self.body_act = np.empty(len(self.body_slot), np.int64)
 
     def body_args(self, inv_mass, allowance):
         """The bodies group of loop.run_substeps' arguments (allowance [m]: the depenetration
         bound per substep)."""
         return self.solved + (inv_mass, allowance, self.body_dx, self.body_dl, self.body_share,
                               self.body_particle, self.body_start, self.body_slot,
-                              self.body_touch)
+                              self.body_touch, self.body_split, self.body_act)
 
     def set_candidates(self, per_collider):
         """Store the collide stage's result: per_collider, a list of C (k,) int64 particle

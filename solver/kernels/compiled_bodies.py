@@ -5,8 +5,10 @@ Mirror of collision/bodies.py's solve_bodies (that module's docstring gives the 
 cites Macklin et al. 2014 and Bridson et al. 2002): the same floating-point operations per
 contact and per particle in the same order, no fastmath, so the backends agree bit for bit.
 
-Parallel loops: pass 1 writes each contact's own rows of dx, pass 2 each particle's own column
-of X. No two iterations write the same element, so the thread count changes no bit.
+Parallel loops: pass 1 writes each contact's own rows of dx, pass 2 each particle's split into
+its own slots, pass 3 scales each contact's own rows (mass splitting), pass 4 writes each
+particle's own column of X. No two iterations write the same element, so the thread count
+changes no bit.
 
 The per-contact solvers are inlined (inline="always") into the parallel loop: called as
 functions they took arrays, and Numba counts references on every array argument of every call
@@ -306,10 +308,11 @@ def _solve_segments(X, Xp, k, p, q, u, w, D, mu, jit, inv_mass, allowance, dx, d
 
 @njit(cache=True, parallel=True)
 def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl,
-                 share, g_particle, g_start, g_slot, touched):
+                 share, g_particle, g_start, g_slot, touched, split, act):
     K = c_idx.shape[0]
     # pass 1: each contact's own rows; only the shares are cleared (most contacts do not act),
-    # pass 2 reads acting corners only (share 0 is a zero row in the reference: the same sums)
+    # the passes after read acting corners only (share 0 is a zero row in the reference: the
+    # same sums)
     for k in prange(K):
         for j in range(4):
             share[4 * k + j] = 0.0
@@ -326,36 +329,72 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
         else:
             _solve_pair(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_dist[k], c_mu[k], c_jit,
                         inv_mass, allowance, dx, dl, share)
-    for q in prange(g_particle.shape[0]):               # pass 2: each particle's own column
+    # pass 2: each particle's share of the contacts acting on it, max(1, it), into its acting
+    # slots, which it lists in act[g_start[q]:] in order, ended by -1 where fewer than all
+    # (most candidate contacts do not act: pass 4 reads the acting ones only)
+    for q in prange(g_particle.shape[0]):
+        cnt = 0.0
+        na = g_start[q]
+        for e in range(g_start[q], g_start[q + 1]):
+            sl = g_slot[e]
+            if share[sl] != 0.0:
+                cnt += share[sl]
+                act[na] = sl
+                na += 1
+        if na < g_start[q + 1]:
+            act[na] = -1
+        m = max(cnt, 1.0)
+        for e in range(g_start[q], na):
+            split[act[e]] = m
+    # pass 3: each acting contact's rows times W / W', W' its corners' inverse masses times
+    # their splits (collision/bodies.py, "Jacobi with mass splitting")
+    for k in prange(K):
+        W = 0.0
+        W2 = 0.0
+        for j in range(4):
+            sl = 4 * k + j
+            if share[sl] != 0.0:
+                t = inv_mass[c_idx[k, j]] * (share[sl] * share[sl])
+                W = W + t
+                W2 = W2 + t * split[sl]
+        if not W2 > 0.0:
+            continue
+        f = W / W2
+        for j in range(4):
+            sl = 4 * k + j
+            if share[sl] != 0.0:
+                for a in range(3):
+                    dx[sl, a] = dx[sl, a] * f
+                    dl[sl, a] = dl[sl, a] * f
+    for q in prange(g_particle.shape[0]):               # pass 4: each particle's own column
         s0 = 0.0
         s1 = 0.0
         s2 = 0.0
         p0 = 0.0
         p1 = 0.0
         p2 = 0.0
-        cnt = 0.0
+        acts = False
         for e in range(g_start[q], g_start[q + 1]):
-            sl = g_slot[e]
-            if share[sl] == 0.0:
-                continue
+            sl = act[e]
+            if sl < 0:
+                break
             s0 += dx[sl, 0]
             s1 += dx[sl, 1]
             s2 += dx[sl, 2]
             p0 += dl[sl, 0]
             p1 += dl[sl, 1]
             p2 += dl[sl, 2]
-            cnt += share[sl]
-        if cnt > 0:
+            acts = True
+        if acts:
             p = g_particle[q]
-            div = max(cnt, 1.0)
-            X[0, p] = X[0, p] + s0 / div
-            X[1, p] = X[1, p] + s1 / div
-            X[2, p] = X[2, p] + s2 / div
+            X[0, p] = X[0, p] + s0
+            X[1, p] = X[1, p] + s1
+            X[2, p] = X[2, p] + s2
             # x* follows the lift only as far as the particle moved that way in this
             # substep (collision/bodies.py, "The lift")
-            l0 = p0 / div
-            l1 = p1 / div
-            l2 = p2 / div
+            l0 = p0
+            l1 = p1
+            l2 = p2
             ll = l0 * l0 + l1 * l1 + l2 * l2
             if ll > 0.0:
                 f = ((X[0, p] - Xp[0, p]) * l0 + (X[1, p] - Xp[1, p]) * l1

@@ -45,11 +45,13 @@ def _flag(backend=None, nx=20, nz=14, size=(1.2, 0.8), thickness=0.008):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_flag_in_a_gusty_wind_never_passes_through_itself(backend):
     sim, tris = _flag(backend)
+    most_rounds = 1
     for frame in range(24):
         sim.step(1 / 24)
         crossing = self_intersections(sim.x, tris)
         assert len(crossing) == 0, f"frame {frame}: {len(crossing)} edges through the flag"
-    assert sim.reruns > 0 and sim.state.contact_rounds > 1      # the rounds were needed
+        most_rounds = max(most_rounds, sim.state.contact_rounds)
+    assert sim.reruns > 0 and most_rounds > 1      # the rounds were needed (not only at the end)
     # and it flew: its free edge blown out along the wind, not hanging down
     assert np.ptp(sim.x[:, 0]) > 0.6
 
