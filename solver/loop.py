@@ -8,7 +8,7 @@ Jakobsen's loop ("Advanced Character Physics", section 2), ``substeps`` times pe
                 from their position at the step's start to their target; the mesh colliders'
                 vertices at the substep's start and end (collision/mesh_query.place_meshes)
     relax       ``iterations`` sweeps: sticks, soft pins, volumes, contacts between bodies
-                (Jacobi, averaged), colliders (projection with friction, depenetration
+                (Jacobi, mass splitting), colliders (projection with friction, depenetration
                 bounded by ``allowance``; after the bodies, so nothing ends a substep pressed
                 into one), embedded points of tetrahedral bodies, shape matching, the
                 contacts of rigid bodies solved on the bodies (collision/rigid.py: Gauss-Seidel,
