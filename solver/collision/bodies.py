@@ -4,8 +4,8 @@ with relative Coulomb friction, solved by Jacobi iteration with mass splitting.
 Every simulated body collides with every other (Macklin, Mueller, Chentanez and Kim, "Unified
 Particle Physics for Real-Time Applications", SIGGRAPH 2014: one particle system, contacts as
 unilateral position constraints, Jacobi solve with averaging, section 4.2, here with mass
-splitting in its place, below; friction at position level, section 6.1). Bodies are collision groups (collision/groups.py); a cloth collides with
-itself only when its group self-collides.
+splitting in its place, below; friction at position level, section 6.1). Bodies are collision
+groups (collision/groups.py); a cloth collides with itself only when its group self-collides.
 
 Constraints (x = positions, r = particle radius, the contact distance D):
 

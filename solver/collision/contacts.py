@@ -109,7 +109,7 @@ class Contacts:
         self._scratch_dx = np.zeros((0, 3))      # (capacity, 3) float64 [m]
         self._scratch_dl = np.zeros((0, 3))      # (capacity, 3) float64 [m]
         self._scratch_share = np.zeros(0)        # (capacity,) float64
-        self._scratch_split = np.ones(0)         # (capacity,) float64
+        self._scratch_split = np.ones(0)         # (capacity,) float64 a slot's particle's split
         self.clear_body_contacts()
 
     # ------------------------------------------------------------------ body contacts
