@@ -39,7 +39,8 @@ exactly the same ones:
                and last the mesh group (collision/mesh_query.py lists it)
     points     collision/points.TetraPoints.kernel_args()
     contacts   collision/contacts.Contacts.kernel_args()
-    bodies     collision/contacts.Contacts.body_args(inv_mass): the body contacts of this step
+    bodies     collision/contacts.Contacts.body_args(inv_mass, allowance, on_solid): the body
+               contacts of this step
                (collision/bodies.py solve_bodies' arrays)
     rigid      collision/rigid.RigidContacts.kernel_args(contact_iterations): this step's
                contacts of rigid bodies, solved on the bodies, and the velocity pass's bodies
@@ -100,7 +101,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     (depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred, lift,
      lifted) = contacts
     (b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass, b_allowance, b_dx, b_dl, b_share,
-     b_particle, b_start, b_slot, b_touch, b_split, b_act) = bodies
+     b_particle, b_start, b_slot, b_touch, b_split, b_act, b_solid) = bodies
     any_bodies = b_idx.shape[0] > 0
     r_bodies, r_touch = rigid[4], rigid[20]
     substeps, iterations, contact_iterations, first, last = counts
@@ -155,7 +156,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             for _ in range(contact_iterations if any_bodies else 0):
                 solve_bodies(X, Xp, b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass,
                              b_allowance, b_dx, b_dl, b_share, b_particle, b_start, b_slot,
-                             b_touch, b_split, b_act)
+                             b_touch, b_split, b_act, b_solid)
             for k in range(n_colliders):
                 idx = pair_particle[pair_start[k]:pair_start[k + 1]]
                 if idx.size == 0:

@@ -169,7 +169,7 @@ class Simulation(AnimatedSettings, JointControl, StepGuard, Rounds):
         self._backup = self.get_state()
         self.reruns = 0             # steps run again from their start in more rounds (rounds.py)
         self._dormant = None        # (n,) bool the particles asleep through this step, or None
-        self._body_inputs = None    # (inv_mass (n,) [1/kg], allowance [m]) of body_args
+        self._body_inputs = None    # (inv_mass, allowance, on_solid) of body_args
 
     # ------------------------------------------------------------------ read-out
     @property
@@ -553,7 +553,8 @@ class Simulation(AnimatedSettings, JointControl, StepGuard, Rounds):
             skip = self.shapes.asleep_clusters(asleep)
         lim = self.max_speed * h if self.max_speed is not None else np.zeros(0)
         # the body contacts' inputs beside the contacts (a round's collide hands them again)
-        self._body_inputs = (body_inv_mass, self.max_depenetration_speed * h)
+        self._body_inputs = (body_inv_mass, self.max_depenetration_speed * h,
+                             self.bodies.on_solid)
         pins = (self._pinned, st.x[self._pinned].copy(), ctl.pin_target)
         drag = self._drag.terms(st, ctl, self.gravity, h, self.kernels, inv_mass) or _NO_DRAG
         return ((st.X, st.X_prev), (a_h2, keep, lim), drag, pins,

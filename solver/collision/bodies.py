@@ -28,17 +28,22 @@ depth behind the face (then it is inside, nearer this face than the far side, an
 through it). A vertex of a solid pairs only with solid faces that face it (its outward
 normal opposes theirs), which settles the corners of a stack.
 
-Edge pq against edge uw (_solve_edges): C = s (P - Q) . n - D >= 0 at the closest points P, Q
-of the two segments, n = (q - p) x (w - u) / |.|, D the mean radii of the two edges summed. The
-cross product flips sign when the edges turn through parallel, though neither edge has moved to
-the other side, so n is turned into the half-space of the pair's normal at the step's start
-(stored with the contact): without it a pile of cloth dragged edges through each other and
-tore. An edge pair is a candidate only where one of its edges is a feature: a border, or bent
-so that the two edges' sags (half the length times tan(half the dihedral angle)) together
-exceed half of D. Between two surfaces flat across the pair, the vertex-triangle contacts hold
-the layers apart (the distance of two planar patches is least at a vertex or at the patch's
-border) and the pair would only cost; where it is left out the surfaces stay at least D / 2
-apart.
+Edge pq against edge uw (_solve_edges): C = s (P - Q) . n - D >= 0 at the closest points P, Q of
+the two segments, n = (q - p) x (w - u) / |.|, D the mean radii of the two edges summed. The cross
+product flips sign when the edges turn through parallel, though neither edge has moved to the other
+side, so n is turned into the half-space of the pair's normal at the step's start (stored with the
+contact): without it a pile of cloth dragged edges through each other and tore. An edge pair more
+than D on its wrong side lets go, unless a corner is on a solid face (its side is the outward one):
+edges cross at zero distance, their closest points inside both segments, so the contact meets a
+real crossing within D; the sign also flips, with no crossing, where the four points pass through
+one plane with the lines meeting outside the segments (neighbouring edges of a crumpled flag's
+corner, 4 cm apart), and pushed back through each other those folded the corner through the flag
+(flags in gusts, README "Rounds": 6 of 30 drops crossed, 40 frames; 3 drops, a frame each, once
+they let go). An edge pair is a candidate only where one of its edges is a feature: a border, or
+bent so that the two edges' sags (half the length times tan(half the dihedral angle)) together
+exceed half of D. Between two surfaces flat across the pair, the vertex-triangle contacts hold the
+layers apart (the distance of two planar patches is least at a vertex or at the patch's border) and
+the pair would only cost; where it is left out the surfaces stay at least D / 2 apart.
 
 Capsule against capsule (_solve_segments; two bones of ragdolls, builder add_capsule_body):
 C = |P - Q| - D >= 0 at the closest points P = p + s (q - p), Q = u + t (w - u) of the two
@@ -96,12 +101,9 @@ W = sum w k^2 and W' = sum w k^2 m over its corners (k their gradient weights; p
 contacts), and each particle adds the sum of its contacts' rows, in a fixed (contact, slot)
 order (pass 4, over particles). A particle in m contacts that all push it one way moves by
 about their average, as with Macklin et al.'s averaging (2014, section 4.2), but each contact
-still moves its corners by equal and opposite impulses, so the pass conserves momentum. The
-averaging it replaced (each particle's sum divided by its own split) did not: the corners of
-one contact were divided by different counts, and the self-collision benchmark's Z fold, at
-rest on the ground, slid along x at 4 to 10 mm/s and never slept (friction 0: 0.1 m/s and
-rising; one pass over its 15,595 contacts moved its centre of mass by 27 % of the pass's total
-correction). Weighing by shares, not plain counts, keeps a corner far from where a contact
+still moves its corners by equal and opposite impulses, so the pass conserves momentum (the
+averaging it replaced did not: a Z fold at rest slid along the ground, README "Contact between
+bodies"). Weighing by shares, not plain counts, keeps a corner far from where a contact
 acts (weight ~0) from diluting the contacts that carry it (with counts a stack's corner resting
 on the far corner of its neighbour's face sank). No two threads write one particle or one
 contact's rows, so the result does not depend on the thread count; the compiled mirror
@@ -109,14 +111,14 @@ contact's rows, so the result does not depend on the thread count; the compiled 
 are marked touching, which weights them in rigid shape matching (constraints/shapes.py BOOST)
 as collider contacts are.
 
-The collide stage (body_stage.BodyContacts.collide, once per step): every particle's box swept from x to
-its prediction x + v dt + a dt^2 / 2, grown by its radius and a slack (SLACK + |v| dt / 10); a
+The collide stage (body_stage.BodyContacts.collide, once per step): every particle's box swept from
+x to its prediction x + v dt + a dt^2 / 2, grown by its radius and a slack (SLACK + |v| dt / 10); a
 triangle's box is its corners' union. find_body_contacts (NumPy here, compiled in
-kernels/compiled_broad.py, the same pairs) hashes particles into a uniform grid by their boxes'
-low corners (the compiled kernel's grid hashes the few outsized boxes into every cell they
-cover: kernels/compiled_grid.py), and pairs each triangle (and each particle with a radius)
-with the particles whose boxes overlap its own, after the group filter: different groups not disabled, or one
-self-colliding group and a rest distance above the contact distance. The stage is skipped when
+kernels/compiled_broad.py, the same pairs) hashes particles into a uniform grid by their boxes' low
+corners (the compiled kernel's grid hashes the few outsized boxes into every cell they cover:
+kernels/compiled_grid.py), and pairs each triangle (and each particle with a radius) with the
+particles whose boxes overlap its own, after the group filter: different groups not disabled, or
+one self-colliding group and a rest distance above the contact distance. The stage is skipped when
 no two groups' boxes overlap and no group self-collides.
 """
 
@@ -128,8 +130,7 @@ BAND = 1e-3         # [m] depth behind a solid face that still counts as in cont
 SEED = 2            # the jitter's seed (seed 002)
 PAIR, VERTEX_TRI, EDGES, SEGMENTS = 0, 1, 2, 3       # contact kinds
 # [m] a contact acts from this penetration on: contacts at rounding-error depth (a vertex on a
-# coplanar face of a neighbour in a stack) would otherwise count in the splits and dilute
-# the ones that carry the load
+# coplanar face in a stack) would otherwise count in the splits and dilute those with load
 ACTIVE = 1e-9
 # edges closer to parallel than sin^2 = 1e-3 (1.8 degrees) make no edge contact: the closest
 # points and the normal of near-parallel edges are ill-conditioned (a coplanar pair in a stack
@@ -320,28 +321,28 @@ def jitter_directions(i, j):
 
 # ----------------------------------------------------------------------------- the solve
 def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl,
-                 share, g_particle, g_start, g_slot, touched, split, act):
-    """One Jacobi pass over all body contacts (module docstring), in place on X (3, n) [m].
-    Xp (3, n) [m] positions a substep ago; c_idx (K, 4) int64 contact particles (v, a, b, c),
-    (p, q, u, w) for edges or capsule axes pq and uw, or (i, j, -1, -1); c_kind (K,) int64
-    PAIR, VERTEX_TRI, EDGES or SEGMENTS; c_side (K,) +-1 (0 for particle and capsule pairs);
-    c_dist (K,) [m]; c_mu (K,); c_jit (K, 3) a pair's coincident normal (particles or capsule
-    axes), an edge pair's unit normal at the step's start (the sense its normal keeps; 0 for
-    vertex-triangle); inv_mass (n,); allowance [m] the
-    depenetration bound of this substep; dx, dl (K * 4, 3) [m] and share (K * 4,) scratch
-    (each contact corner's correction of x and of x*, and its share of the contact: |its
-    gradient weight|, 0 when the contact does not act); the gather: particles g_particle
-    (u,), their slots (contact * 4 + corner) g_slot[g_start[q]:
+                 share, g_particle, g_start, g_slot, touched, split, act, on_solid):
+    """One Jacobi pass over all body contacts (module docstring), in place on X (3, n) [m]. Xp
+    (3, n) [m] positions a substep ago; c_idx (K, 4) int64 contact particles (v, a, b, c), (p,
+    q, u, w) for edges or capsule axes pq and uw, or (i, j, -1, -1); c_kind (K,) int64 PAIR,
+    VERTEX_TRI, EDGES or SEGMENTS; c_side (K,) +-1 (0 for particle and capsule pairs); c_dist
+    (K,) [m]; c_mu (K,); c_jit (K, 3) a pair's coincident normal (particles or capsule axes), an
+    edge pair's unit normal at the step's start (the sense its normal keeps; 0 for
+    vertex-triangle); inv_mass (n,); allowance [m] the depenetration bound of this substep; dx,
+    dl (K * 4, 3) [m] and share (K * 4,) scratch (each contact corner's correction of x and of
+    x*, and its share of the contact: |its gradient weight|, 0 when the contact does not act);
+    the gather: particles g_particle (u,), their slots (contact * 4 + corner) g_slot[g_start[q]:
     g_start[q + 1]] increasing; touched (n,) bool set for contacted particles; split (K * 4,)
-    scratch, each slot's particle's split (module docstring, "Jacobi with mass splitting");
-    act (S,) int64 the compiled kernel's scratch (each particle's acting slots), unused here."""
+    scratch, each slot's particle's split (module docstring, "Jacobi with mass splitting"); act
+    (S,) int64 the compiled kernel's scratch, unused here; on_solid (n,) bool the corners of
+    solid faces (an edge pair with one keeps its side at any depth)."""
     dx.fill(0.0)
     dl.fill(0.0)
     share.fill(0.0)
     _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, share,
                 np.nonzero(c_kind == VERTEX_TRI)[0])
     _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, share,
-                 np.nonzero(c_kind == EDGES)[0])
+                 np.nonzero(c_kind == EDGES)[0], on_solid)
     _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, share,
                  np.nonzero(c_kind == PAIR)[0])
     _solve_segments(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, share,
@@ -466,11 +467,11 @@ def _friction_step(r, m, pen, mu, W, allowance):
 
 
 def _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, share,
-                 k):
+                 k, on_solid):
     """Edge pq against edge uw: their closest points P = p + s (q - p), Q = u + t (w - u) on the
     lines, inside both segments; normal m = side n, n = (q - p) x (w - u) / |.| turned to the
     half-space of the step's first normal (c_jit); C = (P - Q) . m - D; gradient weights
-    (1 - s, s, -(1 - t), -t)."""
+    (1 - s, s, -(1 - t), -t); none beyond -D unless on_solid (n,) bool marks a corner."""
     p, q, u, w = (c_idx[k, j] for j in range(4))
     side, D, mu = c_side[k], c_dist[k], c_mu[k]
     d1, d2, r, a, e, b, c, f = _segment_dots(X, p, q, u, w)
@@ -490,6 +491,7 @@ def _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, c_jit, inv_mass, allowance,
     m = [turn * (nx / ln), turn * (ny / ln), turn * (nz / ln)]
     dn = ((r[0] + sp * d1[0]) - tp * d2[0]) * m[0] + ((r[1] + sp * d1[1]) - tp * d2[1]) * m[1] \
         + ((r[2] + sp * d1[2]) - tp * d2[2]) * m[2]
+    ok &= (dn > -D) | on_solid[p] | on_solid[q] | on_solid[u] | on_solid[w]
     _four_corners(X, Xp, k, p, q, u, w, sp, tp, m, D - dn, mu, ok, inv_mass, allowance, dx, dl,
                   share)
 

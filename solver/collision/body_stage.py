@@ -315,6 +315,10 @@ class BodyContacts:
         # joined the flag's rounds and its step took 216 ms, not 95 (README, Known limits)
         two_sided = np.zeros(len(r), bool)
         two_sided[t[~self.solid].ravel()] = True
+        # (n,) bool the corners of solid faces: an edge pair with one keeps its (outward) side
+        # at any depth (collision/bodies.py, edge against edge)
+        self.on_solid = np.zeros(len(r), bool)
+        self.on_solid[t[self.solid].ravel()] = True
         self.watched = np.nonzero(two_sided & (model.particle_inv_mass > 0)
                                   & self.self_group[self.group])[0]
         self.watch_tolerance = np.maximum(SURPRISE * r[self.watched], SURPRISE_FLOOR)  # (w,)

@@ -210,12 +210,14 @@ class Contacts:
         # (S,) int64 scratch: each particle's acting slots (kernels/compiled_bodies.py)
         self.body_act = np.empty(len(self.body_slot), np.int64)
 
-    def body_args(self, inv_mass, allowance):
+    def body_args(self, inv_mass, allowance, on_solid=None):
         """The bodies group of loop.run_substeps' arguments (allowance [m]: the depenetration
-        bound per substep)."""
+        bound per substep; on_solid (n,) bool the corners of solid faces, None: none)."""
+        if on_solid is None:
+            on_solid = np.zeros(len(inv_mass), bool)
         return self.solved + (inv_mass, allowance, self.body_dx, self.body_dl, self.body_share,
                               self.body_particle, self.body_start, self.body_slot,
-                              self.body_touch, self.body_split, self.body_act)
+                              self.body_touch, self.body_split, self.body_act, on_solid)
 
     def set_candidates(self, per_collider):
         """Store the collide stage's result: per_collider, a list of C (k,) int64 particle

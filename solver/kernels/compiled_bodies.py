@@ -172,7 +172,8 @@ def _segment_dots(d10, d11, d12, d20, d21, d22, r0, r1, r2):
 
 
 @njit(cache=True, inline="always")
-def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, jit, inv_mass, allowance, dx, dl, share):
+def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, jit, inv_mass, allowance, dx, dl, share,
+                 on_solid):
     """collision/bodies._solve_edges for one contact."""
     d10, d11, d12, d20, d21, d22, r0, r1, r2 = _segment_vectors(X, p, q, u, w)
     a, e, b, c, f = _segment_dots(d10, d11, d12, d20, d21, d22, r0, r1, r2)
@@ -193,6 +194,8 @@ def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, jit, inv_mass, allowance, dx
     m2 = side * (nz / ln)
     dn = ((r0 + sp * d10) - tp * d20) * m0 + ((r1 + sp * d11) - tp * d21) * m1 \
         + ((r2 + sp * d12) - tp * d22) * m2
+    if not (dn > -D or on_solid[p] or on_solid[q] or on_solid[u] or on_solid[w]):
+        return
     _four_corners(X, Xp, k, p, q, u, w, sp, tp, m0, m1, m2, D - dn, mu, inv_mass, allowance,
                   dx, dl, share)
 
@@ -308,7 +311,7 @@ def _solve_segments(X, Xp, k, p, q, u, w, D, mu, jit, inv_mass, allowance, dx, d
 
 @njit(cache=True, parallel=True)
 def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl,
-                 share, g_particle, g_start, g_slot, touched, split, act):
+                 share, g_particle, g_start, g_slot, touched, split, act, on_solid):
     K = c_idx.shape[0]
     # pass 1: each contact's own rows; only the shares are cleared (most contacts do not act),
     # the passes after read acting corners only (share 0 is a zero row in the reference: the
@@ -319,7 +322,7 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
         if c_kind[k] == _EDGES:
             _solve_edges(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_idx[k, 2], c_idx[k, 3],
                          c_side[k], c_dist[k], c_mu[k], c_jit, inv_mass, allowance, dx, dl,
-                         share)
+                         share, on_solid)
         elif c_kind[k] == _SEGMENTS:
             _solve_segments(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_idx[k, 2], c_idx[k, 3],
                             c_dist[k], c_mu[k], c_jit, inv_mass, allowance, dx, dl, share)

@@ -58,7 +58,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     (depth, used, touching, normal, motion, collider, point_depth, point_used, X_pred, lift,
      lifted) = contacts
     (b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass, b_allowance, b_dx, b_dl, b_share,
-     b_particle, b_start, b_slot, b_touch, b_split, b_act) = bodies
+     b_particle, b_start, b_slot, b_touch, b_split, b_act, b_solid) = bodies
     any_bodies = b_idx.shape[0] > 0
     r_bodies, r_touch = rigid[4], rigid[20]
     substeps, iterations, contact_iterations, first, last = counts
@@ -184,7 +184,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
             for _ in range(contact_iterations if any_bodies else 0):
                 solve_bodies(X, Xp, b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass,
                              b_allowance, b_dx, b_dl, b_share, b_particle, b_start, b_slot,
-                             b_touch, b_split, b_act)
+                             b_touch, b_split, b_act, b_solid)
             # every collider in one pass (loop.py goes collider by collider: the same bits,
             # since a contact touches its own particle only)
             if by_particle.shape[0]:

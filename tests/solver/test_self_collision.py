@@ -14,7 +14,10 @@ Each test runs on both backends and fails when the feature is broken on both:
   contacts (mass splitting), yet a particle pushed the same way by several contacts moves by
   one contact's depth, not their sum; and a Z fold at rest on frictionless ground does not
   slide: with each particle's corrections averaged over its own contacts it accelerated along
-  x to 0.1 m/s in 2 s.
+  x to 0.1 m/s in 2 s;
+- an edge pair on its wrong side by more than its contact distance lets go (two-sided
+  edges: the sign it reads flips without a crossing, and the push drove a crumpled flag's
+  edges through each other), unless one of its edges is on a solid.
 """
 
 import numpy as np
@@ -197,14 +200,16 @@ def test_a_resting_pile_is_not_pressed_into_the_ground(backend):
             pytest.approx(2 * r, abs=1e-3)
 
 
-def _one_pass(backend, x, idx, kind, side, dist, inv_mass):
-    """One pass of the body contacts over particles x (k, 3): the positions after it."""
+def _one_pass(backend, x, idx, kind, side, dist, inv_mass, on_solid=None):
+    """One pass of the body contacts over particles x (k, 3): the positions after it
+    (on_solid (k,) bool the corners of solid faces, None: none)."""
     c = Contacts(len(x), 0, 0)
     K = len(kind)
     c.set_body_contacts(np.array(idx), np.array(kind), np.array(side, float),
                         np.array(dist, float), np.zeros(K), np.tile([0.0, 0.0, 1.0], (K, 1)))
     X = np.ascontiguousarray(np.array(x, float).T)
-    table(backend).solve_bodies(X, X.copy(), *c.body_args(np.array(inv_mass, float), 1.0))
+    table(backend).solve_bodies(X, X.copy(), *c.body_args(np.array(inv_mass, float), 1.0,
+                                                          on_solid))
     return X.T
 
 
@@ -233,6 +238,27 @@ def test_a_particle_pushed_one_way_by_several_contacts_moves_by_one_depth(backen
     X = _one_pass(backend, x, idx, [PAIR] * 3, [0.0] * 3, [0.02] * 3, [1.0, 0.0, 0.0, 0.0])
     assert X[0] == pytest.approx([0.0, 0.0, -0.004], abs=1e-12)
     assert np.array_equal(X[1:], np.array(x)[1:])
+
+
+@pytest.mark.parametrize("below, solid, moves", [(0.5, False, True), (3.0, False, False),
+                                                 (3.0, True, True)])
+def test_an_edge_pair_far_on_its_wrong_side_lets_go_unless_solid(backend, below, solid, moves):
+    """Edge pq (pinned) along x, edge uw along y ``below`` x D under it, its side above: within
+    D on the wrong side the contact lifts uw to D above pq (it has just passed through); more
+    than D below, two-sided edges are left alone (the lines' distance also changes sign where
+    the four points pass through one plane with the lines meeting outside the segments: the
+    corner of a crumpled flag, whose edges were pushed through each other), unless a corner
+    is on a solid face, whose side is its outward one."""
+    D = 0.01
+    z = -below * D
+    x = [[-1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, -1.0, z], [0.0, 1.0, z]]
+    # side -1: (P - Q) . n = -(z of uw) with n = pq x uw = +z, so uw keeps above
+    X = _one_pass(backend, x, [[0, 1, 2, 3]], [EDGES], [-1.0], [D], [0.0, 0.0, 1.0, 1.0],
+                  np.full(4, solid))
+    if moves:
+        assert X[2:, 2] == pytest.approx([D, D], abs=1e-12)
+    else:
+        assert np.array_equal(X, np.array(x))
 
 
 def test_a_z_fold_at_rest_on_frictionless_ground_does_not_slide(backend):
