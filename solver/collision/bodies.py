@@ -328,14 +328,14 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
     VERTEX_TRI, EDGES or SEGMENTS; c_side (K,) +-1 (0 for particle and capsule pairs); c_dist
     (K,) [m]; c_mu (K,); c_jit (K, 3) a pair's coincident normal (particles or capsule axes), an
     edge pair's unit normal at the step's start (the sense its normal keeps; 0 for
-    vertex-triangle); inv_mass (n,); allowance [m] the depenetration bound of this substep; dx,
-    dl (K * 4, 3) [m] and share (K * 4,) scratch (each contact corner's correction of x and of
-    x*, and its share of the contact: |its gradient weight|, 0 when the contact does not act);
-    the gather: particles g_particle (u,), their slots (contact * 4 + corner) g_slot[g_start[q]:
-    g_start[q + 1]] increasing; touched (n,) bool set for contacted particles; split (K * 4,)
-    scratch, each slot's particle's split (module docstring, "Jacobi with mass splitting"); act
-    (S,) int64 the compiled kernel's scratch, unused here; on_solid (n,) bool the corners of
-    solid faces (an edge pair with one keeps its side at any depth)."""
+    vertex-triangle); inv_mass (n,) [1/kg]; allowance [m] the depenetration bound of this
+    substep; dx, dl (K * 4, 3) [m] and share (K * 4,) scratch (each contact corner's correction
+    of x and of x*, and its share of the contact: |its gradient weight|, 0 when the contact does
+    not act); the gather: particles g_particle (u,), their slots (contact * 4 + corner)
+    g_slot[g_start[q]: g_start[q + 1]] increasing; touched (n,) bool set for contacted
+    particles; split (K * 4,) scratch, each slot's particle's split (module docstring, "Jacobi
+    with mass splitting"); act (S,) int64 the compiled kernel's scratch, unused here; on_solid
+    (n,) bool the corners of solid faces (an edge pair with one keeps its side at any depth)."""
     dx.fill(0.0)
     dl.fill(0.0)
     share.fill(0.0)

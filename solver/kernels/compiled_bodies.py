@@ -395,15 +395,12 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
             X[2, p] = X[2, p] + s2
             # x* follows the lift only as far as the particle moved that way in this
             # substep (collision/bodies.py, "The lift")
-            l0 = p0
-            l1 = p1
-            l2 = p2
-            ll = l0 * l0 + l1 * l1 + l2 * l2
+            ll = p0 * p0 + p1 * p1 + p2 * p2
             if ll > 0.0:
-                f = ((X[0, p] - Xp[0, p]) * l0 + (X[1, p] - Xp[1, p]) * l1
-                     + (X[2, p] - Xp[2, p]) * l2) / ll
+                f = ((X[0, p] - Xp[0, p]) * p0 + (X[1, p] - Xp[1, p]) * p1
+                     + (X[2, p] - Xp[2, p]) * p2) / ll
                 f = min(max(f, 0.0), 1.0)
-                Xp[0, p] = Xp[0, p] + l0 * f
-                Xp[1, p] = Xp[1, p] + l1 * f
-                Xp[2, p] = Xp[2, p] + l2 * f
+                Xp[0, p] = Xp[0, p] + p0 * f
+                Xp[1, p] = Xp[1, p] + p1 * f
+                Xp[2, p] = Xp[2, p] + p2 * f
             touched[p] = True
