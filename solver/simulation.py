@@ -440,7 +440,7 @@ class Simulation(AnimatedSettings, JointControl, StepGuard, Rounds):
             limit = self._speed_limit(dt)
             acc, acc_max, field_keep = self._external_acceleration(dt)      # accelerate
             self._begin_step(h, acc)
-            asleep = self._collide(dt, acc, acc_max)                        # collide (and wake)
+            asleep = self._collide(dt, acc, acc_max, rounds)                # collide (and wake)
             # the substeps, in rounds; none when every body sleeps (a settled scene costs
             # nothing)
             failed, strayed, strays = -1, np.zeros(self.bodies.n_groups, bool), None
@@ -493,11 +493,11 @@ class Simulation(AnimatedSettings, JointControl, StepGuard, Rounds):
         self.volumes.begin_step(h)
         self.joints.begin_step(h, ctl.joint_drive)
 
-    def _collide(self, dt, acc, acc_max):
+    def _collide(self, dt, acc, acc_max, rounds=1):
         """The collide stage: candidate contacts for this step (collision/colliders.py), after
         waking the sleeping bodies that a moving pin or collider reaches. acc (n, 3) [m/s^2]
-        and its largest norm acc_max. Returns the (s,) int64 particles that sleep through this
-        step, or None."""
+        and its largest norm acc_max; rounds the step's (BodyContacts.collide's skip). Returns
+        the (s,) int64 particles that sleep through this step, or None."""
         x, xp = self.state.x, self.state.x_prev
         sleep, st, ctl = self.sleep, self.state, self.control
         motion2 = self._motion2
@@ -511,13 +511,13 @@ class Simulation(AnimatedSettings, JointControl, StepGuard, Rounds):
         dormant = sleep.asleep(st) if st.island_asleep.any() else None
         args = (x, xp, st.h, dt, acc, acc_max, self._pinned, ctl.pin_target, self.contacts,
                 ctl.particle_friction)
-        self.bodies.collide(*args, asleep=dormant)
+        skip = st.round_groups if rounds > 1 else None
+        self.bodies.collide(*args, asleep=dormant, skip=skip)
         if sleep.wake_by_contacts(st, self.contacts) and dormant is not None:
-            self.bodies.collide(*args)
+            self.bodies.collide(*args, skip=skip)
             sleep.wake_by_contacts(st, self.contacts)
         asleep = sleep.asleep_ids(st)
-        # (n,) bool the particles that sleep through the step, or None (a round's collide)
-        self._dormant = None if asleep is None else sleep.asleep(st)
+        self._dormant = None if asleep is None else sleep.asleep(st)    # (n,) bool, or None
         awake = self._awake if asleep is None else ~self._dormant         # (n,) bool
         free = self._collidable & awake
         # the colliders' margin per particle: its island's speed, not the scene's fastest

@@ -297,6 +297,14 @@ class BodyContacts:
             np.zeros(0, np.int64)
         # triangles and edges by the group of their first corner, and where each group's run
         # starts (every group, empty runs included: the active filter indexes them by group)
+        # (G,) bool the groups that are one island of the constraint graph: a step in rounds
+        # leaves the contacts within them to its rounds (collide's skip); a contact between
+        # two islands of one group joins them, which sleep and the colliders' reach read
+        isl, big = model.particle_island, np.iinfo(np.int64).max
+        least, most = np.full(G, big, np.int64), np.full(G, -1, np.int64)
+        np.minimum.at(least, self.group, isl)
+        np.maximum.at(most, self.group, isl)
+        self.one_island = least == most
         self.tri_group = self.group[t[:, 0]] if len(t) else np.zeros(0, np.int64)
         self.edge_group = self.group[self.edges[:, 0]] if len(self.edges) else \
             np.zeros(0, np.int64)
@@ -441,12 +449,14 @@ class BodyContacts:
         self_group = self.self_group if self._only is None else self.self_group & self._only
         if self._dormant is not None:     # a sleeping cloth's folds touch only what sleeps
             self_group = self_group & ~self._dormant
+        if self._skip is not None:
+            self_group = self_group & ~self._skip
         return self.kernels.active_items(
             lo, hi, self.tris, self.edges, self.radius, self_group, self.runs, ga, gb,
             np.ascontiguousarray(glo), np.ascontiguousarray(ghi), pairs is None)
 
     def collide(self, x, xp, h, dt, acc, acc_max, pinned, pin_target, contacts, friction=None,
-                asleep=None, only=None):
+                asleep=None, only=None, skip=None):
         """Find this step's body contacts into ``contacts`` (set_body_contacts). acc (n, 3)
         [m/s^2] the step's acceleration, acc_max [m/s^2] its largest norm; friction (n,) the
         particles' Coulomb coefficients now (the Control's, Simulation.set_friction; None: the
@@ -461,10 +471,20 @@ class BodyContacts:
         only the contacts with a particle of these groups are found again, and they replace
         those of the step's first collide that have one (Contacts.set_round_contacts); the
         others stay as that collide found them (capsule pairs among them: no capsule is in a
-        round's group)."""
+        round's group).
+
+        skip (G,) bool, or None: the groups in rounds, at the step's first collide: the
+        contacts within each of them that is one island (one_island) are left out. The first
+        round finds them again from these same positions, with the same sides (read from x
+        alone: pairs.py), and replaces every contact they have, so they were never solved; the
+        demo's flag and sheet, in rounds in most steps, spent 4 ms a step finding them (the
+        contacts are the same to the bit). A group of several islands keeps them: they join
+        its islands, which the sleep and the colliders' reach read before the rounds."""
         self.g_dt2 = 0.5 * acc_max * dt * dt                  # [m]
         self._mu = self.friction if friction is None else friction
         self._only = only
+        self._skip = None if skip is None or not (skip & self.one_island).any() else \
+            skip & self.one_island
         self._box = None
         if self.never or len(x) == 0:
             contacts.clear_body_contacts()
@@ -508,12 +528,15 @@ class BodyContacts:
                           np.maximum((top - origin) / 2 ** 20, 1e-9))
         dims = (np.floor((top - origin) / cell).astype(np.int64) + 1)
         kernels = self.kernels
+        own, pair_self = self.self_group, self.pair_self
+        if self._skip is not None:
+            own, pair_self = own & ~self._skip, pair_self & ~self._skip
         pi, pj, tv, tt, ea, eb = kernels.find_body_contacts(
             lo, hi, self.radius, self.group, self.inv_mass, self.x0, self.tris, self.tri_thick,
-            self.edges, self.edge_thick, self.self_group, self.disabled, origin, cell, dims,
+            self.edges, self.edge_thick, own, self.disabled, origin, cell, dims,
             reach, active, tri_active, edge_active,
             kernels.edge_sag(x, self.tris, self.edges, self.edge_face, edge_active),
-            self.pair_self, self.group_segment)
+            pair_self, self.group_segment)
         self._store(x, xp, h, dt, pi, pj, tv, tt, ea, eb, segments, contacts)
 
     def _store(self, x, xp, h, dt, pi, pj, tv, tt, ea, eb, segments, contacts):
