@@ -145,6 +145,8 @@ class Sleep:
         """(I,) int64 a label per island, the same for islands that the body contacts body_idx
         (K, 4) int64 (particles, -1 for none; slot 0 always valid) join, directly or through
         others: the islands of the constraint graph plus this step's contacts."""
+        if self.count < 2:       # one island joins nothing (a lone cloth's 0.23 ms, twice a step)
+            return np.arange(self.count, dtype=np.int64)
         valid = body_idx >= 0
         isl = self.island[np.where(valid, body_idx, body_idx[:, :1])]
         # (K, 3) a corner on another island than slot 0's: the only pairs that join, taken
