@@ -295,8 +295,6 @@ class BodyContacts:
         gs = self.group[self.by_group]
         self.group_start = np.nonzero(np.r_[True, gs[1:] != gs[:-1]])[0] if len(gs) else \
             np.zeros(0, np.int64)
-        # triangles and edges by the group of their first corner, and where each group's run
-        # starts (every group, empty runs included: the active filter indexes them by group)
         # (G,) bool the groups that are one island of the constraint graph: a step in rounds
         # leaves the contacts within them to its rounds (collide's skip); a contact between
         # two islands of one group joins them, which sleep and the colliders' reach read
@@ -305,6 +303,8 @@ class BodyContacts:
         np.minimum.at(least, self.group, isl)
         np.maximum.at(most, self.group, isl)
         self.one_island = least == most
+        # triangles and edges by the group of their first corner, and where each group's run
+        # starts (every group, empty runs included: the active filter indexes them by group)
         self.tri_group = self.group[t[:, 0]] if len(t) else np.zeros(0, np.int64)
         self.edge_group = self.group[self.edges[:, 0]] if len(self.edges) else \
             np.zeros(0, np.int64)
