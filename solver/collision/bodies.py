@@ -20,7 +20,10 @@ found the pair at the step's start (Bridson, Fedkiw and Anderson, "Robust treatm
 collisions, contact and friction for cloth animation", SIGGRAPH 2002: proximity with thickness,
 and a guard so that nothing passes through). Every substep the contact pushes the vertex back to
 D on THAT side, also when it crossed the triangle during the substep, so a layer never passes
-through another even at D = 0. Faces of a closed (solid) surface always have s = +1 (outward):
+through another even at D = 0. Beside a two-sided face (outside its prism) s follows the side
+the vertex is on (in place): there it passes the plane around the face's edge, not through it (a
+flag's corner folding round its own hem), and held to the old side it was pushed through the
+face when it came over it. Faces of a closed (solid) surface always have s = +1 (outward):
 nothing ends inside a solid; a vertex behind a solid face by more than its contact band at the
 step's start (band = D + BAND + |relative velocity| dt: it is beyond the body, e.g. under a
 thin slab, not in it) is not paired with that face, unless it is less than half the body's
@@ -37,9 +40,8 @@ than D on its wrong side lets go, unless a corner is on a solid face (its side i
 edges cross at zero distance, their closest points inside both segments, so the contact meets a
 real crossing within D; the sign also flips, with no crossing, where the four points pass through
 one plane with the lines meeting outside the segments (neighbouring edges of a crumpled flag's
-corner, 4 cm apart), and pushed back through each other those folded the corner through the flag
-(flags in gusts, README "Rounds": 6 of 30 drops crossed, 40 frames; 3 drops, a frame each, once
-they let go). An edge pair is a candidate only where one of its edges is a feature: a border, or
+corner), and pushed back through each other those folded the corner through the flag (README,
+"Side memory"). An edge pair is a candidate only where one of its edges is a feature: a border, or
 bent so that the two edges' sags (half the length times tan(half the dihedral angle)) together
 exceed half of D. Between two surfaces flat across the pair, the vertex-triangle contacts hold the
 layers apart (the distance of two planar patches is least at a vertex or at the patch's border) and
@@ -75,13 +77,9 @@ The lift: a particle's x* follows the sum L of its contacts' split lifts (pass 4
 far as the particle moved along L in the substep, x* += f L with f = (x - x*) . L / |L|^2
 clamped to [0, 1] (x after the pass's corrections, x* before them), so a lift that really
 moves the particle gives it no speed, and one that other contacts undo gives none either.
-Without the clamp a resting stack of layers kept a speed into the layer below that no
-correction removed: the average (the split since) leaves each contact part-resolved, the
-overlap left over counts as "not moved into" in the next substep, and its lift moved x* with
-x while the layers above pushed x straight back; the layers ended every substep where they
-began, 4 to 6 cm/s into each other (the self-collision benchmark's Z fold, N = 64, its middle
-and top layers), and that stored speed, turned sideways at the folds, made the fold creep 3
-to 15 mm/s and never sleep.
+Without the clamp the lift of an overlap left part-resolved moved x* with x while the layers
+above pushed x straight back: a resting Z fold's layers kept 4 to 6 cm/s into each other,
+which its folds turned sideways into a creep of 3 to 15 mm/s that never slept.
 
 mu is the geometric mean of the two sides' friction, sqrt(mu_a mu_b) (a triangle's or an
 edge's side is its corners' mean; Box2D's b2MixFriction; the same rule as against colliders,
@@ -111,15 +109,12 @@ contact's rows, so the result does not depend on the thread count; the compiled 
 are marked touching, which weights them in rigid shape matching (constraints/shapes.py BOOST)
 as collider contacts are.
 
-The collide stage (body_stage.BodyContacts.collide, once per step): every particle's box swept from
-x to its prediction x + v dt + a dt^2 / 2, grown by its radius and a slack (SLACK + |v| dt / 10); a
-triangle's box is its corners' union. find_body_contacts (NumPy here, compiled in
-kernels/compiled_broad.py, the same pairs) hashes particles into a uniform grid by their boxes' low
-corners (the compiled kernel's grid hashes the few outsized boxes into every cell they cover:
-kernels/compiled_grid.py), and pairs each triangle (and each particle with a radius) with the
-particles whose boxes overlap its own, after the group filter: different groups not disabled, or
-one self-colliding group and a rest distance above the contact distance. The stage is skipped when
-no two groups' boxes overlap and no group self-collides.
+The collide stage (body_stage.py, once per step): every particle's box swept from x to its
+prediction x + v dt + a dt^2 / 2, grown by its radius and a slack (SLACK + |v| dt / 10); a
+triangle's box is its corners' union. find_body_contacts (compiled: kernels/compiled_broad.py,
+the same pairs) pairs each triangle (and each particle with a radius) through a grid with the
+particles whose boxes overlap its own, after the group filter: different groups not disabled,
+or one self-colliding group and a rest distance above the contact distance.
 """
 
 import numpy as np
@@ -335,12 +330,13 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
     g_slot[g_start[q]: g_start[q + 1]] increasing; touched (n,) bool set for contacted
     particles; split (K * 4,) scratch, each slot's particle's split (module docstring, "Jacobi
     with mass splitting"); act (S,) int64 the compiled kernel's scratch, unused here; on_solid
-    (n,) bool the corners of solid faces (an edge pair with one keeps its side at any depth)."""
+    (n,) bool the corners of solid faces (an edge pair with one keeps its side at any depth, a
+    face with three its outward side); c_side changes in place (module docstring: beside)."""
     dx.fill(0.0)
     dl.fill(0.0)
     share.fill(0.0)
     _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, share,
-                np.nonzero(c_kind == VERTEX_TRI)[0])
+                np.nonzero(c_kind == VERTEX_TRI)[0], on_solid)
     _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, share,
                  np.nonzero(c_kind == EDGES)[0], on_solid)
     _solve_pairs(X, Xp, c_idx, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl, share,
@@ -388,7 +384,8 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
     touched[g_particle[has]] = True
 
 
-def _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, share, k):
+def _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl, share, k,
+                on_solid):
     v, a, b, c = (c_idx[k, j] for j in range(4))
     s, D, mu = c_side[k], c_dist[k], c_mu[k]
     xv, xa, xb, xc = (X[:, p] for p in (v, a, b, c))
@@ -412,7 +409,10 @@ def _solve_tris(X, Xp, c_idx, c_side, c_dist, c_mu, inv_mass, allowance, dx, dl,
     bb = (d11 * d20 - d01 * d21) / den
     bc = (d00 * d21 - d01 * d20) / den
     ba = 1.0 - bb - bc
-    ok &= (ba >= -TOL) & (bb >= -TOL) & (bc >= -TOL)
+    inside = (ba >= -TOL) & (bb >= -TOL) & (bc >= -TOL)
+    beside = ok & ~inside & ~(on_solid[a] & on_solid[b] & on_solid[c])   # takes its side
+    c_side[k[beside]] = np.where((d[0] * nx + d[1] * ny + d[2] * nz)[beside] >= 0.0, 1.0, -1.0)
+    ok &= inside
     mx, my, mz = s * nx, s * ny, s * nz
     dn = d[0] * mx + d[1] * my + d[2] * mz
     pen = D - dn

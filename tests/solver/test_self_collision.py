@@ -261,6 +261,28 @@ def test_an_edge_pair_far_on_its_wrong_side_lets_go_unless_solid(backend, below,
         assert np.array_equal(X, np.array(x))
 
 
+@pytest.mark.parametrize("solid", [False, True])
+def test_a_vertex_round_a_faces_edge_keeps_the_side_it_came_to(backend, solid):
+    """Vertex 0, found above face 1-2-3 (z = 0, pinned), passes below the face's plane beside
+    it (outside its prism: round its edge, not through it), then comes under it within D: the
+    contact holds it D below, on the side it came to, where it was pushed up through the face
+    (a gusty flag's corner folding round its own hem crossed the flag so). A solid face keeps
+    its outward side: the vertex under it is inside the body and leaves through it."""
+    D = 0.01
+    c = Contacts(4, 0, 0)
+    c.set_body_contacts(np.array([[0, 1, 2, 3]]), np.array([VERTEX_TRI]), np.array([1.0]),
+                        np.array([D]), np.zeros(1), np.zeros((1, 3)))
+    args = c.body_args(np.array([1.0, 0.0, 0.0, 0.0]), 1.0, np.array([False] + 3 * [solid]))
+    X = np.ascontiguousarray(np.array([[-0.5, -0.5, -0.004], [0.0, 0.0, 0.0], [1.0, 0.0, 0.0],
+                                       [0.0, 1.0, 0.0]]).T)
+    table(backend).solve_bodies(X, X.copy(), *args)          # beside the face: no push
+    assert X[:, 0].tolist() == [-0.5, -0.5, -0.004]
+    assert c.solved[2][0] == (1.0 if solid else -1.0)
+    X[:, 0] = (0.2, 0.2, -0.004)                               # now under the face
+    table(backend).solve_bodies(X, X.copy(), *args)
+    assert X[2, 0] == pytest.approx(D if solid else -D, abs=1e-12)
+
+
 def test_a_z_fold_at_rest_on_frictionless_ground_does_not_slide(backend):
     """A Z-folded cloth without friction lands on the ground and lies there: nothing outside
     pushes it along the ground, so its momentum along it must stay near zero (at most what
