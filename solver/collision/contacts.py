@@ -148,16 +148,23 @@ class Contacts:
 
         if self._round_base is None:
             self._round_base = self.solved
-        base = self._round_base
+        base, old = self._round_base, self.solved
         # which of the step's contacts stay: the same in every round of the step's run
-        if self._round_stay is None or not np.array_equal(self._round_stay[0], fast):
+        same = self._round_stay is not None and np.array_equal(self._round_stay[0], fast)
+        if not same:
             self._round_stay = (fast, ~touches(base[0]))
         # a pair found again keeps the side (and an edge pair its normal) it had: its layers
         # may be pressed within the contact distance, a vertex a hair past the face's plane,
         # and its side read from there anew would push it through (Bridson et al. 2002 keep
         # a pair's history for the same reason)
         self._solved = self._merge_round(base, self._round_stay[1], fast,
-                                         (idx, kind, side, dist, mu, jit), self.solved)
+                                         (idx, kind, side, dist, mu, jit), old)
+        if same and old is not base:
+            # the contacts that stay lead both lists, in order: they keep the sides the last
+            # round's substeps left them (a vertex beside its face takes the side it is on,
+            # collision/bodies.py), not the step's first
+            stay = int(np.count_nonzero(self._round_stay[1]))
+            self._solved[2][:stay] = old[2][:stay]
         self._gather_solved()
 
     def keep_body_contacts(self, keep):

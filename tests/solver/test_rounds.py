@@ -267,3 +267,27 @@ def test_the_compiled_merge_of_a_rounds_contacts_is_the_numpy_merge():
     assert len(ours[0]) == stay.sum() + kept.sum() and kept[:300].sum() > 100
     # those found again took old's side: some differ from what the round found
     assert not np.array_equal(ours[2][stay.sum():], found[2][kept])
+
+
+def test_the_contacts_a_round_keeps_keep_the_sides_its_substeps_gave_them():
+    """Of a step in rounds, the contacts of the groups not in them stay the step's, and keep
+    from round to round the sides the substeps gave them (a vertex beside its face takes the
+    side it is on, collision/bodies.py), not the sides the step's collide read."""
+    from solver.collision.bodies import VERTEX_TRI
+    from solver.collision.contacts import Contacts
+    c = Contacts(8, 0, 0)
+    idx = np.array([[0, 1, 2, 3], [4, 5, 6, 7]])
+    kind = np.full(2, VERTEX_TRI)
+    c.set_body_contacts(idx, kind, np.array([1.0, 1.0]), np.full(2, 0.01), np.zeros(2),
+                        np.zeros((2, 3)))
+    fast = np.arange(8) >= 4                       # particles 4 to 7: a group in rounds
+    found = (idx[1:], kind[1:], np.array([1.0]), np.full(1, 0.01), np.zeros(1), np.zeros((1, 3)))
+    c.set_round_contacts(fast, *found)             # round 0
+    assert c.solved[0].tolist() == idx.tolist()
+    c.solved[2][:] = -1.0                          # what round 0's substeps left
+    c.set_round_contacts(fast, *found)             # round 1
+    assert c.solved[2].tolist() == [-1.0, -1.0]    # the one that stays, and the one found again
+    c.set_body_contacts(idx, kind, np.array([1.0, 1.0]), np.full(2, 0.01), np.zeros(2),
+                        np.zeros((2, 3)))          # the next step (or a step run again)
+    c.set_round_contacts(fast, *found)
+    assert c.solved[2].tolist() == [1.0, 1.0]
