@@ -21,42 +21,40 @@ collisions, contact and friction for cloth animation", SIGGRAPH 2002: proximity 
 and a guard so that nothing passes through). Every substep the contact pushes the vertex back to
 D on THAT side, also when it crossed the triangle during the substep, so a layer never passes
 through another even at D = 0. Beside a two-sided face (outside its prism) s follows the side
-the vertex is on (in place): there it passes the plane around the face's edge, not through it (a
-flag's corner folding round its own hem), and held to the old side it was pushed through the
-face when it came over it. Faces of a closed (solid) surface always have s = +1 (outward):
-nothing ends inside a solid; a vertex behind a solid face by more than its contact band at the
-step's start (band = D + BAND + |relative velocity| dt: it is beyond the body, e.g. under a
-thin slab, not in it) is not paired with that face, unless it is less than half the body's
-depth behind the face (then it is inside, nearer this face than the far side, and leaves
-through it). A vertex of a solid pairs only with solid faces that face it (its outward
-normal opposes theirs), which settles the corners of a stack.
+the vertex is on (in place): it passes the plane there round the face's edge, not through it,
+and held to its old side a flag's corner that came over the face was pushed through it. Faces
+of a closed (solid) surface always have s = +1 (outward): nothing ends inside a solid; a vertex
+behind a solid face by more than its contact band at the step's start (band = D + BAND +
+|relative velocity| dt: it is beyond the body, e.g. under a thin slab, not in it) is not paired
+with that face, unless it is less than half the body's depth behind the face (then it is
+inside, nearer this face than the far side, and leaves through it). A vertex of a solid pairs
+only with solid faces that face it (its outward normal opposes theirs): a stack's corners settle.
 
 Edge pq against edge uw (_solve_edges): C = s (P - Q) . n - D >= 0 at the closest points P, Q of
 the two segments, n = (q - p) x (w - u) / |.|, D the mean radii of the two edges summed. The cross
 product flips sign when the edges turn through parallel, though neither edge has moved to the other
 side, so n is turned into the half-space of the pair's normal at the step's start (stored with the
-contact): without it a pile of cloth dragged edges through each other and tore. An edge pair more
-than D on its wrong side lets go, unless a corner is on a solid face (its side is the outward one):
-edges cross at zero distance, their closest points inside both segments, so the contact meets a
-real crossing within D; the sign also flips, with no crossing, where the four points pass through
-one plane with the lines meeting outside the segments (neighbouring edges of a crumpled flag's
+contact): without it a pile of cloth dragged edges through each other and tore. Edges cross at
+zero distance, their lines' closest points inside both segments; the sign also flips, with no
+crossing, where the lines meet outside a segment (neighbouring edges of a crumpled flag's
 corner), and pushed back through each other those folded the corner through the flag (README,
-"Side memory"). An edge pair is a candidate only where one of its edges is a feature: a border, or
-bent so that the two edges' sags (half the length times tan(half the dihedral angle)) together
-exceed half of D. Between two surfaces flat across the pair, the vertex-triangle contacts hold the
-layers apart (the distance of two planar patches is least at a vertex or at the patch's border) and
-the pair would only cost; where it is left out the surfaces stay at least D / 2 apart.
+"Side memory"). So, unless a corner is on a solid face (the side then is the outward one), a
+pair beside each other (its lines' closest points outside a segment) takes the side it is on,
+and one more than D on its wrong side lets go (a real crossing is met within D). An edge pair
+is a candidate only where one of its edges is a feature: a border, or bent so that the two
+edges' sags (half the length times tan(half the dihedral angle)) together exceed half of D.
+Between two surfaces flat across the pair, the vertex-triangle contacts hold the layers apart
+(the distance of two planar patches is least at a vertex or at the patch's border) and the
+pair would only cost; where it is left out the surfaces stay at least D / 2 apart.
 
 Capsule against capsule (_solve_segments; two bones of ragdolls, builder add_capsule_body):
 C = |P - Q| - D >= 0 at the closest points P = p + s (q - p), Q = u + t (w - u) of the two
 capsules' axis segments pq and uw (their end particles), s and t clamped to [0, 1] (Ericson,
 "Real-Time Collision Detection", 2005, section 5.1.9), D the two radii summed, n = (P - Q) /
 |P - Q| (the pair's jitter direction where the axes meet); gradient weights (1 - s, s,
--(1 - t), -t), as for two edges. That is the exact distance of two capsules: the spheres
-along the axes (which still meet colliders, particles and faces) would meet each other in
-bumps between their centres, and 49 sphere pairs cost what one segment pair does. Each
-capsule is a group of its own (BodyContacts.group_segment): its spheres make no particle pair
-with another capsule's.
+-(1 - t), -t), as for two edges: the exact distance of two capsules, where their spheres
+(which still meet colliders, particles and faces) would meet in bumps, 49 pairs for one. A
+capsule is a group of its own (BodyContacts.group_segment): no sphere pairs with another's.
 
 The correction of one contact (inverse masses w, gradient weights 1 for the vertex and
 -a, -b, -c for the triangle's corners, W = w_v + a^2 w_a + b^2 w_b + c^2 w_c; for two particles
@@ -471,7 +469,7 @@ def _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, c_jit, inv_mass, allowance,
     """Edge pq against edge uw: their closest points P = p + s (q - p), Q = u + t (w - u) on the
     lines, inside both segments; normal m = side n, n = (q - p) x (w - u) / |.| turned to the
     half-space of the step's first normal (c_jit); C = (P - Q) . m - D; gradient weights
-    (1 - s, s, -(1 - t), -t); none beyond -D unless on_solid (n,) bool marks a corner."""
+    (1 - s, s, -(1 - t), -t); on_solid (n,) bool the solids' corners (module docstring)."""
     p, q, u, w = (c_idx[k, j] for j in range(4))
     side, D, mu = c_side[k], c_dist[k], c_mu[k]
     d1, d2, r, a, e, b, c, f = _segment_dots(X, p, q, u, w)
@@ -484,14 +482,16 @@ def _solve_edges(X, Xp, c_idx, c_side, c_dist, c_mu, c_jit, inv_mass, allowance,
     ln = np.sqrt(np.where(ok, ln2, 1.0))
     sp = (b * f - c * e) / den
     tp = (a * f - b * c) / den
-    ok &= (sp >= 0.0) & (sp <= 1.0) & (tp >= 0.0) & (tp <= 1.0)
     # the cross product flips when the edges turn through parallel, though neither has
     # moved to the other side: the step's first normal keeps its sense
     turn = np.where(nx * c_jit[k, 0] + ny * c_jit[k, 1] + nz * c_jit[k, 2] < 0.0, -side, side)
     m = [turn * (nx / ln), turn * (ny / ln), turn * (nz / ln)]
     dn = ((r[0] + sp * d1[0]) - tp * d2[0]) * m[0] + ((r[1] + sp * d1[1]) - tp * d2[1]) * m[1] \
         + ((r[2] + sp * d1[2]) - tp * d2[2]) * m[2]
-    ok &= (dn > -D) | on_solid[p] | on_solid[q] | on_solid[u] | on_solid[w]
+    solid = on_solid[p] | on_solid[q] | on_solid[u] | on_solid[w]
+    inside = (sp >= 0.0) & (sp <= 1.0) & (tp >= 0.0) & (tp <= 1.0)
+    c_side[k[ok & ~inside & (dn < 0.0) & ~solid]] *= -1.0     # beside each other: their side
+    ok &= inside & ((dn > -D) | solid)
     _four_corners(X, Xp, k, p, q, u, w, sp, tp, m, D - dn, mu, ok, inv_mass, allowance, dx, dl,
                   share)
 

@@ -178,7 +178,7 @@ def _segment_dots(d10, d11, d12, d20, d21, d22, r0, r1, r2):
 
 @njit(cache=True, inline="always")
 def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, jit, inv_mass, allowance, dx, dl, share,
-                 on_solid):
+                 on_solid, c_side):
     """collision/bodies._solve_edges for one contact."""
     d10, d11, d12, d20, d21, d22, r0, r1, r2 = _segment_vectors(X, p, q, u, w)
     a, e, b, c, f = _segment_dots(d10, d11, d12, d20, d21, d22, r0, r1, r2)
@@ -190,8 +190,6 @@ def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, jit, inv_mass, allowance, dx
     ln = np.sqrt(ln2)
     sp = (b * f - c * e) / den
     tp = (a * f - b * c) / den
-    if not (sp >= 0.0 and sp <= 1.0 and tp >= 0.0 and tp <= 1.0):
-        return
     if nx * jit[k, 0] + ny * jit[k, 1] + nz * jit[k, 2] < 0.0:
         side = -side
     m0 = side * (nx / ln)
@@ -199,6 +197,11 @@ def _solve_edges(X, Xp, k, p, q, u, w, side, D, mu, jit, inv_mass, allowance, dx
     m2 = side * (nz / ln)
     dn = ((r0 + sp * d10) - tp * d20) * m0 + ((r1 + sp * d11) - tp * d21) * m1 \
         + ((r2 + sp * d12) - tp * d22) * m2
+    if not (sp >= 0.0 and sp <= 1.0 and tp >= 0.0 and tp <= 1.0):
+        # beside each other: the side they are on (collision/bodies.py)
+        if dn < 0.0 and not (on_solid[p] or on_solid[q] or on_solid[u] or on_solid[w]):
+            c_side[k] = -c_side[k]
+        return
     if not (dn > -D or on_solid[p] or on_solid[q] or on_solid[u] or on_solid[w]):
         return
     _four_corners(X, Xp, k, p, q, u, w, sp, tp, m0, m1, m2, D - dn, mu, inv_mass, allowance,
@@ -327,7 +330,7 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
         if c_kind[k] == _EDGES:
             _solve_edges(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_idx[k, 2], c_idx[k, 3],
                          c_side[k], c_dist[k], c_mu[k], c_jit, inv_mass, allowance, dx, dl,
-                         share, on_solid)
+                         share, on_solid, c_side)
         elif c_kind[k] == _SEGMENTS:
             _solve_segments(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_idx[k, 2], c_idx[k, 3],
                             c_dist[k], c_mu[k], c_jit, inv_mass, allowance, dx, dl, share)

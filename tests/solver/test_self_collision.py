@@ -283,6 +283,30 @@ def test_a_vertex_round_a_faces_edge_keeps_the_side_it_came_to(backend, solid):
     assert X[2, 0] == pytest.approx(D if solid else -D, abs=1e-12)
 
 
+@pytest.mark.parametrize("solid", [False, True])
+def test_an_edge_pair_beside_each_other_keeps_the_side_it_came_to(backend, solid):
+    """Edge uw (along y, free), found above edge pq (along x, pinned), passes below pq's line
+    beside pq (over its line's extension, x = 2: the lines' closest points outside pq), then
+    comes over pq within D below it: the contact holds it D below, on the side it came to,
+    where it was pushed up through pq. With a corner on a solid face the side stays the
+    outward one."""
+    D = 0.01
+    c = Contacts(4, 0, 0)
+    # side -1: (P - Q) . n = -(z of uw) with n = pq x uw = +z, so uw keeps above
+    c.set_body_contacts(np.array([[0, 1, 2, 3]]), np.array([EDGES]), np.array([-1.0]),
+                        np.array([D]), np.zeros(1), np.array([[0.0, 0.0, 1.0]]))
+    args = c.body_args(np.array([0.0, 0.0, 1.0, 1.0]), 1.0, np.full(4, solid))
+    X = np.ascontiguousarray(np.array([[-1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [2.0, -1.0, -0.004],
+                                       [2.0, 1.0, -0.004]]).T)
+    before = X.copy()
+    table(backend).solve_bodies(X, X.copy(), *args)          # beside pq: no push
+    assert np.array_equal(X, before)
+    assert c.solved[2][0] == (-1.0 if solid else 1.0)
+    X[0, 2:] = 0.0                                             # now over pq, below it
+    table(backend).solve_bodies(X, X.copy(), *args)
+    assert X[2, 2:] == pytest.approx([D, D] if solid else [-D, -D], abs=1e-12)
+
+
 def test_a_z_fold_at_rest_on_frictionless_ground_does_not_slide(backend):
     """A Z-folded cloth without friction lands on the ground and lies there: nothing outside
     pushes it along the ground, so its momentum along it must stay near zero (at most what
