@@ -68,8 +68,8 @@ def face_gram(e00, e01, e02, e10, e11, e12, d0, d1, d2):
 
 
 @njit(cache=True, inline="always")
-def _solve_tri(X, Xp, k, v, a, b, c, s, D, mu, inv_mass, allowance, dx, dl, share, side,
-               on_solid):
+def _solve_tri(X, Xp, k, v, a, b, c, s, D, mu, inv_mass, allowance, dx, dl, share, on_solid,
+               c_side):
     e00 = X[0, b] - X[0, a]
     e01 = X[1, b] - X[1, a]
     e02 = X[2, b] - X[2, a]
@@ -96,7 +96,7 @@ def _solve_tri(X, Xp, k, v, a, b, c, s, D, mu, inv_mass, allowance, dx, dl, shar
         # beside a two-sided face: the side it is on (collision/bodies.py)
         if not (on_solid[a] and on_solid[b] and on_solid[c]):
             dd = d0 * nx + d1 * ny + d2 * nz
-            side[k] = 1.0 if dd >= 0.0 else -1.0
+            c_side[k] = 1.0 if dd >= 0.0 else -1.0
         return
     mx = s * nx
     my = s * ny
@@ -336,7 +336,7 @@ def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, al
                             c_dist[k], c_mu[k], c_jit, inv_mass, allowance, dx, dl, share)
         elif c_kind[k] == _VERTEX_TRI:
             _solve_tri(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_idx[k, 2], c_idx[k, 3], c_side[k],
-                       c_dist[k], c_mu[k], inv_mass, allowance, dx, dl, share, c_side, on_solid)
+                       c_dist[k], c_mu[k], inv_mass, allowance, dx, dl, share, on_solid, c_side)
         else:
             _solve_pair(X, Xp, k, c_idx[k, 0], c_idx[k, 1], c_dist[k], c_mu[k], c_jit,
                         inv_mass, allowance, dx, dl, share)
