@@ -333,6 +333,9 @@ class BodyContacts:
         # (lo, hi) (w, 3) [m] the boxes of the watched particles' centres in the last collide
         self._box = None
         self._dormant = None    # (G,) bool the groups asleep in this collide, or None
+        # (G,) bool or None: the running collide's round groups (only) and the groups whose
+        # own contacts it leaves to the rounds (skip & one_island), read by _active
+        self._only = self._skip = None
 
     def boxes(self, x, xp, h, dt, acc, pinned, pin_target, grow=GROW):
         """(n, 3) lo, hi [m]: each particle's box over the step (module docstring), and (n,)

@@ -127,7 +127,9 @@ class Contacts:
         keep_body_contacts says otherwise."""
         self.body_idx = np.ascontiguousarray(idx, np.int64)   # (K, 4) int64
         self.body_kind = np.ascontiguousarray(kind, np.int64)     # (K,) int64
-        self.body_side = np.ascontiguousarray(side, np.float64)   # (K,) float64 +-1 or 0
+        # (K,) float64 +-1 or 0; the solve turns a vertex beside its face, or an edge pair
+        # beside each other, to the side it is on, in place (collision/bodies.py)
+        self.body_side = np.ascontiguousarray(side, np.float64)
         self.body_dist = np.ascontiguousarray(dist, np.float64)   # (K,) float64 [m]
         self.body_mu = np.ascontiguousarray(mu, np.float64)       # (K,) float64
         self.body_jit = np.ascontiguousarray(jit, np.float64)     # (K, 3) float64 unit
