@@ -26,6 +26,12 @@ The per-contact work is written out in two loops (_body_pass, _collider_pass) wi
 poses in local scalars, and its helpers take scalars only: Numba counts references on every
 array handed to a function, inlined ones too, and four corners' positions through a helper
 taking seven arrays cost 300 ns a contact, 21 ns written out (measured 2026-11-26).
+
+The two passes are inlined into solve_rigid, which holds their parallel loops (it is the
+parallel function): as functions of their own each was a call passing 30 to 50 arrays, about
+a microsecond of reference counting, eight calls a substep whether or not the pass had work.
+The 100-crate pile's solve, replayed (its frames 60 and 90, two threads): 81 to 73 us and 21
+to 14 us a substep, the same bits (2026-11-30).
 """
 
 import numpy as np
@@ -200,7 +206,7 @@ def _solve_part(part, X, Xp, part_start, reverse, idx, kind, side, dist, mu, jit
             anchor_on[q] = True
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, fastmath=False, inline="always")
 def _body_pass(X, Xp, part_start, level_start, reverse, idx, kind, side, dist, mu, jit,
                allowance, touch, body, entry, rest, c, R, inv_mass, inv_inertia, moved, first,
                anchor_on, anchor, sums, resting, phase, saved, acted):
@@ -227,12 +233,8 @@ def _body_pass(X, Xp, part_start, level_start, reverse, idx, kind, side, dist, m
                         first, anchor_on, anchor, sums, resting, phase, saved, acted)
 
 
-@njit(cache=True, parallel=True, fastmath=False)
-def _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc, thickness,
-                   radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, friction, mesh, depth,
-                   used, touching, normal, motion, collider, allowance, body, entry, rest, c, Rm,
-                   inv_mass, inv_inertia, moved, X0, clear, by_body, body_start, pclear, run_next,
-                   first, held, anchor, sums, resting, phase, saved, acted):
+@njit(cache=True, fastmath=False, inline="always")
+def _collider_pass(X, Xp, geo, state, bodies, fric, mesh, allowance, first, phase, resting):
     """rigid_colliders.normal_phase or friction_phase for every candidate: one loop, not a call
     per candidate (a call passing the mesh group's arrays cost a microsecond in reference
     counting, more than the contact). The bodies in parallel, each body's candidates in their
@@ -250,15 +252,12 @@ def _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc,
     candidate's own test would (its clearance is at least the least): the same candidates are
     taken, the same bits. Visiting each candidate to find its particle clear was 70 % of this
     pass at 100 ragdolls (measured 2026-11-27). Fewer than SERIAL_CANDIDATES candidates run on
-    the calling thread (one ragdoll's are less work than a parallel region costs)."""
-    # grouped in tuples: a call with more than 30 arguments is made with *args, which
-    # Numba cannot inline into a parallel loop (nor pass it a tuple holding a tuple: mesh)
-    geo = (cand_particle, cand_collider, shape, approximate, abc, thickness, radius, R, t, s, Rb,
-           tb, sb, moving, mu_s, mu_k, friction)
-    state = (depth, used, touching, normal, motion, collider)
-    bodies = (body, entry, rest, c, Rm, inv_mass, inv_inertia, moved, X0, clear, by_body,
-              body_start, pclear, run_next)
-    fric = (held, anchor, sums, saved, acted)
+    the calling thread (one ragdoll's are less work than a parallel region costs). The
+    arguments come in solve_rigid's groups: geo (the candidates, the colliders' placements and
+    friction), state (the particles' contact state), bodies (the bodies, their poses, the
+    step's start and clearances, the candidates by body) and fric (the static friction
+    state)."""
+    by_body, body_start = bodies[10], bodies[11]
     if by_body.shape[0] < SERIAL_CANDIDATES:
         for g in range(body_start.shape[0] - 1):
             if phase == 0:
@@ -536,7 +535,7 @@ def _collider_friction(g, Xp, geo, state, bodies, held_state, resting):
                                                * rest[e, 1] + Rm[b, i, 2] * rest[e, 2])
 
 
-@njit(cache=True, fastmath=False)
+@njit(cache=True, parallel=True, fastmath=False)
 def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approximate, abc,
                 thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, friction, mesh, depth,
                 used, touching, normal, motion, collider, allowance, X0, clear):
@@ -563,6 +562,15 @@ def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approx
     Rm = rot
     for m in range(bodies.shape[0]):
         moved[bodies[m]] = False
+    # the collider pass's arguments, grouped in tuples: it is inlined, and a call with more than
+    # 30 arguments is made with *args, which Numba cannot inline (nor pass it a tuple holding
+    # a tuple: mesh)
+    geo = (cand_particle, cand_collider, shape, approximate, abc, thickness, radius, R, t, s, Rb,
+           tb, sb, moving, mu_s, mu_k, friction)
+    state = (depth, used, touching, normal, motion, collider)
+    body_args = (body, entry, rest_offset, c, Rm, inv_mass, inv_inertia, moved, X0, clear,
+                 rigid[23], rigid[24], rigid[26], rigid[27])
+    fric = (rigid[31], rigid[32], rigid[33], rigid[38], rigid[39])
     for p in range(passes):
         # every contact's normal impulse, then every contact's friction (collision/rigid.py)
         for phase in range(2):
@@ -570,12 +578,8 @@ def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approx
                        dist, mu, jit, allowance, touch, body, entry, rest_offset, c, Rm,
                        inv_mass, inv_inertia, moved, p == 0, rigid[28], rigid[29], rigid[30],
                        rigid[34][0], phase, rigid[36], rigid[37])
-            _collider_pass(X, Xp, cand_particle, cand_collider, shape, approximate, abc,
-                           thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, friction,
-                           mesh, depth, used, touching, normal, motion, collider, allowance,
-                           body, entry, rest_offset, c, Rm, inv_mass, inv_inertia, moved, X0,
-                           clear, rigid[23], rigid[24], rigid[26], rigid[27], p == 0, rigid[31],
-                           rigid[32], rigid[33], rigid[34][0], phase, rigid[38], rigid[39])
+            _collider_pass(X, Xp, geo, state, body_args, fric, mesh, allowance, p == 0, phase,
+                           rigid[34][0])
     # the moved bodies' particles on their poses
     for m in range(entries.shape[0]):
         b = entry_body[m]
