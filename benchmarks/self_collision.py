@@ -93,11 +93,18 @@ def triangles(n):
     return b.build().contact_tris
 
 
-def run_ours(n, backend_name, frames=60):
+def fold_builder(n):
+    """The benchmark's scene as a Builder (the Z-folded cloth, self-colliding, over the
+    ground), and the crossing check's pairs (folded_cloth's up, down)."""
     x, quads, up, down = folded_cloth(n)
     b = Builder()
     b.add_cloth(x, quads, radius=THICKNESS, self_collision=True)
     b.add_collider("plane")
+    return b, up, down
+
+
+def run_ours(n, backend_name, frames=60):
+    b, up, down = fold_builder(n)
     t0 = time.perf_counter()
     model = b.build()
     sim = Simulation(model, backend=backend_name)

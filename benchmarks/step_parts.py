@@ -40,7 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from solver import Builder, Simulation  # noqa: E402
+from solver import Simulation  # noqa: E402
 from solver.loop import ARG  # noqa: E402
 
 FPS = 24
@@ -67,19 +67,12 @@ def build(scene, size):
     if scene == "fold":
         import self_collision
         n = size or 64
-        x, quads, _, _ = self_collision.folded_cloth(n)
-        b = Builder()
-        b.add_cloth(x, quads, radius=self_collision.THICKNESS, self_collision=True)
-        b.add_collider("plane")
-        return Simulation(b.build()), f"folded cloth N = {n}, self-collision"
+        return (Simulation(self_collision.fold_builder(n)[0].build()),
+                f"folded cloth N = {n}, self-collision")
     if scene == "ragdolls":
         import ragdolls
         count = size or 20
-        model = ragdolls.build(count).build()
-        sim = Simulation(model)
-        sim.set_velocities(np.arange(model.particle_count),
-                           np.tile([1.0, 0.0, 0.0], (model.particle_count, 1)))
-        return sim, f"{count} ragdolls on the stairs"
+        return ragdolls.start(count), f"{count} ragdolls on the stairs"
     raise ValueError(f"unknown scene {scene!r}")
 
 

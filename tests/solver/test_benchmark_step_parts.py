@@ -3,9 +3,11 @@ argument groups' layouts are read by position, so a layout that moves must fail 
 print a figure for the wrong work)."""
 
 import os
+import re
 import sys
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
 import step_parts  # noqa: E402
@@ -43,9 +45,26 @@ def test_the_folded_cloth_without_its_body_contacts_moves_otherwise():
     assert np.abs(apart - same).max() > 1e-6
 
 
-def test_the_script_prints_the_step_and_its_replays(capsys):
-    step_parts.main(["crates", "--size", "4", "--frame", "2", "--repeat", "1"])
-    out = capsys.readouterr().out
-    assert "4 crates: the step after frame 2" in out
-    assert "run_substeps" in out and "Python (the rest)" in out
-    assert "as it is" in out
+def test_the_ragdolls_without_their_joints_move_otherwise():
+    sim, v = _taken("ragdolls", 1, 6)
+    assert "without the joints" in v
+    same = step_parts.positions_after(sim, v["as it is"])
+    apart = step_parts.positions_after(sim, v["without the joints"])
+    assert np.abs(apart - same).max() > 1e-6
+
+
+def _ms(line):
+    return float(re.search(r"(-?[0-9.]+) ms", line).group(1))
+
+
+def test_the_script_prints_the_step_its_kernels_and_its_replays(capsys):
+    step_parts.main(["crates", "--size", "4", "--frame", "8", "--repeat", "1"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("4 crates: the step after frame 8 (32 particles")
+    step = _ms(next(x for x in lines if "the step " in x and "ms, of which" in x))
+    parts = [_ms(x) for x in lines if "calls)" in x or "Python (the rest)" in x]
+    assert any("run_substeps" in x for x in lines)
+    assert sum(parts) == pytest.approx(step, abs=0.05)     # the step's parts add up to it
+    replays = [x for x in lines if x.strip().startswith(("as it is", "without", "  without"))]
+    assert replays[0].strip().startswith("as it is")
+    assert len(replays) == 4 and all(_ms(x) > 0 for x in replays)
