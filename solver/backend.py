@@ -133,6 +133,7 @@ def _apply_threads():
 KERNEL_SOURCES = ("kernels/compiled.py", "kernels/compiled_forces.py",
                   "kernels/compiled_contact.py", "kernels/compiled_loop.py",
                   "kernels/compiled_bodies.py", "kernels/compiled_broad.py",
+                  "kernels/compiled_boxes.py",
                   "kernels/compiled_grid.py",
                   "kernels/compiled_joints.py", "kernels/compiled_pairs.py",
                   "kernels/compiled_rigid.py", "kernels/compiled_rigid_scalar.py",
@@ -335,8 +336,11 @@ def _warm_up():
     t0 = time.perf_counter()
     # one of everything the step compiles: air drag on a strand, a soft pin, sticks of every
     # kind, a speed clamp, a damped shape-matching cluster, a volume, a tetrahedral body's
-    # embedded points, and colliders with exact and first-order SDFs (an ellipsoid), one of
-    # them moving
+    # embedded points, a rigid body, and colliders with exact and first-order SDFs (an
+    # ellipsoid), one of them moving; then a step in rounds and the bodies' frames, whose
+    # kernels Python calls (merge_round, body_frames): each kernel compiles per signature, and
+    # one this scene left out compiled at a scene's first step instead, with no message (the
+    # demo's first bake after a fresh compile: order_rigid, merge_round and body_frames, 7 s)
     b = Builder()
     ids = b.add_particles(np.array([[0.0, 0.0, -0.01], [0.1, 0.0, 0.05], [0.5, 0.0, 0.12]]),
                           area=0.01)
@@ -348,6 +352,8 @@ def _warm_up():
     b.add_shape_match(body, stiffness=0.5, damping=0.5)
     b.add_volume(body[np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])])
     b.add_tetra_body(tet + [0.5, 0.0, 0.0], tet[:2] + [0.52, 0.02, 0.32])
+    # a rigid body (a cluster at full stiffness): its contacts are solved on the body
+    b.add_shape_match(b.add_particles(tet + [-0.5, 0.0, -0.3]))
     # body contact (collision/bodies.py): a self-colliding cloth triangle over the body
     b.add_cloth(tet[:3] + [0.0, 0.0, 0.02], [[0, 1, 2]], radius=0.01, self_collision=True)
     b.add_collider("plane")
@@ -361,6 +367,11 @@ def _warm_up():
     scaled[0, 3] += 0.01
     sim.set_collider_matrix(moving, scaled)
     sim.step(1 / 24)
+    # a step in two rounds, the cloth among the groups in them (solver/rounds.py)
+    sim.state.contact_rounds = 2
+    sim.state.round_groups[:] = True
+    sim.step(1 / 24)
+    sim.body_frames()
     _state["warm"] = True
     _write_warm_mark()
     return time.perf_counter() - t0

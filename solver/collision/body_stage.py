@@ -330,6 +330,7 @@ class BodyContacts:
         self.watched = np.nonzero(two_sided & (model.particle_inv_mass > 0)
                                   & self.self_group[self.group])[0]
         self.watch_tolerance = np.maximum(SURPRISE * r[self.watched], SURPRISE_FLOOR)  # (w,)
+        self._tolerance2 = self.watch_tolerance ** 2                 # (w,) [m^2]
         # (lo, hi) (w, 3) [m] the boxes of the watched particles' centres in the last collide
         self._box = None
         self._dormant = None    # (G,) bool the groups asleep in this collide, or None
@@ -338,48 +339,34 @@ class BodyContacts:
         self._only = self._skip = None
 
     def boxes(self, x, xp, h, dt, acc, pinned, pin_target, grow=GROW):
-        """(n, 3) lo, hi [m]: each particle's box over the step (module docstring), and (n,)
-        [m] its reach: how far from x it may get in the step, |p - x| to its prediction p plus
-        the margin the box grows by (the box is that, grown by the particle's radius too)."""
-        v = (x - xp) / h
-        p = x + v * dt + acc * (0.5 * dt * dt)
-        if len(pinned):
-            p[pinned] = pin_target
-        speed = np.sqrt(np.einsum("ij,ij->i", v, v))
-        margin = SLACK + grow * dt * speed
-        grow = (self.radius + margin)[:, None]
-        d = p - x
-        reach = np.sqrt(np.einsum("ij,ij->i", d, d)) + margin
-        return np.minimum(x, p) - grow, np.maximum(x, p) + grow, reach
+        """Each particle's box over the step (module docstring; the kernel table's step_boxes,
+        collision/boxes.py): (n, 3) lo, hi [m], (n,) [m] its reach (how far from x it may get
+        in the step, |p - x| to its prediction p plus the margin the box grows by; the box is
+        that, grown by the particle's radius too), the groups' boxes (G, 3) glo, ghi [m] or
+        None when some group has no particle (then every item takes part), and the watched
+        particles' centre boxes (w, 3) [m] (surprised)."""
+        lo, hi, reach, glo, ghi, wlo, whi = self.kernels.step_boxes(
+            x, xp, h, dt, acc, pinned, pin_target, self.radius, SLACK, grow, self.by_group,
+            self.group_start, self.watched)
+        groups = (glo, ghi) if len(self.group_start) == self.n_groups else None
+        return lo, hi, reach, groups, (wlo, whi)
 
     def surprised(self, x, clean):
         """How far the watched particles ended outside the boxes the last collide gave them
         (the step's, or in rounds the round's), with their radii taken off, in their
         tolerances: the largest ratio (0 when every one is inside),
-        and (G,) bool the groups with a watched particle beyond ``clean`` of its tolerance.
+        and (G,) bool the groups with a watched particle beyond ``clean`` of its tolerance
+        (the kernel table's strays, collision/boxes.py).
         Above 1 the particle is surprised: it may have met, on its way, a face or an edge that
         was never its candidate, and a fold of cloth may have passed through another unseen
         (bodies.py: the pairs found keep their sides, the pairs never found keep nothing).
         Within its tolerance (SURPRISE x its radius, at least SURPRISE_FLOOR) a centre outside
         its box is still inside the box grown by its radius that found its pairs. The test
         reads where it ended, not its path between. x (n, 3) [m]."""
-        strays = np.zeros(self.n_groups, bool)
         if self._box is None or not len(self.watched):
-            return 0.0, strays
-        lo, hi = self._box
-        xw = x[self.watched]
-        out = np.maximum(lo - xw, 0.0) + np.maximum(xw - hi, 0.0)          # (w, 3) [m]
-        ratio2 = np.einsum("ij,ij->i", out, out) / self.watch_tolerance ** 2   # (w,)
-        strays[self.group[self.watched[ratio2 > clean * clean]]] = True
-        return float(np.sqrt(np.max(ratio2))), strays
-
-    def _group_boxes(self, lo, hi):
-        """(G, 3) lo, hi [m]: each group's box (the union of its particles' boxes), or None
-        when some group has no particle (then every item takes part)."""
-        if len(self.group_start) != self.n_groups:
-            return None
-        return (np.minimum.reduceat(lo[self.by_group], self.group_start, axis=0),
-                np.maximum.reduceat(hi[self.by_group], self.group_start, axis=0))
+            return 0.0, np.zeros(self.n_groups, bool)
+        return self.kernels.strays(x, self.watched, *self._box, self._tolerance2, self.group,
+                                   clean * clean, self.n_groups)
 
     def _group_pairs(self, glo, ghi):
         """(P,), (P,) int64 the pairs of different groups (ga < gb) whose boxes glo, ghi (G, 3)
@@ -435,7 +422,7 @@ class BodyContacts:
 
     def _active(self, lo, hi, boxes, pairs):
         """The kernel table's active_items for this step's boxes lo, hi (n, 3) [m], given the
-        groups' boxes and overlapping pairs (_group_boxes, _group_pairs; None: every item
+        groups' boxes and overlapping pairs (boxes, _group_pairs; None: every item
         takes part): which particles, triangles and edges take part, and the grid's extents
         (active_items)."""
         if pairs is None:                          # everything takes part
@@ -493,14 +480,10 @@ class BodyContacts:
             contacts.clear_body_contacts()
             return
         # (n, 3) [m/s^2] in C order: the step keeps acc as a view of coordinate rows, and the
-        # boxes' sums (einsum) and filter_pairs' compiled signature are those of an (n, 3) array
+        # compiled signatures of step_boxes and filter_pairs are those of a C-ordered array
         self.acc = acc = np.ascontiguousarray(acc)
-        lo, hi, reach = self.boxes(x, xp, h, dt, acc, pinned, pin_target,
-                                   GROW if only is None else GROW_ROUND)
-        lo, hi = np.ascontiguousarray(lo), np.ascontiguousarray(hi)
-        w, rw = self.watched, self.radius[self.watched, None]
-        self._box = (lo[w] + rw, hi[w] - rw)
-        boxes = self._group_boxes(lo, hi)
+        lo, hi, reach, boxes, self._box = self.boxes(x, xp, h, dt, acc, pinned, pin_target,
+                                                     GROW if only is None else GROW_ROUND)
         pairs = None if boxes is None else self._group_pairs(*boxes)
         if pairs is not None and only is not None:
             keep = only[pairs[0]] | only[pairs[1]]

@@ -6,16 +6,16 @@
 The NumPy kernels are the readable reference and the fallback; each lives beside the physics it
 implements (forces.py, integrator.py, sleep.py, constraints/*.py, collision/project.py,
 collision/colliders.py, collision/edges.py, collision/contacts.py, collision/bodies.py,
-collision/body_stage.py, collision/pairs.py, collision/rigid.py, collision/rigid_order.py,
-collision/mesh.py, collision/mesh_query.py, and the substep loop itself in loop.py). The
-compiled kernels (compiled.py and the compiled_*.py it imports; Numba) perform the same
-floating-point operations in the same order (and the sorts give the same arrays), so the
-backends agree bit for bit (tests/solver/test_backends.py). Positions always travel as (3, n)
-coordinate rows X [m]. Physics classes take a table and never ask which backend it is. A new
-kernel is a NumPy function, its compiled mirror, its name in KERNELS, and its call in the
-substep loop (loop.py and compiled_loop.py, fed by a group that Simulation._loop_args builds
-from the family's solver class); tests/solver/test_structure.py checks that both tables have
-the same names and parameters.
+collision/body_stage.py, collision/boxes.py, collision/pairs.py, collision/rigid.py,
+collision/rigid_order.py, collision/mesh.py, collision/mesh_query.py, and the substep loop
+itself in loop.py). The compiled kernels (compiled.py and the compiled_*.py it imports; Numba)
+perform the same floating-point operations in the same order (and the sorts give the same
+arrays), so the backends agree bit for bit (tests/solver/test_backends.py). Positions always
+travel as (3, n) coordinate rows X [m]. Physics classes take a table and never ask which
+backend it is. A new kernel is a NumPy function, its compiled mirror, its name in KERNELS, and
+its call in the substep loop (loop.py and compiled_loop.py, fed by a group that
+Simulation._loop_args builds from the family's solver class) or in the stage that calls it;
+tests/solver/test_structure.py checks that both tables have the same names and parameters.
 """
 
 from types import SimpleNamespace
@@ -27,11 +27,13 @@ KERNELS = ("apply_drag", "predict", "squared_motion", "surface_normals", "solve_
            "store_pairs", "solve_bodies", "place_meshes", "mesh_distances", "refit_meshes",
            "mesh_normals", "primitive_candidates", "islands", "sweep_pairs", "body_frames",
            "solve_rigid", "rigid_velocities", "rigid_pair_velocities", "order_rigid",
-           "sort_pairs", "gather_slots", "merge_round", "edge_spheres", "run_substeps")
+           "sort_pairs", "gather_slots", "merge_round", "edge_spheres", "step_boxes", "strays",
+           "run_substeps")
 
 
 def _numpy_table():
     from ..collision.bodies import find_body_contacts, solve_bodies
+    from ..collision.boxes import step_boxes, strays
     from ..collision.body_stage import active_items, edge_sag, sort_pairs, sweep_pairs
     from ..collision.contacts import gather_slots, merge_round
     from ..collision.pairs import filter_pairs, store_pairs
@@ -74,7 +76,7 @@ def _numpy_table():
                            rigid_pair_velocities=rigid_pair_velocities,
                            order_rigid=order_rigid, sort_pairs=sort_pairs,
                            gather_slots=gather_slots, merge_round=merge_round,
-                           edge_spheres=edge_spheres,
+                           edge_spheres=edge_spheres, step_boxes=step_boxes, strays=strays,
                            run_substeps=run_substeps)
 
 

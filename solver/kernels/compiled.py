@@ -30,6 +30,7 @@ from .compiled_forces import (  # noqa: F401
     apply_drag, predict, restitution, squared_motion, surface_normals)
 from .compiled_bodies import solve_bodies  # noqa: F401
 from .compiled_broad import active_items, edge_sag, find_body_contacts, sweep_pairs  # noqa: F401
+from .compiled_boxes import step_boxes, strays  # noqa: F401
 from .compiled_pairs import filter_pairs, store_pairs  # noqa: F401
 from .compiled_order import gather_slots, merge_round, order_rigid, sort_pairs  # noqa: F401
 from .build import islands  # noqa: F401
