@@ -49,8 +49,12 @@ from .compiled_rigid_scalar import (_ACTIVE, _EDGES, _SEGMENTS, _VERTEX_TRI, _co
 # (100 ragdolls: levels of 6 to 70 contacts, 0.25 us each, cost 3.6 ms a frame as regions and
 # 2.4 ms on one thread; measured 2026-11-27)
 PARALLEL_MIN = 96
-# fewer collider candidates of rigid bodies than this are solved on the calling thread
-SERIAL_CANDIDATES = 256
+# fewer collider candidates of rigid bodies than this are solved on the calling thread (a
+# parallel region costs more than a few candidates); 256 until 2026-11-30, when at 64 the
+# 100-crate pile's 72 at frame 60 (the bottom layer's corners, 25 bodies) went parallel: its
+# solve replayed 4.4 to 3.8 ms a step, its median frame 5.4-6.0 to 4.8 ms; 3 ragdolls (184 a
+# step) 2.6-2.8 to 2.1 ms a frame, 1 (63) the same (two threads, alternated)
+SERIAL_CANDIDATES = 64
 
 @njit(cache=True, fastmath=False)
 def _solve_part(part, X, Xp, part_start, reverse, idx, kind, side, dist, mu, jit, allowance,
@@ -252,7 +256,7 @@ def _collider_pass(X, Xp, geo, state, bodies, fric, mesh, allowance, first, phas
     candidate's own test would (its clearance is at least the least): the same candidates are
     taken, the same bits. Visiting each candidate to find its particle clear was 70 % of this
     pass at 100 ragdolls (measured 2026-11-27). Fewer than SERIAL_CANDIDATES candidates run on
-    the calling thread (one ragdoll's are less work than a parallel region costs). The
+    the calling thread (a few are less work than a parallel region costs). The
     arguments come in solve_rigid's groups: geo (the candidates, the colliders' placements and
     friction), state (the particles' contact state), bodies (the bodies, their poses, the
     step's start and clearances, the candidates by body) and fric (the static friction
