@@ -355,7 +355,8 @@ def _warm_up():
     # a rigid body (a cluster at full stiffness): its contacts are solved on the body
     b.add_shape_match(b.add_particles(tet + [-0.5, 0.0, -0.3]))
     # body contact (collision/bodies.py): a self-colliding cloth triangle over the body
-    b.add_cloth(tet[:3] + [0.0, 0.0, 0.02], [[0, 1, 2]], radius=0.01, self_collision=True)
+    cloth = b.add_cloth(tet[:3] + [0.0, 0.0, 0.02], [[0, 1, 2]], radius=0.01,
+                        self_collision=True)
     b.add_collider("plane")
     scaled = np.diag([0.2, 0.1, 0.1, 1.0])
     scaled[:3, 3] = (0.5, 0.0, 0.1)
@@ -367,9 +368,9 @@ def _warm_up():
     scaled[0, 3] += 0.01
     sim.set_collider_matrix(moving, scaled)
     sim.step(1 / 24)
-    # a step in two rounds, the cloth among the groups in them (solver/rounds.py)
+    # a step in two rounds, the cloth's group in them (solver/rounds.py)
     sim.state.contact_rounds = 2
-    sim.state.round_groups[:] = True
+    sim.state.round_groups[sim.model.particle_group[cloth]] = True
     sim.step(1 / 24)
     sim.body_frames()
     _state["warm"] = True
