@@ -329,8 +329,8 @@ class BodyContacts:
         self.on_solid[t[self.solid].ravel()] = True
         self.watched = np.nonzero(two_sided & (model.particle_inv_mass > 0)
                                   & self.self_group[self.group])[0]
-        self.watch_tolerance = np.maximum(SURPRISE * r[self.watched], SURPRISE_FLOOR)  # (w,)
-        self._tolerance2 = self.watch_tolerance ** 2                 # (w,) [m^2]
+        # (w,) [m^2] the squares of their tolerances (surprised)
+        self.watch_tolerance2 = np.maximum(SURPRISE * r[self.watched], SURPRISE_FLOOR) ** 2
         # (lo, hi) (w, 3) [m] the boxes of the watched particles' centres in the last collide
         self._box = None
         self._dormant = None    # (G,) bool the groups asleep in this collide, or None
@@ -365,7 +365,7 @@ class BodyContacts:
         reads where it ended, not its path between. x (n, 3) [m]."""
         if self._box is None or not len(self.watched):
             return 0.0, np.zeros(self.n_groups, bool)
-        return self.kernels.strays(x, self.watched, *self._box, self._tolerance2, self.group,
+        return self.kernels.strays(x, self.watched, *self._box, self.watch_tolerance2, self.group,
                                    clean * clean, self.n_groups)
 
     def _group_pairs(self, glo, ghi):

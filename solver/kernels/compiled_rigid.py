@@ -261,7 +261,8 @@ def _collider_pass(X, Xp, geo, state, bodies, fric, mesh, allowance, first, phas
     friction), state (the particles' contact state), bodies (the bodies, their poses, the
     step's start and clearances, the candidates by body) and fric (the static friction
     state)."""
-    by_body, body_start = bodies[10], bodies[11]
+    (body, entry, rest, c, Rm, inv_mass, inv_inertia, moved, X0, clear, by_body, body_start,
+     pclear, run_next) = bodies
     if by_body.shape[0] < SERIAL_CANDIDATES:
         for g in range(body_start.shape[0] - 1):
             if phase == 0:
