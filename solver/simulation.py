@@ -524,7 +524,7 @@ class Simulation(AnimatedSettings, JointControl, StepGuard, Rounds):
         pins = [(self._pinned, x[self._pinned], ctl.pin_target),
                 (self._soft, ctl.soft_pin_anchor, ctl.soft_pin_target)]
         each = particle_reach(motion2, st.h, dt, acc_max, ctl.wind.max_speed, sleep, pins,
-                              self.contacts.body_idx)
+                              self.contacts.body_idx, ctl.air_drag)
         self.colliders.collide(ctl, x, free, each + self._radius, self.contacts, self.kernels)
         # the contacts of rigid bodies leave the particle solves for the bodies' (rigid.py)
         self.rigid.select(self.contacts, awake, x, self.kernels)

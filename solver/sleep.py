@@ -90,11 +90,12 @@ class Sleep:
         # one reduceat
         self.order = np.argsort(self.island, kind="stable")       # (n,) int64
         self.start = np.searchsorted(self.island[self.order], np.arange(self.count))   # (I,)
-        # (I,) bool islands that feel the air (a particle with area): only these does the wind
-        # move (forces.drag_particles), so only these add its speed to their reach (reach.py)
-        airy = model.particle_area > 0
-        self.airy = np.logical_or.reduceat(airy[self.order], self.start) if self.count else \
-            np.zeros(0, bool)
+        # (I,) [m^2/kg] each island's largest exposed area per mass, A / m: times the drag
+        # coefficient, its fastest drag rate k (forces.drag_particles), which bounds what the
+        # wind adds to its reach (reach.py); 0 where nothing feels the air
+        rate = model.particle_area * model.particle_inv_mass
+        self.air_rate = np.maximum.reduceat(rate[self.order], self.start) if self.count else \
+            np.zeros(0)
 
     def asleep(self, state):
         """(n,) bool particles of sleeping islands."""

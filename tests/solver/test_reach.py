@@ -71,27 +71,70 @@ def test_a_contact_and_a_moving_pin_give_their_speed_to_the_island():
     assert reach[fast] == pytest.approx(np.full(8, 1e-3))
 
 
+def _sheet(b, density, z=1.0):
+    """A flat 5 x 5 sheet, 1 m square, at height z: (n,) particle ids."""
+    gx, gy = np.meshgrid(np.linspace(0, 1, 5), np.linspace(0, 1, 5), indexing="ij")
+    grid = np.column_stack([gx.ravel() + 2.0, gy.ravel(), np.full(25, z)])
+    q = (np.arange(4)[:, None] * 5 + np.arange(4)[None, :]).ravel()
+    return b.add_cloth(grid, np.column_stack([q, q + 5, q + 6, q + 1]), density=density)
+
+
+def _air_share(model, ids, dt, h, drag=1.0):
+    """min(1, k (dt + h) / 2) for the fastest drag rate k = drag A / m among particles ids,
+    over a step of dt in substeps of h."""
+    k = drag * np.max(model.particle_area[ids] * model.particle_inv_mass[ids])
+    return min(1.0, k * (dt + h) / 2)
+
+
 def test_the_wind_adds_to_the_reach_of_what_feels_the_air_only():
     """A crate (no area: the wind does not move it) keeps its own reach in a 5 m/s wind; a
-    cloth beside it takes the wind's speed, and so does the crate when a contact joins it to
-    the cloth."""
+    cloth beside it takes the share of the wind's speed its drag rate allows in a step, and so
+    does the crate when a contact joins it to the cloth."""
     b = Builder()
     crate = _crate(b, (0, 0, 1), 10.0)
-    gx, gy = np.meshgrid(np.linspace(0, 1, 5), np.linspace(0, 1, 5), indexing="ij")
-    grid = np.column_stack([gx.ravel() + 2.0, gy.ravel(), np.ones(25)])
-    q = (np.arange(4)[:, None] * 5 + np.arange(4)[None, :]).ravel()
-    cloth = b.add_cloth(grid, np.column_stack([q, q + 5, q + 6, q + 1]))
+    cloth = _sheet(b, 0.3)
     model = b.build()
     x = model.particle_x0.copy()
     h, dt, wind = 1 / 960, 1 / 24, 5.0
     sleep = Sleep(model, True)
     none = np.zeros((0, 4), np.int64)
+    share = _air_share(model, cloth, dt, h)
+    assert 0.0 < share < 0.2                     # 0.3 kg/m^2: k = 3.3 / s, k dt / 2 = 0.07
     reach = particle_reach(_motion2(x, x), h, dt, 0.0, wind, sleep, [], none)
     assert reach[crate] == pytest.approx(np.full(8, 1e-3))
-    assert reach[cloth] == pytest.approx(np.full(25, 2 * wind * dt + 1e-3))
+    assert reach[cloth] == pytest.approx(np.full(25, 2 * wind * share * dt + 1e-3))
     contact = np.array([[crate[0], cloth[0], cloth[1], cloth[5]]], np.int64)
     reach = particle_reach(_motion2(x, x), h, dt, 0.0, wind, sleep, [], contact)
-    assert reach[crate] == pytest.approx(np.full(8, 2 * wind * dt + 1e-3))
+    assert reach[crate] == pytest.approx(np.full(8, 2 * wind * share * dt + 1e-3))
+    # without air (drag 0) the wind moves nothing
+    reach = particle_reach(_motion2(x, x), h, dt, 0.0, wind, sleep, [], none, air_drag=0.0)
+    assert reach[cloth] == pytest.approx(np.full(25, 1e-3))
+
+
+@pytest.mark.parametrize("density", [0.45, 0.05, 0.005])
+def test_the_reach_bounds_how_far_the_wind_carries_a_cloth(density):
+    """A sheet at rest in a 10 m/s wind across it (no gravity: the wind alone) travels
+    u (dt - (1 - e^{-k dt}) / k) in a step (a little farther in substeps), which the reach's
+    air term, u min(k (dt + h) / 2, 1) dt (before the factor 2), bounds within a third: a
+    heavy linen (k dt / 2 = 0.05), a light voile (0.4) and a tissue (k dt / 2 = 4, the cap).
+    It fails with the air term left out or halved (the sheet outruns its reach), or uncapped
+    (the tissue's bound four times its travel)."""
+    b = Builder()
+    cloth = _sheet(b, density)
+    model = b.build()
+    sim = Simulation(model, gravity=(0.0, 0.0, 0.0))
+    wind, dt = 10.0, 1 / 24
+    sim.set_wind(velocity=(0.0, 0.0, wind))
+    x0 = sim.x.copy()
+    sim.step(dt)
+    travel = float(np.max(np.abs(sim.x[cloth] - x0[cloth])))
+    reach = particle_reach(np.zeros(model.particle_count), dt / sim.substeps, dt, 0.0, wind,
+                           Sleep(model, True), [], np.zeros((0, 4), np.int64))
+    bound = (reach[cloth].max() - 1e-3) / 2          # the air term, without the factor 2
+    k = np.max(model.particle_area[cloth] * model.particle_inv_mass[cloth])
+    exact = wind * (dt - (1 - np.exp(-k * dt)) / k)
+    assert travel == pytest.approx(exact, rel=0.06)  # the substeps' velocity per substep
+    assert travel <= bound <= 1.34 * travel
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -137,3 +180,22 @@ def test_squared_motion_is_each_particles_squared_distance(backend, count):
     assert out[7] == np.inf
     assert np.allclose(out, expect, rtol=1e-15, atol=0.0)
     assert np.all(out[np.arange(count) != 7] < 1.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_sheet_blown_into_a_wall_in_its_first_step_stops_there(backend):
+    """A light sheet (0.05 kg/m^2) at rest 10 cm below a 2 cm plate, in a 10 m/s wind up (no
+    gravity), travels 14 cm in the first step: only the air term of its reach (18 cm before
+    the factor 2) makes it a candidate of the plate, which then holds it. Without that term
+    it is none and ends the step through the plate (fails so, checked)."""
+    b = Builder()
+    cloth = _sheet(b, 0.05)
+    plate = np.eye(4)
+    plate[:3, 3] = (2.5, 0.5, 1.11)
+    b.add_collider("box", matrix=plate, size=(2.0, 2.0, 0.02))
+    sim = Simulation(b.build(), backend=backend, gravity=(0.0, 0.0, 0.0))
+    sim.set_wind(velocity=(0.0, 0.0, 10.0))
+    for _ in range(3):
+        sim.step(1 / 24)
+        assert sim.x[cloth, 2].max() < 1.10 + 1e-3     # below the plate's underside
+    assert sim.x[cloth, 2].min() > 1.09                 # it got there
