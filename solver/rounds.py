@@ -36,9 +36,9 @@ from .loop import ARG
 # (_run_rounds, _next_rounds; body_stage.BodyContacts.surprised). 8 since 2026-11-30 (4
 # before): in the demo's gusts a flag calm for 4 steps was seldom calm for the next at half
 # the rounds, and the steps run again cost more than the rounds kept (22 of 141 steps ran
-# again, 11 now; its bake 46 to 42 ms a frame, its flag and sheet crossing themselves in no
-# frame either way; the thin flag of flag_crossings.py in 8 m/s gusts, seeds 1 to 30, crossed
-# in 4 drops and 5 frames, against 6 and 7)
+# again, 11 now; its bake 46 to 42 ms a frame, every call timed, one run each; its flag and
+# sheet crossing themselves in no frame either way; the thin flag of flag_crossings.py in
+# 8 m/s gusts, seeds 1 to 30, crossed in 4 drops and 5 frames, against 6 and 7)
 ROUNDS_GROWTH = 2
 ROUNDS_KEPT = 8
 CLEAN = 0.5

@@ -50,7 +50,7 @@ def scene_reach(motion2, h, dt, acc_max, wind_speed):
     return 2.0 * (vmax * dt + 0.5 * acc_max * dt * dt) + SLACK
 
 
-def particle_reach(motion2, h, dt, acc_max, wind_speed, sleep, pins, body_idx, air_drag=1.0):
+def particle_reach(motion2, h, dt, acc_max, wind_speed, sleep, pins, body_idx, air_drag):
     """(n,) [m] how far each particle may travel in the step of dt [s] (module docstring).
     motion2 (n,) [m^2] each particle's squared motion over the last substep, |x - x*|^2
     (integrator.squared_motion), h [s] apart; acc_max [m/s^2] the largest acceleration;
@@ -70,7 +70,7 @@ def particle_reach(motion2, h, dt, acc_max, wind_speed, sleep, pins, body_idx, a
             m = target - start
             np.maximum.at(island_speed, sleep.island[ids],
                           np.sqrt(np.einsum("ij,ij->i", m, m)) / dt)
-    # the air's share (module docstring): k dt / 2 of the speed it may add, at most all of it
+    # the air's share (module docstring): k (dt + h) / 2 of the speed it may add, at most all
     air = np.minimum(air_drag * sleep.air_rate * (0.5 * (dt + h)), 1.0)             # (I,)
     island_speed = island_speed + (island_speed + wind_speed) * air               # [m/s]
     if len(body_idx):

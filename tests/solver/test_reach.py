@@ -19,6 +19,7 @@ CORNERS = np.array([[x, y, z] for x in (-.5, .5) for y in (-.5, .5) for z in (-.
 FACES = np.array([[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4],
                   [1, 5, 7, 3]])
 SIDE = 0.4      # [m] crate edge
+DRAG = 1.0      # [kg/(m^2 s)] the air's drag coefficient (Simulation's default)
 
 
 def _motion2(x, xp):
@@ -47,7 +48,7 @@ def test_a_slow_body_keeps_its_own_reach_beside_a_fast_one():
     h, dt = 1 / 960, 1 / 24
     xp[fast, 0] -= 20.0 * h                       # 20 m/s toward the slow crate
     reach = particle_reach(_motion2(x, xp), h, dt, 9.81, 0.0, Sleep(model, True), [],
-                           np.zeros((0, 4), np.int64))
+                           np.zeros((0, 4), np.int64), DRAG)
     gravity_term = 2 * 0.5 * 9.81 * dt * dt + 1e-3
     assert reach[slow] == pytest.approx(np.full(8, gravity_term))
     assert reach[fast] == pytest.approx(np.full(8, 2 * 20.0 * dt + gravity_term))
@@ -61,12 +62,12 @@ def test_a_contact_and_a_moving_pin_give_their_speed_to_the_island():
     xp[fast, 0] -= 20.0 * h
     sleep = Sleep(model, True)
     contact = np.array([[slow[0], fast[1], fast[3], fast[5]]], np.int64)
-    reach = particle_reach(_motion2(x, xp), h, dt, 9.81, 0.0, sleep, [], contact)
+    reach = particle_reach(_motion2(x, xp), h, dt, 9.81, 0.0, sleep, [], contact, DRAG)
     assert reach[slow] == pytest.approx(reach[fast])
     # a hard pin on one corner whose target moves 0.5 m in the step: 12 m/s for the whole crate
     target = x[slow[:1]] + [0.5, 0.0, 0.0]
     reach = particle_reach(_motion2(x, x), h, dt, 0.0, 0.0, sleep,
-                           [(slow[:1], x[slow[:1]], target)], np.zeros((0, 4), np.int64))
+                           [(slow[:1], x[slow[:1]], target)], np.zeros((0, 4), np.int64), DRAG)
     assert reach[slow] == pytest.approx(np.full(8, 2 * 12.0 * dt + 1e-3))
     assert reach[fast] == pytest.approx(np.full(8, 1e-3))
 
@@ -79,7 +80,7 @@ def _sheet(b, density, z=1.0):
     return b.add_cloth(grid, np.column_stack([q, q + 5, q + 6, q + 1]), density=density)
 
 
-def _air_share(model, ids, dt, h, drag=1.0):
+def _air_share(model, ids, dt, h, drag=DRAG):
     """min(1, k (dt + h) / 2) for the fastest drag rate k = drag A / m among particles ids,
     over a step of dt in substeps of h."""
     k = drag * np.max(model.particle_area[ids] * model.particle_inv_mass[ids])
@@ -100,25 +101,25 @@ def test_the_wind_adds_to_the_reach_of_what_feels_the_air_only():
     none = np.zeros((0, 4), np.int64)
     share = _air_share(model, cloth, dt, h)
     assert 0.0 < share < 0.2                     # 0.3 kg/m^2: k = 3.3 / s, k dt / 2 = 0.07
-    reach = particle_reach(_motion2(x, x), h, dt, 0.0, wind, sleep, [], none)
+    reach = particle_reach(_motion2(x, x), h, dt, 0.0, wind, sleep, [], none, DRAG)
     assert reach[crate] == pytest.approx(np.full(8, 1e-3))
     assert reach[cloth] == pytest.approx(np.full(25, 2 * wind * share * dt + 1e-3))
     contact = np.array([[crate[0], cloth[0], cloth[1], cloth[5]]], np.int64)
-    reach = particle_reach(_motion2(x, x), h, dt, 0.0, wind, sleep, [], contact)
+    reach = particle_reach(_motion2(x, x), h, dt, 0.0, wind, sleep, [], contact, DRAG)
     assert reach[crate] == pytest.approx(np.full(8, 2 * wind * share * dt + 1e-3))
     # without air (drag 0) the wind moves nothing
-    reach = particle_reach(_motion2(x, x), h, dt, 0.0, wind, sleep, [], none, air_drag=0.0)
+    reach = particle_reach(_motion2(x, x), h, dt, 0.0, wind, sleep, [], none, 0.0)
     assert reach[cloth] == pytest.approx(np.full(25, 1e-3))
 
 
 @pytest.mark.parametrize("density", [0.45, 0.05, 0.005])
 def test_the_reach_bounds_how_far_the_wind_carries_a_cloth(density):
-    """A sheet at rest in a 10 m/s wind across it (no gravity: the wind alone) travels
+    """A sheet at rest in a 10 m/s wind against its face (no gravity: the wind alone) travels
     u (dt - (1 - e^{-k dt}) / k) in a step (a little farther in substeps), which the reach's
     air term, u min(k (dt + h) / 2, 1) dt (before the factor 2), bounds within a third: a
     heavy linen (k dt / 2 = 0.05), a light voile (0.4) and a tissue (k dt / 2 = 4, the cap).
     It fails with the air term left out or halved (the sheet outruns its reach), or uncapped
-    (the tissue's bound four times its travel)."""
+    (the tissue's bound about five times its travel)."""
     b = Builder()
     cloth = _sheet(b, density)
     model = b.build()
@@ -129,7 +130,7 @@ def test_the_reach_bounds_how_far_the_wind_carries_a_cloth(density):
     sim.step(dt)
     travel = float(np.max(np.abs(sim.x[cloth] - x0[cloth])))
     reach = particle_reach(np.zeros(model.particle_count), dt / sim.substeps, dt, 0.0, wind,
-                           Sleep(model, True), [], np.zeros((0, 4), np.int64))
+                           Sleep(model, True), [], np.zeros((0, 4), np.int64), sim.air_drag)
     bound = (reach[cloth].max() - 1e-3) / 2          # the air term, without the factor 2
     k = np.max(model.particle_area[cloth] * model.particle_inv_mass[cloth])
     exact = wind * (dt - (1 - np.exp(-k * dt)) / k)
