@@ -17,12 +17,16 @@ elsewhere, and what the other families meet changes), printed, never asserted. A
 in rounds (a self-colliding cloth, solver/rounds.py) is replayed with its first round's body
 contacts over the whole step. Scenes: the crate pile of crates.py, the drape of cloth_drape.py,
 the folded cloth of self_collision.py and the ragdolls of ragdolls.py, through the solver alone
-(no Blender).
+(no Blender); and the demo (scripts/demo.py, through Blender's bpy and the extension, as
+``scripts/demo.sh`` bakes it; --small: the tests' reduced scene): its step after --frame is
+taken apart in the middle of the bake, from the state and the targets the add-on gave it, and
+put back (Simulation.get_state, set_state), so the bake goes on unchanged.
 
     .venv/bin/python benchmarks/step_parts.py crates --frame 60
     .venv/bin/python benchmarks/step_parts.py drape --size 128 --frame 40
     .venv/bin/python benchmarks/step_parts.py fold --size 64 --frame 30
     .venv/bin/python benchmarks/step_parts.py ragdolls --size 20 --frame 24
+    .venv/bin/python benchmarks/step_parts.py demo --frame 60
 
 (The thirty-first session's figures for the crate pile came from such a replay, 2026-11-30.)
 """
@@ -76,9 +80,10 @@ def build(scene, size):
     raise ValueError(f"unknown scene {scene!r}")
 
 
-def timed_step(sim):
-    """Take one step with every kernel of the table timed: ({name: seconds}, {name: calls},
-    the step's seconds, the first run_substeps call's arguments, how many calls it made)."""
+def timed_step(sim, dt=1.0 / FPS):
+    """Take one step of dt [s] with every kernel of the table timed: ({name: seconds}, {name:
+    calls}, the step's seconds, the first run_substeps call's arguments, how many calls it
+    made)."""
     table = sim.kernels
     spent, calls, kept = collections.defaultdict(float), collections.Counter(), []
     copying = [0.0]                  # [s] keeping the arguments: not the step's
@@ -97,7 +102,7 @@ def timed_step(sim):
         setattr(table, name, timed)
     try:
         t = time.perf_counter()
-        sim.step(1.0 / FPS)
+        sim.step(dt)
         total = time.perf_counter() - t - copying[0]
     finally:
         for name, fn in originals.items():
@@ -173,22 +178,11 @@ def replay(sim, args, repeat):
     return best
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("scene", choices=("crates", "drape", "fold", "ragdolls"))
-    p.add_argument("--size", type=int, default=None,
-                   help="crates, cloth vertices a side, or ragdolls (each scene's default)")
-    p.add_argument("--frame", type=int, default=30,
-                   help="frames stepped (untimed) before the one taken apart, at least 1")
-    p.add_argument("--repeat", type=int, default=7, help="replays of each variant (best taken)")
-    a = p.parse_args(argv)
-    if a.frame < 1:
-        p.error("--frame: at least 1 (the first steps load or compile the kernels)")
-    sim, what = build(a.scene, a.size)
-    for _ in range(a.frame):
-        sim.step(1.0 / FPS)
-    spent, calls, total, args, rounds = timed_step(sim)
-    print(f"{what}: the step after frame {a.frame} ({sim.model.particle_count} particles, "
+def report(sim, what, frame, repeat, dt=1.0 / FPS):
+    """Take sim's next step (of dt [s]) apart and print it: its kernels' and Python's time, then
+    the substep loop replayed as it is and without each family (variants)."""
+    spent, calls, total, args, rounds = timed_step(sim, dt)
+    print(f"{what}: the step after frame {frame} ({sim.model.particle_count} particles, "
           f"{sim.backend} backend, {sim.substeps} substeps)")
     print(f"  the step {total * 1e3:8.2f} ms, of which")
     for name, s in sorted(spent.items(), key=lambda kv: -kv[1]):
@@ -198,15 +192,79 @@ def main(argv=None):
         print("  no substep ran (every body asleep)")
         return
     note = f" (the step ran in {rounds} rounds: the first round's contacts)" if rounds > 1 else ""
-    print(f"  the substep loop replayed over the whole step, best of {a.repeat}{note}:")
+    print(f"  the substep loop replayed over the whole step, best of {repeat}{note}:")
     base = None
     for name, v in variants(args):
-        s = replay(sim, v, a.repeat)
+        s = replay(sim, v, repeat)
         if base is None:
             base = s
             print(f"    {name:40s} {s * 1e3:8.2f} ms")
         else:
             print(f"    {name:40s} {s * 1e3:8.2f} ms  (saves {(base - s) * 1e3:6.2f})")
+
+
+def demo(frame, repeat, small=False):
+    """The demo's bake (scripts/demo.py: its scene built in Blender, baked through the
+    extension's operator), its step after ``frame`` reported (report) from the state and the
+    targets the add-on set for it, then that state put back and the bake let go on: the bake is
+    the one scripts/demo.sh makes (its file unsaved here, the bake's cache in memory). small:
+    the tests' reduced scene. Returns the demo's objects ({role: object})."""
+    import importlib
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
+    import demo as demo_script
+    import bpy
+    ext = demo_script.fresh_session()
+    built = demo_script.build_scene(demo_script.Config.small() if small
+                                    else demo_script.Config())
+    ext.addon.kernels.ensure_ready()
+    # the extension's own solver (imported under the extension's package name)
+    cls = importlib.import_module(ext.__name__ + ".solver.simulation").Simulation
+    step = cls.step
+    seen = [0]
+
+    def taken_apart(self, dt):
+        seen[0] += 1
+        if seen[0] == frame + 1:
+            kept = self.get_state()
+            cls.step = step                 # the step report takes is the real one
+            try:
+                report(self, "the demo" + (" (reduced)" if small else ""), frame, repeat, dt)
+            finally:
+                cls.step = taken_apart
+            self.set_state(kept)
+        return step(self, dt)
+    cls.step = taken_apart
+    try:
+        result = bpy.ops.verlet.bake("EXEC_DEFAULT")
+    finally:
+        cls.step = step
+    scene = bpy.context.scene
+    if "FINISHED" not in result or scene.get("verlet_error"):
+        raise RuntimeError(f"bake failed: {scene.get('verlet_error', result)}")
+    if seen[0] <= frame:
+        raise ValueError(f"--frame {frame}: the demo took {seen[0]} steps")
+    return built["objects"]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("scene", choices=("crates", "drape", "fold", "ragdolls", "demo"))
+    p.add_argument("--size", type=int, default=None,
+                   help="crates, cloth vertices a side, or ragdolls (each scene's default)")
+    p.add_argument("--frame", type=int, default=30,
+                   help="frames stepped (untimed) before the one taken apart, at least 1")
+    p.add_argument("--repeat", type=int, default=7, help="replays of each variant (best taken)")
+    p.add_argument("--small", action="store_true", help="demo: the tests' reduced scene")
+    a = p.parse_args(argv)
+    if a.frame < 1:
+        p.error("--frame: at least 1 (the first steps load or compile the kernels)")
+    if a.scene == "demo":
+        demo(a.frame, a.repeat, a.small)
+        return
+    sim, what = build(a.scene, a.size)
+    for _ in range(a.frame):
+        sim.step(1.0 / FPS)
+    report(sim, what, a.frame, a.repeat)
 
 
 if __name__ == "__main__":

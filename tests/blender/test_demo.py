@@ -206,3 +206,29 @@ def test_demo_pipeline_writes_every_output(tmp_path):
     # not blank: the tiles hold a picture (sky, ground and objects of different colours)
     assert px.reshape(-1, 4)[:, :3].std(axis=0).min() > 0.05
     assert np.isfinite(facts["jelly_volume_ratio_end"])
+
+
+def test_step_parts_takes_a_demo_step_apart_and_leaves_the_bake_as_it_was(extension, capsys):
+    """benchmarks/step_parts.py demo: the reduced demo's step after frame 20 is taken apart in
+    the middle of its bake (its kernels timed, its substep loop replayed without each family)
+    and its state put back, so every object's baked frames are those of a bake without it, bit
+    for bit; the report names the demo's families (its edges on the table and the pole, its
+    cloths' body contacts, the crates' rigid solve, the ragdolls' joints)."""
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import step_parts
+    objs = step_parts.demo(20, 1, small=True)
+    report = capsys.readouterr().out
+    assert "the demo (reduced): the step after frame 20" in report
+    for family in ("as it is", "without the edges' contacts", "without the body contacts",
+                   "without the rigid solve", "without the joints"):
+        assert family in report, family
+    roles = ("tablecloth", "flag", "sheet", "grass", "jelly")
+    taken = {role: demo.world_frames(extension, objs[role]) for role in roles}
+    demo.fresh_session()                          # the same empty scene as the first bake's
+    plain = demo.build_scene(demo.Config.small())["objects"]
+    _bake(bpy.context.scene)
+    for role in roles:
+        again = demo.world_frames(extension, plain[role])
+        assert taken[role].shape == again.shape and len(again) > 21, role
+        assert np.array_equal(taken[role], again), role
