@@ -27,10 +27,10 @@ class VerletPreferences(bpy.types.AddonPreferences):
                ("NUMPY", "NumPy", "The reference kernels: slower, no compilation")),
         description="Which implementation of the solver's kernels runs")
     threads: IntProperty(name="Threads", default=0, min=0, soft_max=64, update=_apply,
-                         description="Threads for the compiled kernels (0 = automatic: all cores, "
-                                     "one for a scene under 2,048 particles, where threads cost "
-                                     "more than they split); lower it to share a render farm "
-                                     "machine")
+                         description="Threads for the compiled kernels (0 = automatic: each "
+                                     "simulation measures whether all cores or one thread steps "
+                                     "faster, and measures again when its step time doubles or "
+                                     "halves); lower it to share a render farm machine")
 
     def draw(self, context):
         col = self.layout.column()

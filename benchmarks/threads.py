@@ -19,14 +19,21 @@ a thread spins before it sleeps between parallel regions (solver.backend.SPIN_CO
 
 Timings depend on the machine and its load: printed, never asserted.
 
+--busy-from F: another process keeps one core busy from the run's F-th timed frame on (in
+every row, started afresh); the ms/frame column is then the median of the frames from F on:
+what a thread setting gives when a core is taken after the default setting's first trial
+(StepThreads measures again when its step time moves twofold).
+
     .venv/bin/python benchmarks/threads.py                                # every scene
     .venv/bin/python benchmarks/threads.py --scenes cloth256 --threads 1 2 --frames 10
     OMP_WAIT_POLICY=ACTIVE .venv/bin/python benchmarks/threads.py         # threads never sleep
+    .venv/bin/python benchmarks/threads.py --scenes cloth64 --frames 72 --busy-from 12
 """
 
 import argparse
 import hashlib
 import os
+import subprocess
 import sys
 import time
 
@@ -61,20 +68,29 @@ def build(scene):
     raise SystemExit(f"threads.py: unknown scene {scene!r} (known: {', '.join(SCENES)})")
 
 
-def run(scene, threads, frames, warm):
+def run(scene, threads, frames, warm, busy_from=None):
     """Median ms per timed frame and a digest of the end positions, on ``threads`` (0: the
-    default setting)."""
+    default setting); with busy_from, a process spins on one core from that timed frame on,
+    and the median is of those frames."""
     backend.configure(threads=threads)
     sim, dt = build(scene)
     for _ in range(warm):
         sim.step(dt)
-    times = []
-    for _ in range(frames):
-        t = time.perf_counter()
-        sim.step(dt)
-        times.append(time.perf_counter() - t)
+    times, hog = [], None
+    try:
+        for f in range(frames):
+            if f == busy_from:
+                hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                time.sleep(0.2)                    # let it take its core
+            t = time.perf_counter()
+            sim.step(dt)
+            times.append(time.perf_counter() - t)
+    finally:
+        if hog is not None:
+            hog.kill()
+            hog.wait()
     digest = hashlib.sha256(np.ascontiguousarray(sim.x).tobytes()).hexdigest()[:12]
-    return 1e3 * float(np.median(times)), digest, len(sim.x)
+    return 1e3 * float(np.median(times[busy_from or 0:])), digest, len(sim.x)
 
 
 def main(argv=None):
@@ -87,6 +103,8 @@ def main(argv=None):
     ap.add_argument("--warm", type=int, default=8,
                     help="frames stepped before timing (for the default setting at least the "
                          "thread trial's 8)")
+    ap.add_argument("--busy-from", type=int, default=None,
+                    help="a process keeps one core busy from this timed frame on")
     args = ap.parse_args(argv)
     # the untimed frames cover the default setting's thread trial (timed, its one-thread steps
     # counted: 4 timed frames of cloth512 were half of them); every row steps as many frames
@@ -111,7 +129,7 @@ def main(argv=None):
         frames = max(4, args.frames // 3) if scene == "cloth512" else args.frames
         base, ref = None, None
         for threads in counts + [0]:
-            ms, digest, n = run(scene, threads, frames, args.warm)
+            ms, digest, n = run(scene, threads, frames, args.warm, args.busy_from)
             if threads == counts[0]:
                 base, ref = ms, digest
             same = "identical" if digest == ref else f"DIFFER {digest}"

@@ -71,25 +71,47 @@ class StepThreads:
     interface, another simulation): on an idle 2-core machine two threads won at every size
     measured (100 crates 6.7 against 8.8 ms a frame), with one core busy one thread won (a
     N = 64 cloth 11.8 against 20). A trial costs at most TRIAL steps at the slower count. The
-    thread count never changes a result (tests/solver/test_backends.py), only the speed."""
+    thread count never changes a result (tests/solver/test_backends.py), only the speed.
+
+    A trial also starts at once when the winner's step time has moved by DRIFT times either way
+    from its median in the trial (the median of its last DRIFT_STEPS steps): the trial after
+    WARM steps measures a scene's first frames, often not what follows (a cloth falling from
+    0.3 m onto a mesh collider costs 4 to 8 ms a step before it lands, 25 after; the trial's
+    third pair of steps straddled the landing, 18.9 ms on two threads against 15.8 on one,
+    2026-11-30), and a core that another job takes or gives back after a trial changes which
+    count wins (a N = 64 cloth 11.8 ms on one thread, 20 on two with a core busy), where the
+    next trial would come EVERY steps (10 s at 24 fps) later.
+
+    A trial moves the choice (all threads before the first) only when the other count's median
+    is at least MARGIN faster: a scene's steps vary from one to the next (the demo's flag runs
+    its steps in 4 to 16 rounds), and three steps each read a tie as a win: the demo's trial
+    after a drift at step 18 read 62.6 ms on two threads against 61.8 on one, and its bake went
+    on at 55.9 ms a frame on one thread against 42.9 on two (2026-11-30, before the margin)."""
 
     WARM, TRIAL, EVERY = 2, 3, 240
+    DRIFT, DRIFT_STEPS = 2.0, 5
+    MARGIN = 0.1
 
     def __init__(self, clock=None):
         import time
         self.clock = clock or time.perf_counter
         self.steps = 0              # steps run through step()
-        self.choice = None          # the count that won the last trial (None: all threads)
+        self.choice = None          # the count the last trial chose (None: all threads)
         self.plan = []              # the counts of the trial's remaining steps
         self.times = {}             # count -> step times [s] of the running trial
+        self.reference = None       # [s] the winner's median step time in the last trial
+        self.recent = []            # [s] its last DRIFT_STEPS step times since (at most)
+        self.drifted = False        # they moved DRIFT times from reference: a trial next step
 
     def _next(self, top):
         if top <= 1:
             return top
-        if not self.plan and (self.steps == self.WARM or (
+        if not self.plan and (self.drifted or self.steps == self.WARM or (
                 self.steps > self.WARM and (self.steps - self.WARM) % self.EVERY == 0)):
             self.plan = [top, 1] * self.TRIAL
             self.times = {top: [], 1: []}
+            self.drifted = False
+            self.recent = []
         if self.plan:
             return self.plan[0]
         return self.choice if self.choice in (1, top) else top
@@ -100,7 +122,16 @@ class StepThreads:
             self.plan.pop(0)
             if not self.plan:
                 med = {c: sorted(t)[len(t) // 2] for c, t in self.times.items()}
-                self.choice = min(med, key=lambda c: (med[c], c))
+                held = self.choice if self.choice in med else max(med)
+                other = min(med) if held != min(med) else max(med)
+                self.choice = other if med[other] < (1 - self.MARGIN) * med[held] else held
+                self.reference = med[self.choice]
+        elif not self.plan and self.reference is not None:
+            self.recent = self.recent[1 - self.DRIFT_STEPS:] + [seconds]
+            if len(self.recent) == self.DRIFT_STEPS:
+                mid = sorted(self.recent)[self.DRIFT_STEPS // 2]
+                self.drifted = not (self.reference < self.DRIFT * mid and
+                                    mid < self.DRIFT * self.reference)
 
     @contextlib.contextmanager
     def step(self, backend_name):
