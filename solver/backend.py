@@ -170,7 +170,8 @@ KERNEL_SOURCES = ("kernels/compiled.py", "kernels/compiled_forces.py",
                   "kernels/compiled_rigid.py", "kernels/compiled_rigid_scalar.py",
                   "kernels/compiled_impacts.py", "kernels/compiled_order.py",
                   "kernels/compiled_candidates.py", "kernels/compiled_edges.py",
-                  "kernels/compiled_mesh.py", "kernels/compiled_sticks.py", "kernels/build.py")
+                  "kernels/compiled_mesh.py", "kernels/compiled_patch.py",
+                  "kernels/compiled_sticks.py", "kernels/build.py")
 
 
 def _cache_key():

@@ -219,7 +219,8 @@ class Colliders:
             return ids_free[:0]
         margin = margin[near]
         phi = self.meshes.distances(kernels, k, control, f0, np.ascontiguousarray(q[near]),
-                                    float(margin.max()))
+                                    ids_free[near], float(margin.max()), sweep,
+                                    float(self.thickness[k]), x)
         keep = phi < margin
         found = ids_free[near[keep]]
         # what lets the substeps skip the candidates that stay out of reach (mesh_query.mesh_far)

@@ -50,6 +50,10 @@ import numpy as np
 from .mesh_query import SKIN
 
 LEAF = 4            # triangles per leaf at most
+# triangles a particle's patch holds at most (kernels/compiled_patch.py: a patch is every
+# triangle within its particle's reach of where it may be; more, and its queries walk the BVH)
+PATCH = 16
+PATCH_SLACK = 1e-3  # [m] a patch's margin beyond twice the particle's travel and the sweep
 PAD_REL = 1e-9      # box padding, relative to the mesh's extent (rounding of the query: ~1e-16)
 
 
@@ -360,6 +364,16 @@ class MeshSet:
         self.column[self.ids] = np.arange(self.ids.size)
         self.clear = np.zeros((m.particle_count, self.ids.size))   # (n, M) [m]
         self.x0 = np.zeros((m.particle_count, 3))  # (n, 3) [m] positions at the step's start
+        # the compiled queries' patches (kernels/compiled_patch.py), given by
+        # distances() at the step's start, scratch that changes no answer (not in checkpoints)
+        self.patch_row = np.full((m.particle_count, self.ids.size), -1, np.int64)   # (n, M)
+        self.patch_tri = np.zeros((0, PATCH), np.int64)     # (r, PATCH) triangle ids
+        self.patch_count = np.zeros(0, np.int64)            # (r,) how many (-1: none)
+        self.patch_reach = np.zeros(0)                      # (r,) [m] (mesh_query.py)
+        self._rows = 0                                      # rows given this step
+        self._patched = []                                  # (particles, column) given rows
+        self.radius = m.particle_radius                     # (n,) [m]
+        self._travel = None     # (n,) [m] each particle's travel over the step before, or None
         # what the boxes and normals were made for: (V0, V1, s0, s1), None before the first
         self._last = None
 
@@ -372,6 +386,9 @@ class MeshSet:
         boxes and normals."""
         if not self.ids.size:
             return
+        for ids, column in self._patched:      # last step's patches: its geometry, not this
+            self.patch_row[ids, column] = -1
+        self._patched, self._rows, self._travel = [], 0, None
         for k in self.ids:
             self.s0[k] = frame0[k].scale
             self.s1[k] = frame1[k].scale
@@ -408,20 +425,51 @@ class MeshSet:
         d = w1 - w0
         return 1.6 * float(np.sqrt(np.max(np.einsum("ij,ij->i", d, d))))
 
-    def distances(self, kernels, k, control, frame, q, bound):
+    def distances(self, kernels, k, control, frame, q, slots, bound, sweep, thickness, x):
         """(p,) [m] signed distances (open meshes: unsigned) of local points q (p, 3) to collider
         k's mesh at the step's start (its vertices placed under ``frame``'s scale); inf beyond
-        bound [m] (mesh_query.mesh_distances)."""
+        bound [m] (mesh_query.mesh_distances). slots (p,) int64 the particles of the points,
+        sweep [m] how far the surface moves in the step, thickness [m] the collider's, x (n, 3)
+        [m] the positions at the step's start: with them the compiled query gives each particle
+        that may touch the surface in the step (within its contact distance and its patch
+        margin) a patch, every triangle within the patch margin 2 (travel + sweep) +
+        PATCH_SLACK of its hint's distance (travel: how far it went in the step before, a guess
+        of this one's), which its queries in the substeps read instead of the BVH while it
+        stays near enough to prove their answer (kernels/compiled_patch.py)."""
         sc = np.zeros((1, len(self.start) - 1, 3))
         sc[0, k] = frame.scale
         ids = np.array([k], np.int64)
+        rows = self._take_rows(len(q))
         group = self.kernel_args(control.mesh_vertices, control.mesh_target)
         V0 = control.mesh_vertices                # one substep that ends at the step's start
         kernels.place_meshes(V0, V0, self.start, ids, sc, sc, 0, 1, self.still, self.W, self.Wb)
         phi = np.empty(len(q))
-        kernels.mesh_distances(q, k, group, float(bound), phi)
+        if self._travel is None:                  # x0: the step before's start, still
+            d = x - self.x0
+            self._travel = np.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2])
+        extra = 2.0 * (self._travel[slots] + sweep) + PATCH_SLACK
+        kernels.mesh_distances(q, slots, k, group, float(bound),
+                               extra + (thickness + self.radius[slots]), extra, float(sweep),
+                               rows, phi)
+        given = self.patch_count[rows] >= 0
+        if given.any():
+            self.patch_row[slots[given], self.column[k]] = rows[given]
+            self._patched.append((slots[given], self.column[k]))
         # an open mesh's phi has its skin taken off (mesh_query.SKIN): put it back
         return phi if self.closed[k] else np.abs(phi + SKIN)
+
+    def _take_rows(self, p):
+        """(p,) int64 the next p rows of this step's patches (the arrays grown to hold them)."""
+        first, self._rows = self._rows, self._rows + p
+        if self._rows > len(self.patch_count):
+            size = max(self._rows, 2 * len(self.patch_count))
+            self.patch_tri = np.zeros((size, PATCH), np.int64)
+            self.patch_count = np.full(size, -1, np.int64)
+            self.patch_reach = np.zeros(size)
+            for ids, column in self._patched:    # their rows are gone
+                self.patch_row[ids, column] = -1
+            self._patched = []
+        return np.arange(first, self._rows, dtype=np.int64)
 
     def root_boxes(self, k):
         """(lo, hi) (3,) [m] the box of collider k's mesh over this step, rotation-only frame."""
@@ -434,7 +482,8 @@ class MeshSet:
         return (V0, V1, self.tri, self.W, self.Wb, self.tri_start, self.start, self.node_start,
                 self.lo, self.hi, self.right, self.skip, self.t0, self.t1, self.closed,
                 self.vert_normal, self.edge_normal, self.ids, self.hint, self.still, self.clear,
-                self.column, self.x0)
+                self.column, self.x0, self.patch_row, self.patch_tri, self.patch_count,
+                self.patch_reach)
 
     def clearance(self, k, x, ids, phi, sweep):
         """The collide stage's bound for mesh_query.mesh_far: x (n, 3) [m] the positions at the

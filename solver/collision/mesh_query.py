@@ -17,7 +17,11 @@ substep's end and start (rotation-only frame); 5 tri_start, 6 vertex start, 7 no
 19 still (C,) bool: the collider's vertices do not move in this step (place_meshes); 20 clear
 (n, M) [m] a lower bound on each candidate's distance to each mesh collider's surface during the
 step, less its own motion (mesh_far); 21 (C,) int64 each collider's column in clear (-1: not a
-mesh); 22 x0 (n, 3) [m] the positions at the step's start.
+mesh); 22 x0 (n, 3) [m] the positions at the step's start; the compiled queries' patches
+(kernels/compiled_patch.py, scratch: they change no answer, so this module reads none): 23 (n, M)
+int64 each particle's row for each mesh collider (-1: none), 24 (r, PATCH) int64 the triangles
+of each row, 25 (r,) int64 how many (-1: none), 26 (r,) [m] the distance every other triangle
+was beyond at the step's start, less the surface's sweep.
 
 Regions: 0 face, 1/2/3 vertex a/b/c, 4 edge ab, 5 edge ac, 6 edge bc; edge pseudo-normal slots
 0 = ab, 1 = bc, 2 = ca.
@@ -241,12 +245,16 @@ def _kept(k, sc, sb, s, substeps, still):
         and np.array_equal(sb[s, k], sb[s - 1, k])
 
 
-def mesh_distances(q, k, mesh, bound, phi):
+def mesh_distances(q, slots, k, mesh, bound, near, extra, sweep, rows, phi):
     """The collide stage's query: phi (p,) [m] the signed distance (open meshes: unsigned) of
     local points q (p, 3) to collider k's mesh as placed in W; inf where no triangle is nearer
     than bound [m], unless the mesh is closed and the point inside its root box (then it may be
     deep inside: the full query). The compiled mirror searches within the bound only, which is
-    what makes the far points cheap."""
+    what makes the far points cheap, and starts each point's walk from its particle's last
+    closest triangle (slots (p,) int64 the particles), and gives the particles the patches
+    their substeps' queries answer from (rows (p,) int64 their rows in mesh[24:27], -1: none;
+    near, extra (p,) [m] and sweep [m]: compiled_patch._patch). Neither changes an answer, so
+    this brute force, whose substeps query by brute force too, reads none and writes none."""
     res = closest(q[:, 0], q[:, 1], q[:, 2], k, mesh)
     lo, hi = mesh[8][mesh[7][k]], mesh[9][mesh[7][k]]
     d0 = np.maximum(np.maximum(lo[0] - q[:, 0], q[:, 0] - hi[0]), 0.0)

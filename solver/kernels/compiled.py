@@ -34,7 +34,8 @@ from .compiled_boxes import step_boxes, strays  # noqa: F401
 from .compiled_pairs import filter_pairs, store_pairs  # noqa: F401
 from .compiled_order import gather_slots, merge_round, order_rigid, sort_pairs  # noqa: F401
 from .build import islands  # noqa: F401
-from .compiled_mesh import mesh_distances, mesh_normals, place_meshes, refit_meshes  # noqa: F401
+from .compiled_mesh import mesh_normals, place_meshes, refit_meshes  # noqa: F401
+from .compiled_patch import mesh_distances  # noqa: F401
 
 # a colour of fewer clusters than this is fitted on the calling thread (solve_shapes)
 SERIAL_CLUSTERS = 48

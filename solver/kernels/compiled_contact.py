@@ -17,7 +17,8 @@ of the kernels' files (Numba's own cache only notices a change to a kernel's own
 import numpy as np
 from numba import njit, prange
 
-from .compiled_mesh import mesh_far, mesh_sdf, surface_motion
+from .compiled_mesh import _into, _to_world, mesh_far, mesh_sdf, surface_motion
+from .compiled_patch import _mesh_distance
 
 _TINY = 1e-12       # collision/sdf.TINY
 # the tunnelling guard (collision/project.py)
@@ -189,31 +190,29 @@ def _distance(shape, approximate, a, b, c, R, t, s, Rb, tb, x0, x1, x2, xp0, xp1
     gradient back to world space (collision/project.py's _distance). x* = xp, taken into the
     frame of the substep's start (Rb, tb), picks an open mesh's side (collision/mesh.py); slot
     the particle (a mesh query's hint) or -1."""
-    d0 = x0 - t[0]
-    d1 = x1 - t[1]
-    d2 = x2 - t[2]
-    q0 = d0 * R[0, 0] + d1 * R[1, 0] + d2 * R[2, 0]
-    q1 = d0 * R[0, 1] + d1 * R[1, 1] + d2 * R[2, 1]
-    q2 = d0 * R[0, 2] + d1 * R[1, 2] + d2 * R[2, 2]
+    q0, q1, q2 = _into(R, t, x0, x1, x2)
     tri = -1
     wa = 0.0
     wb = 0.0
     wc = 0.0
     if shape == _MESH:
-        e0 = xp0 - tb[0]
-        e1 = xp1 - tb[1]
-        e2 = xp2 - tb[2]
-        r0 = e0 * Rb[0, 0] + e1 * Rb[1, 0] + e2 * Rb[2, 0]
-        r1 = e0 * Rb[0, 1] + e1 * Rb[1, 1] + e2 * Rb[2, 1]
-        r2 = e0 * Rb[0, 2] + e1 * Rb[1, 2] + e2 * Rb[2, 2]
+        r0, r1, r2 = _into(Rb, tb, xp0, xp1, xp2)
         phi, g0, g1, g2, tri, wa, wb, wc = mesh_sdf(q0, q1, q2, r0, r1, r2, k, mesh, slot)
     elif approximate:
         phi, g0, g1, g2 = _approx_sdf(shape, a, b, c, s[0], s[1], q0, q1, q2)
     else:
         phi, g0, g1, g2 = _local_sdf(shape, a, b, c, q0, q1, q2)
-    return (phi, R[0, 0] * g0 + R[0, 1] * g1 + R[0, 2] * g2,
-            R[1, 0] * g0 + R[1, 1] * g1 + R[1, 2] * g2,
-            R[2, 0] * g0 + R[2, 1] * g1 + R[2, 2] * g2, tri, wa, wb, wc)
+    return _to_world(R, phi, g0, g1, g2, tri, wa, wb, wc)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _particle_distance(shape, approximate, a, b, c, R, t, s, Rb, tb, x0, x1, x2, xp0, xp1, xp2,
+                       k, mesh, i):
+    """_distance of particle i at x: against a mesh, its patch first (compiled_patch.py)."""
+    if shape == _MESH:
+        return _mesh_distance(R, t, Rb, tb, x0, x1, x2, xp0, xp1, xp2, k, mesh, i)
+    return _distance(shape, approximate, a, b, c, R, t, s, Rb, tb, x0, x1, x2, xp0, xp1, xp2, k,
+                     mesh, -1)
 
 
 @njit(cache=True, fastmath=False, inline="always")
@@ -304,9 +303,9 @@ def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, 
     if shape == _MESH and mesh_far(X[0, i], X[1, i], X[2, i], p0, p1, p2, i, k,
                                    thickness + rad, mesh):
         return
-    phi, n0, n1, n2, tri, wa, wb, wc = _distance(shape, approximate, a, b, c, R, t, s, Rb, tb,
-                                                 X[0, i], X[1, i], X[2, i], Xp[0, i], Xp[1, i],
-                                                 Xp[2, i], k, mesh, i)
+    phi, n0, n1, n2, tri, wa, wb, wc = _particle_distance(
+        shape, approximate, a, b, c, R, t, s, Rb, tb, X[0, i], X[1, i], X[2, i], Xp[0, i],
+        Xp[1, i], Xp[2, i], k, mesh, i)
     pen = phi - thickness - rad
     e0 = X[0, i] - p0
     e1 = X[1, i] - p1

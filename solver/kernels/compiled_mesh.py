@@ -7,7 +7,9 @@ collision/mesh.py's).
 The query walks the tree depth first with a small stack, the nearer child first, skipping every
 subtree whose box is farther than the best squared distance so far.
 Boxes are padded (mesh.py), so no triangle that could win or tie is skipped, and ties go to the
-lowest triangle index: the answer is the brute force's. Importing this module requires Numba.
+lowest triangle index: the answer is the brute force's. A particle near the surface reads its
+patch first (compiled_patch.py, which holds the collide stage's mesh_distances too). Importing
+this module requires Numba.
 """
 
 import numpy as np
@@ -102,6 +104,24 @@ def _box_d2(lo, hi, i, p0, p1, p2):
 
 
 @njit(cache=True, fastmath=False, inline="always")
+def _into(R, t, x0, x1, x2):
+    """World point x [m] in the rotation-only frame placed at (R, t)."""
+    d0 = x0 - t[0]
+    d1 = x1 - t[1]
+    d2 = x2 - t[2]
+    return (d0 * R[0, 0] + d1 * R[1, 0] + d2 * R[2, 0], d0 * R[0, 1] + d1 * R[1, 1] + d2 * R[2, 1],
+            d0 * R[0, 2] + d1 * R[1, 2] + d2 * R[2, 2])
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _to_world(R, phi, g0, g1, g2, tri, wa, wb, wc):
+    """A distance's result with its gradient g turned back to world space."""
+    return (phi, R[0, 0] * g0 + R[0, 1] * g1 + R[0, 2] * g2,
+            R[1, 0] * g0 + R[1, 1] * g1 + R[1, 2] * g2,
+            R[2, 0] * g0 + R[2, 1] * g1 + R[2, 2] * g2, tri, wa, wb, wc)
+
+
+@njit(cache=True, fastmath=False, inline="always")
 def mesh_closest(p0, p1, p2, k, mesh, bound2, slot):
     """The closest triangle of collider k's mesh to local point p (mirror of mesh_query.closest):
     (tri, d2, q0, q1, q2, region, wa, wb, wc); only triangles nearer than sqrt(bound2) count
@@ -112,39 +132,37 @@ def mesh_closest(p0, p1, p2, k, mesh, bound2, slot):
                     mesh[12], mesh[13], mesh[18], mesh[5], bound2, slot)
 
 
+@njit(cache=True, fastmath=False, inline="always")
+def _tri_at(p0, p1, p2, tri, W, j):
+    """_tri_closest of point p and triangle j of tri (T, 3) int64 on the vertices W (V, 3)."""
+    ia = tri[j, 0]
+    ib = tri[j, 1]
+    ic = tri[j, 2]
+    return _tri_closest(p0, p1, p2, W[ia, 0], W[ia, 1], W[ia, 2], W[ib, 0], W[ib, 1], W[ib, 2],
+                        W[ic, 0], W[ic, 1], W[ic, 2])
+
+
 @njit(cache=True, fastmath=False)
 def _closest(p0, p1, p2, k, tri, W, node_start, lo, hi, right, t0, t1, hint, tri_start, bound2,
              slot):
     """mesh_closest on the arrays it reads: a call of its own, not inlined, since the BVH walk
     is large and inlining it at every SDF call site made the cold compile take 50 s longer;
-    its arguments are named arrays, not the mesh tuple, so a call passes 10 arrays, not 23."""
-    best = bound2
+    its arguments are named arrays, not the mesh tuple, so a call passes 10 arrays, not 27."""
+    found = (bound2, 0.0, 0.0, 0.0, 1, 1.0, 0.0, 0.0)     # _tri_closest's of triangle bt
     bt = -1
-    r_q0 = r_q1 = r_q2 = 0.0
-    r_reg = 1
-    r_wa, r_wb, r_wc = 1.0, 0.0, 0.0
     if slot >= 0:
         j = hint[slot]
         if j >= tri_start[k] and j < tri_start[k + 1]:
-            ia = tri[j, 0]
-            ib = tri[j, 1]
-            ic = tri[j, 2]
-            d2, q0, q1, q2, reg, wa, wb, wc = _tri_closest(
-                p0, p1, p2, W[ia, 0], W[ia, 1], W[ia, 2], W[ib, 0], W[ib, 1], W[ib, 2],
-                W[ic, 0], W[ic, 1], W[ic, 2])
-            if d2 < best:
-                best = d2
-                bt = j
-                r_q0, r_q1, r_q2 = q0, q1, q2
-                r_reg = reg
-                r_wa, r_wb, r_wc = wa, wb, wc
+            d = _tri_at(p0, p1, p2, tri, W, j)
+            if d[0] < found[0]:
+                found, bt = d, j
     stack = np.empty(_STACK, np.int64)
     stack[0] = node_start[k]
     top = 1
     while top > 0:
         top -= 1
         i = stack[top]
-        if _box_d2(lo, hi, i, p0, p1, p2) > best:
+        if _box_d2(lo, hi, i, p0, p1, p2) > found[0]:
             continue
         if right[i] >= 0:
             # the nearer child on top, so it is searched first and tightens the bound
@@ -161,21 +179,12 @@ def _closest(p0, p1, p2, k, tri, W, node_start, lo, hi, right, t0, t1, hint, tri
             top += 2
             continue
         for j in range(t0[i], t1[i]):
-            ia = tri[j, 0]
-            ib = tri[j, 1]
-            ic = tri[j, 2]
-            d2, q0, q1, q2, reg, wa, wb, wc = _tri_closest(
-                p0, p1, p2, W[ia, 0], W[ia, 1], W[ia, 2], W[ib, 0], W[ib, 1], W[ib, 2],
-                W[ic, 0], W[ic, 1], W[ic, 2])
-            if d2 < best or (d2 == best and j < bt):
-                best = d2
-                bt = j
-                r_q0, r_q1, r_q2 = q0, q1, q2
-                r_reg = reg
-                r_wa, r_wb, r_wc = wa, wb, wc
+            d = _tri_at(p0, p1, p2, tri, W, j)
+            if d[0] < found[0] or (d[0] == found[0] and j < bt):
+                found, bt = d, j
     if slot >= 0 and bt >= 0:
         hint[slot] = bt
-    return bt, best, r_q0, r_q1, r_q2, r_reg, r_wa, r_wb, r_wc
+    return (bt,) + found
 
 
 @njit(cache=True, fastmath=False, inline="always")
@@ -322,28 +331,6 @@ def place_meshes(V0, V1, vstart, ids, sc, sb, s, substeps, still, W, Wb):
                     p1 = V0[i, c] + (V1[i, c] - V0[i, c]) * f1
                 W[i, c] = p1 * sc[s, k, c]
                 Wb[i, c] = (V0[i, c] + (V1[i, c] - V0[i, c]) * f0) * sb[s, k, c]
-
-
-@njit(cache=True, parallel=True, fastmath=False)
-def mesh_distances(q, k, mesh, bound, phi):
-    """Scalar mirror of mesh_query.mesh_distances: phi (p,) [m] of local points q (p, 3)."""
-    lo = mesh[8]
-    hi = mesh[9]
-    root = mesh[7][k]
-    closed = mesh[14][k]
-    for i in prange(q.shape[0]):
-        p0 = q[i, 0]
-        p1 = q[i, 1]
-        p2 = q[i, 2]
-        res = mesh_closest(p0, p1, p2, k, mesh, bound * bound, -1)
-        if res[0] < 0:
-            if not (closed and _box_d2(lo, hi, root, p0, p1, p2) == 0.0):
-                phi[i] = np.inf
-                continue
-            res = mesh_closest(p0, p1, p2, k, mesh, np.inf, -1)
-        t, dd, c0, c1, c2, region, wa, wb, wc = res
-        phi[i] = _signed(p0, p1, p2, p0, p1, p2, k, mesh, t, dd, c0, c1, c2, region, wa, wb,
-                         wc)[0]
 
 
 # collision/mesh.py: fdlibm's arccos, the same operations as mesh.acos

@@ -38,8 +38,8 @@ import numpy as np
 from numba import njit, prange
 
 from .compiled_contact import (GUARD_MIN_MOTION, _MESH, _approx_sdf, _carried,
-                               _collider_motion, _combined_friction, _distance, _local_sdf,
-                               _trace)
+                               _collider_motion, _combined_friction, _local_sdf,
+                               _particle_distance, _trace)
 from .compiled_mesh import mesh_far
 from .compiled_rigid_scalar import (_ACTIVE, _EDGES, _SEGMENTS, _VERTEX_TRI, _coulomb,
                                     _geometry, _impulse, _resp)
@@ -395,7 +395,7 @@ def _collider_body(g, X, Xp, geo, state, bodies, held_state, mesh, allowance, fi
                 if sh == _MESH and mesh_far(x0, x1, x2, p0, p1, p2, p, k, th + rad, mesh):
                     continue
                 a, bq, cq = abc[k, 0], abc[k, 1], abc[k, 2]
-                phi, n0, n1, n2, tri, wa, wb, wc = _distance(
+                phi, n0, n1, n2, tri, wa, wb, wc = _particle_distance(
                     sh, approximate[k], a, bq, cq, Rk, tk, sk, Rbk, tbk, x0, x1, x2, xp0, xp1,
                     xp2, k, mesh, p)
                 pen = phi - th - rad

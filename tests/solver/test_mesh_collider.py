@@ -426,3 +426,81 @@ def test_far_candidates_skip_their_queries_and_fast_ones_are_still_caught(which)
             from solver.kernels.compiled_mesh import mesh_far as compiled_far
             got = compiled_far(x[0], x[1], x[2], x[0], x[1], x[2] - rho, 1, 0, 0.01, group)
         assert got == expect, (rho, got)
+
+
+def test_a_patch_answers_only_what_it_can_prove():
+    """The compiled backend gives a particle near a mesh a patch at the step's start
+    (compiled_mesh._patch: every triangle within its patch margin of its hint's distance), and
+    its queries in the substeps read the patch while every triangle outside it is provably
+    farther (they were beyond patch_reach + the surface's sweep at the step's start; the
+    particle moved ``moved`` since), else walk the BVH: the brute force's triangle either way.
+    Checked: a patch holds every triangle within its reach and the surface's sweep (brute
+    force from where the particle was, on a still and a swelling mesh), queries at points
+    moved from 0 to 50 times that reach answer as the brute force does, and a patch whose reach
+    is overstated gives its own wrong answer (so the queries do read it)."""
+    if "numba" not in _BACKENDS:
+        pytest.skip("no compiled backend")
+    from solver.kernels.compiled_patch import mesh_sdf_near
+    rng = np.random.default_rng(5)
+    v, f = icosphere(3, 1.0)
+    dirs = rng.normal(size=(80, 3))
+    dirs /= np.linalg.norm(dirs, axis=1)[:, None]
+    b = Builder()
+    b.add_particles(dirs * (1.0 + rng.uniform(0.0, 0.008, (80, 1))), radius=0.005)
+    k = b.add_collider("mesh", vertices=v, triangles=f)
+    sim = Simulation(b.build(), backend="numba", gravity=(0, 0, 0))
+    sim.step(1 / 24)                       # the hints; the second step's collide: the patches
+    sim.step(1 / 24)
+    ms = sim.colliders.meshes
+    group = ms.kernel_args(sim.control.mesh_vertices, sim.control.mesh_target)
+    rows = ms.patch_row[:, ms.column[k]]
+    patched = np.nonzero(rows >= 0)[0]
+    assert len(patched) >= 20
+    W, tri = group[3], group[2]                     # the mesh's own (BVH) triangle order
+
+    def brute(q):
+        out = mesh_query.mesh_sdf(q[:1], q[1:2], q[2:], q[:1], q[1:2], q[2:], k, group)
+        return out[0][0], int(out[4][0])
+
+    checked = 0
+    for i in patched:
+        r = rows[i]
+        reach, members = ms.patch_reach[r], ms.patch_tri[r, :ms.patch_count[r]]
+        a, b_, c = W[tri[:, 0]], W[tri[:, 1]], W[tri[:, 2]]
+        d2 = mesh_query.tri_closest(*np.repeat(ms.x0[i][:, None], len(tri), axis=1), a[:, 0],
+                                    a[:, 1], a[:, 2], b_[:, 0], b_[:, 1], b_[:, 2], c[:, 0],
+                                    c[:, 1], c[:, 2])[0]
+        assert set(np.nonzero(d2 < reach * reach)[0]) <= set(members.tolist())
+        for scale in (0.0, 0.2, 0.45, 0.7, 1.5, 4.0, 50.0):
+            step = rng.normal(size=3)
+            step *= scale * reach / np.linalg.norm(step)
+            q = ms.x0[i] + step
+            got = mesh_sdf_near(q[0], q[1], q[2], q[0], q[1], q[2], k, group, i,
+                                float(np.linalg.norm(step)))
+            assert (got[0], got[4]) == brute(q), (i, scale)
+            checked += 1
+    # overstated: a query 0.5 m from where the particle was takes the patch's nearest
+    lied = 0
+    for i in patched:
+        ms.patch_reach[rows[i]] = 1e9
+        q = ms.x0[i] + 0.5 * np.cross(ms.x0[i], [0.0, 0.0, 1.0] if abs(ms.x0[i][2]) < 0.9 else
+                                      [1.0, 0.0, 0.0])
+        got = mesh_sdf_near(q[0], q[1], q[2], q[0], q[1], q[2], k, group, i, 0.5)
+        lied += got[4] != brute(q)[1]
+    assert checked >= 140 and lied == len(patched)
+    # a swelling mesh (each vertex 4 mm out in the step, a sweep of 1.6 x that): the patch
+    # holds every triangle within patch_reach + sweep at the step's start
+    V0 = sim.control.mesh_vertices.copy()
+    sim.set_collider_vertices(k, v * 1.004)
+    sim.step(1 / 24)
+    sweep, swollen = 1.6 * 0.004, 0
+    a, b_, c = V0[tri[:, 0]], V0[tri[:, 1]], V0[tri[:, 2]]
+    for i in np.nonzero(ms.patch_row[:, ms.column[k]] >= 0)[0]:
+        r = ms.patch_row[i, ms.column[k]]
+        reach, members = ms.patch_reach[r], ms.patch_tri[r, :ms.patch_count[r]]
+        d2 = mesh_query.tri_closest(*np.repeat(ms.x0[i][:, None], len(tri), axis=1), a[:, 0],
+                                    a[:, 1], a[:, 2], b_[:, 0], b_[:, 1], b_[:, 2], c[:, 0],
+                                    c[:, 1], c[:, 2])[0]
+        assert set(np.nonzero(d2 < (reach + sweep) ** 2)[0]) <= set(members.tolist())
+        swollen += 1
+    assert swollen >= 10
