@@ -430,7 +430,7 @@ def test_far_candidates_skip_their_queries_and_fast_ones_are_still_caught(which)
 
 def test_a_patch_answers_only_what_it_can_prove():
     """The compiled backend gives a particle near a mesh a patch at the step's start
-    (compiled_mesh._patch: every triangle within its patch margin of its hint's distance), and
+    (compiled_patch._patch: every triangle within its patch margin of its hint's distance), and
     its queries in the substeps read the patch while every triangle outside it is provably
     farther (they were beyond patch_reach + the surface's sweep at the step's start; the
     particle moved ``moved`` since), else walk the BVH: the brute force's triangle either way.
