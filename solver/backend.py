@@ -78,9 +78,10 @@ class StepThreads:
     WARM steps measures a scene's first frames, often not what follows (a cloth falling from
     0.3 m onto a mesh collider costs 4 to 8 ms a step before it lands, 25 after; the trial's
     third pair of steps straddled the landing, 18.9 ms on two threads against 15.8 on one,
-    2026-11-30), and a core that another job takes or gives back after a trial changes which
-    count wins (a N = 64 cloth 11.8 ms on one thread, 20 on two with a core busy), where the
-    next trial would come EVERY steps (10 s at 24 fps) later.
+    2026-11-30), and a core that another job takes after a trial changes which count wins (a
+    N = 64 cloth 11.8 ms on one thread, 20 on two with a core busy), where the next trial would
+    come EVERY steps (10 s at 24 fps) later. (A core given back while one thread runs changes
+    nothing that thread measures: the scheduled trial finds it.)
 
     A trial moves the choice (all threads before the first) only when the other count's median
     is at least MARGIN faster: a scene's steps vary from one to the next (the demo's flag runs
