@@ -107,8 +107,7 @@ def candidate_clearance(X0, particles, particle_start, pair_collider, shape, app
             elif _exact_still(moving, approximate, k):
                 phi = _distance(shape[k], False, abc[0, k, 0], abc[0, k, 1], abc[0, k, 2],
                                 R[0, k], t[0, k], s[0, k], R[0, k], t[0, k], X0[0, i],
-                                X0[1, i], X0[2, i], X0[0, i], X0[1, i], X0[2, i], k, mesh,
-                                -1)[0]
+                                X0[1, i], X0[2, i], X0[0, i], X0[1, i], X0[2, i], k, mesh)[0]
                 out[r] = phi - thickness[k] - radius[i] - CLEAR_MARGIN
 
 

@@ -182,14 +182,13 @@ def _bounded(x0, x1, x2, xp0, xp1, xp2, m0, m1, m2, n0, n1, n2, d, allowance):
 
 
 @njit(cache=True, fastmath=False, inline="always")
-def _distance(shape, approximate, a, b, c, R, t, s, Rb, tb, x0, x1, x2, xp0, xp1, xp2, k, mesh,
-              slot):
+def _distance(shape, approximate, a, b, c, R, t, s, Rb, tb, x0, x1, x2, xp0, xp1, xp2, k, mesh):
     """Signed distance [m] of world point x to collider k placed at (R, t, s), the world
     normal there, and for a mesh the closest triangle and its barycentric weights (-1 and
     zeros otherwise): x into the rotation-only frame, the exact, first-order or mesh SDF, the
     gradient back to world space (collision/project.py's _distance). x* = xp, taken into the
-    frame of the substep's start (Rb, tb), picks an open mesh's side (collision/mesh.py); slot
-    the particle (a mesh query's hint) or -1."""
+    frame of the substep's start (Rb, tb), picks an open mesh's side (collision/mesh.py). A
+    particle's own distance, with its mesh hint and patch, is _particle_distance's."""
     q0, q1, q2 = _into(R, t, x0, x1, x2)
     tri = -1
     wa = 0.0
@@ -197,7 +196,7 @@ def _distance(shape, approximate, a, b, c, R, t, s, Rb, tb, x0, x1, x2, xp0, xp1
     wc = 0.0
     if shape == _MESH:
         r0, r1, r2 = _into(Rb, tb, xp0, xp1, xp2)
-        phi, g0, g1, g2, tri, wa, wb, wc = mesh_sdf(q0, q1, q2, r0, r1, r2, k, mesh, slot)
+        phi, g0, g1, g2, tri, wa, wb, wc = mesh_sdf(q0, q1, q2, r0, r1, r2, k, mesh, -1)
     elif approximate:
         phi, g0, g1, g2 = _approx_sdf(shape, a, b, c, s[0], s[1], q0, q1, q2)
     else:
@@ -212,7 +211,7 @@ def _particle_distance(shape, approximate, a, b, c, R, t, s, Rb, tb, x0, x1, x2,
     if shape == _MESH:
         return _mesh_distance(R, t, Rb, tb, x0, x1, x2, xp0, xp1, xp2, k, mesh, i)
     return _distance(shape, approximate, a, b, c, R, t, s, Rb, tb, x0, x1, x2, xp0, xp1, xp2, k,
-                     mesh, -1)
+                     mesh)
 
 
 @njit(cache=True, fastmath=False, inline="always")
@@ -251,7 +250,7 @@ def _trace(shape, approximate, a, b, c, R, t, s, Rb, tb, thickness, rad, p0, p1,
     a mesh the triangle and weights there; hit is False when the segment touches nothing (or
     moves away from what it grazes)."""
     phi, n0, n1, n2, tri, wa, wb, wc = _distance(shape, approximate, a, b, c, R, t, s, Rb, tb,
-                                                 p0, p1, p2, xp0, xp1, xp2, k, mesh, -1)
+                                                 p0, p1, p2, xp0, xp1, xp2, k, mesh)
     gap = phi - thickness - rad
     q0 = p0
     q1 = p1
@@ -272,7 +271,7 @@ def _trace(shape, approximate, a, b, c, R, t, s, Rb, tb, thickness, rad, p0, p1,
             q2 = p2 + e2 * tau
             phi, n0, n1, n2, tri, wa, wb, wc = _distance(shape, approximate, a, b, c, R, t, s,
                                                          Rb, tb, q0, q1, q2, xp0, xp1, xp2, k,
-                                                         mesh, -1)
+                                                         mesh)
             gap = phi - thickness - rad
             if gap <= GUARD_TOLERANCE:
                 found = True
@@ -508,7 +507,7 @@ def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, t
                 pp2 = c0 * Xp[2, j0] + c1 * Xp[2, j1] + c2 * Xp[2, j2] + c3 * Xp[2, j3]
                 phi, n0, n1, n2, tri, wa, wb, wc = _distance(sh, ap, a, b, c, Rk, tk, sk, Rbk,
                                                              tbk, p0, p1, p2, pp0, pp1, pp2, k,
-                                                             mesh, -1)
+                                                             mesh)
                 pen = phi - off
                 if not pen < 0:
                     continue

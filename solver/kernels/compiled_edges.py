@@ -50,10 +50,10 @@ def _ends(sh, ap, a, b, c, R, t, s, Rb, tb, a0, a1, a2, b0, b1, b2, k, mesh):
     e1 = b1 - a1
     e2 = b2 - a2
     phi_a, n0, n1, n2, _, _, _, _ = _distance(sh, ap, a, b, c, R, t, s, Rb, tb, a0, a1, a2, a0,
-                                              a1, a2, k, mesh, -1)
+                                              a1, a2, k, mesh)
     slope_a = n0 * e0 + n1 * e1 + n2 * e2
     phi_b, n0, n1, n2, _, _, _, _ = _distance(sh, ap, a, b, c, R, t, s, Rb, tb, b0, b1, b2, b0,
-                                              b1, b2, k, mesh, -1)
+                                              b1, b2, k, mesh)
     slope_b = n0 * e0 + n1 * e1 + n2 * e2
     return phi_a, slope_a, phi_b, slope_b
 
@@ -83,7 +83,7 @@ def _nearest(sh, ap, a, b, c, R, t, s, Rb, tb, a0, a1, a2, e0, e1, e2, k, mesh):
         m1 = a1 + e1 * mid
         m2 = a2 + e2 * mid
         _, n0, n1, n2, _, _, _, _ = _distance(sh, ap, a, b, c, R, t, s, Rb, tb, m0, m1, m2, m0,
-                                              m1, m2, k, mesh, -1)
+                                              m1, m2, k, mesh)
         if n0 * e0 + n1 * e1 + n2 * e2 < 0:
             lo = mid
         else:
@@ -316,7 +316,7 @@ def project_edges_clear(X, Xp, ea, eb, cand_edge, cand_collider, group_start, in
             p1 = a1 + e1 * tt
             p2 = a2 + e2 * tt
             phi, n0, n1, n2, _, _, _, _ = _distance(sh, ap, a, b, c, Rk, tk, sk, Rbk, tbk, p0,
-                                                    p1, p2, p0, p1, p2, k, mesh, -1)
+                                                    p1, p2, p0, p1, p2, k, mesh)
             pen = phi - (thickness[k] + (ra + (rb - ra) * tt)) + tol
         if swept:                    # the guard's, at the first touch, unless on the same side
             se0 = sb0 - sa0
@@ -490,7 +490,7 @@ def edge_clearance(X0, ea, eb, cand_edge, cand_collider, shape, abc, thickness, 
             m1 = a1 + d1 * 0.5
             m2 = a2 + d2 * 0.5
             phi_m = _distance(sh, False, a, b, c, Rk, tk, sk, Rk, tk, m0, m1, m2, m0, m1, m2,
-                              k, mesh, -1)[0]
+                              k, mesh)[0]
             bound = phi_m - np.sqrt(d0 * d0 + d1 * d1 + d2 * d2) * 0.5
             phi_a, slope_a, phi_b, slope_b = _ends(sh, False, a, b, c, Rk, tk, sk, Rk, tk, a0,
                                                    a1, a2, X0[0, ib], X0[1, ib], X0[2, ib], k,

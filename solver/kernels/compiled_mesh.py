@@ -133,6 +133,12 @@ def mesh_closest(p0, p1, p2, k, mesh, bound2, slot):
 
 
 @njit(cache=True, fastmath=False, inline="always")
+def _missing(d2):
+    """_tri_closest's tuple for no triangle yet, at squared distance d2 (a walk's bound)."""
+    return d2, 0.0, 0.0, 0.0, 1, 1.0, 0.0, 0.0
+
+
+@njit(cache=True, fastmath=False, inline="always")
 def _tri_at(p0, p1, p2, tri, W, j):
     """_tri_closest of point p and triangle j of tri (T, 3) int64 on the vertices W (V, 3)."""
     ia = tri[j, 0]
@@ -148,7 +154,7 @@ def _closest(p0, p1, p2, k, tri, W, node_start, lo, hi, right, t0, t1, hint, tri
     """mesh_closest on the arrays it reads: a call of its own, not inlined, since the BVH walk
     is large and inlining it at every SDF call site made the cold compile take 50 s longer;
     its arguments are named arrays, not the mesh tuple, so a call passes 10 arrays, not 27."""
-    found = (bound2, 0.0, 0.0, 0.0, 1, 1.0, 0.0, 0.0)     # _tri_closest's of triangle bt
+    found = _missing(bound2)                   # _tri_closest's of triangle bt
     bt = -1
     if slot >= 0:
         j = hint[slot]

@@ -27,7 +27,8 @@ the same bits.
 import numpy as np
 from numba import njit, prange
 
-from .compiled_mesh import _STACK, _box_d2, _into, _signed, _to_world, _tri_at, mesh_closest
+from .compiled_mesh import (_STACK, _box_d2, _into, _missing, _signed, _to_world, _tri_at,
+                            mesh_closest)
 
 PATCH = 16          # collision/mesh.PATCH
 # a patch's answer stands when its least squared distance is below limit^2 by more than any
@@ -89,7 +90,7 @@ def mesh_closest_near(p0, p1, p2, k, mesh, slot, moved):
 def _patch_closest(p0, p1, p2, tri, W, patch_tri, patch_count, row):
     """The least (d2, index) over patch ``row``'s triangles, as _closest returns it (tri -1:
     an empty patch)."""
-    found = (np.inf, 0.0, 0.0, 0.0, 1, 1.0, 0.0, 0.0)     # _tri_closest's of triangle bt
+    found = _missing(np.inf)                   # _tri_closest's of triangle bt
     bt = -1
     for m in range(patch_count[row]):
         j = patch_tri[row, m]
@@ -115,12 +116,12 @@ def _patch(p0, p1, p2, k, tri, W, node_start, lo, hi, right, t0, t1, hint, tri_s
         d_h = np.sqrt(_tri_at(p0, p1, p2, tri, W, j)[0])
     patch_count[row] = -1
     if not d_h <= near:
-        return -2, np.inf, 0.0, 0.0, 0.0, 1, 1.0, 0.0, 0.0
+        return (-2,) + _missing(np.inf)
     reach = d_h + extra
     # a triangle is in the patch when its computed d2 is below R^2 grown by far more than
     # its rounding, so none whose true distance is under R is left out
     take2 = reach * reach * _PATCH_PAD
-    found = (np.inf, 0.0, 0.0, 0.0, 1, 1.0, 0.0, 0.0)     # _tri_closest's of triangle bt
+    found = _missing(np.inf)                   # _tri_closest's of triangle bt
     bt = -1
     count = 0
     stack = np.empty(_STACK, np.int64)
@@ -140,7 +141,7 @@ def _patch(p0, p1, p2, k, tri, W, node_start, lo, hi, right, t0, t1, hint, tri_s
             d = _tri_at(p0, p1, p2, tri, W, j)
             if d[0] < take2:
                 if count == PATCH:          # too many to be worth reading: no patch
-                    return -2, np.inf, 0.0, 0.0, 0.0, 1, 1.0, 0.0, 0.0
+                    return (-2,) + _missing(np.inf)
                 patch_tri[row, count] = j
                 count += 1
             if d[0] < found[0] or (d[0] == found[0] and j < bt):
@@ -165,13 +166,13 @@ def mesh_distances(q, slots, k, mesh, bound, near, extra, sweep, rows, phi):
         p0 = q[i, 0]
         p1 = q[i, 1]
         p2 = q[i, 2]
-        res = (-2, np.inf, 0.0, 0.0, 0.0, 1, 1.0, 0.0, 0.0)
+        res = (-2,) + _missing(np.inf)
         if rows[i] >= 0:
             res = _patch(p0, p1, p2, k, mesh[2], mesh[3], mesh[7], mesh[8], mesh[9], mesh[10],
                          mesh[12], mesh[13], mesh[18], mesh[5], slots[i], near[i], extra[i],
                          rows[i], mesh[24], mesh[25], mesh[26], sweep)
             if res[0] >= 0 and not res[1] < bound * bound:
-                res = (-1, np.inf, 0.0, 0.0, 0.0, 1, 1.0, 0.0, 0.0)
+                res = (-1,) + _missing(np.inf)
         if res[0] == -2:
             res = mesh_closest(p0, p1, p2, k, mesh, bound * bound, slots[i])
         if res[0] < 0:
