@@ -72,6 +72,9 @@ def run(scene, threads, frames, warm, busy_from=None):
     """Median ms per timed frame and a digest of the end positions, on ``threads`` (0: the
     default setting); with busy_from, a process spins on one core from that timed frame on,
     and the median is of those frames."""
+    if busy_from is not None and not 0 <= busy_from < frames:
+        raise SystemExit(f"threads.py: --busy-from {busy_from} is not one of {scene}'s "
+                         f"{frames} timed frames")
     backend.configure(threads=threads)
     sim, dt = build(scene)
     for _ in range(warm):
