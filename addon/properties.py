@@ -214,7 +214,8 @@ class VerletObjectSettings(bpy.types.PropertyGroup):
     shear_stiffness: FloatProperty(
         name="Shear", default=1.0, min=0.0, max=1.0, precision=3,
         description="Resistance to shearing across polygon diagonals: 1 = rigid (compliance 0), "
-                    "each 0.125 less is 10x more compliant")
+                    "each 0.125 less is 10x more compliant. A cloth draped over a rounded "
+                    "shape must shear or stretch; lower Shear to let it shear")
     bend_stiffness: FloatProperty(
         name="Bend", default=DEFAULT_BEND_STIFFNESS, min=0.0, max=1.0, precision=3,
         description="Resistance to bending across adjacent faces: 1 = rigid, 0.375 = cotton "
