@@ -121,6 +121,48 @@ def test_a_cell_is_found_the_same_through_the_map_and_the_hash(spread):
     assert _pairs(table("numba"), args, origin, 4.0 * mean_box) == expected
 
 
+@pytest.mark.parametrize("spread", [False, True])
+def test_a_cell_lists_its_items_in_rising_id_whichever_sort_made_it(spread):
+    """The compiled grid's cells, as a stable sort of its entries by cell gives them: a small
+    item in the cell of its box's low corner, a large one in every cell its box covers, each
+    cell's items in rising id. Compact, its cells are few for its entries and a counting sort
+    makes the order; spread (the second cloth 50 m away, about 2,000 cells along x), more than
+    DENSE_CELLS_PER_ENTRY cells an entry and Numba's merge sort does."""
+    if "numba" not in BACKENDS:
+        pytest.skip("the compiled kernels are not available")
+    from solver.kernels import compiled_grid
+    args, _, _ = _scene(4)
+    lo, hi = args["lo"].copy(), args["hi"].copy()
+    if spread:
+        lo[args["group"] == 1, 0] += 50.0
+        hi[args["group"] == 1, 0] += 50.0
+    ids = np.nonzero(args["active"])[0]
+    large = np.zeros(len(lo), bool)
+    reach, mean = compiled_grid._split(ids, lo, hi, large)
+    origin, cell, dims, _, order, ukey, _, ustart, uend, _ = compiled_grid._grid(
+        ids, lo, hi, large, reach, mean, mean)
+    assert large[ids].any() and not large[ids].all()
+    counted = np.prod(dims) <= compiled_grid.DENSE_CELLS_PER_ENTRY * len(order)
+    assert counted == (not spread)                  # the counting sort, or the merge sort
+
+    def cells(x):
+        return np.clip(np.floor((x - origin) / cell).astype(np.int64), 0, dims - 1)
+    keys, items = [], []
+    for i in ids:
+        c0, c1 = cells(lo[i]), (cells(hi[i]) if large[i] else cells(lo[i]))
+        for cx in range(c0[0], c1[0] + 1):
+            for cy in range(c0[1], c1[1] + 1):
+                for cz in range(c0[2], c1[2] + 1):
+                    keys.append((cx * dims[1] + cy) * dims[2] + cz)
+                    items.append(i)
+    keys, items = np.array(keys), np.array(items)
+    rank = np.lexsort((items, keys))
+    assert np.array_equal(order, items[rank])
+    assert np.array_equal(ukey, np.unique(keys))
+    assert ustart[0] == 0 and np.array_equal(ustart[1:], uend[:-1])
+    assert np.array_equal(uend - ustart, np.unique(keys, return_counts=True)[1])
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("pairs_itself", [True, False])
 def test_a_lone_group_of_particles_pairs_only_with_itself_when_it_may(backend, pairs_itself):
