@@ -49,8 +49,8 @@ import numpy as np
 # particles per block: BLOCK_PARTICLES from 65k particles on (64 blocks and more to share
 # between 16 threads); below that TARGET_BLOCKS blocks of at least MIN_BLOCK_PARTICLES, so a
 # smaller model still gives 16 threads two tasks each in each of its groups. Measured on
-# 16 cores (2026-11-26, README "Sixteen cores"): a N = 128 cloth's substeps took 12.2 ms a
-# frame in 16 blocks of 1024, 7.5 ms in 64 blocks of 256 (44 to 47 ms on one thread either
+# 16 cores (2026-11-26, docs/performance.md, "Sixteen cores"): a N = 128 cloth's substeps took
+# 12.2 ms a frame in 16 blocks of 1024, 7.5 ms in 64 blocks of 256 (44 to 47 ms on one thread either
 # way); at N = 256, 256 blocks of 256 were slower than 64 of 1024 on one thread and on 16
 # (254 against 180 ms, 34.5 against 29.3), hence the upper size. On two threads the size
 # made no difference.

@@ -9,7 +9,7 @@ after 5 s on average (91 to 100; 95 before, as particle projections: 89 to 100; 
 100, with the velocity pass on every impact, the fifth session), no corner
 deeper than 0.04 mm inside another (0.24 in one drop; before 0.1 to 0.3). Every crate resting
 in every drop is still not met: a few crates rock at 1 to 3 cm/s after 10 s in some drops
-(README, "A pile of 100 crates").
+(docs/performance.md, "A pile of 100 crates").
 """
 
 import os

@@ -139,8 +139,8 @@ def test_soft_shear_takes_a_drapes_double_curvature_off_its_edges():
     stretch its edges, and one whose shear sticks are compliant shears instead. Rigid shear:
     edges 2.65 % at the 99th percentile, quads 0.3 degrees off square (median); 1 m/N: 1.8 %
     and 9.9 degrees. It fails when the shear compliance does not reach the shear sticks. The
-    same on the drape benchmark at N = 128 (README, "Where the 99th-percentile strain comes
-    from"): 0.062 rigid, 0.034 at 1 m/N."""
+    same on the drape benchmark at N = 128 (docs/performance.md, "Where the 99th-percentile
+    strain comes from, the shear"): 0.062 rigid, 0.034 at 1 m/N."""
     rigid_strain, rigid_shear = _sphere_drape(0.0)
     soft_strain, soft_shear = _sphere_drape(1.0)
     assert rigid_shear < 1.0 and soft_shear > 5.0, (rigid_shear, soft_shear)
