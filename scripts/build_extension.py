@@ -29,10 +29,11 @@ are validated exactly as ``blender -c extension build`` validates them. Steps, e
 2. ``build`` one zip per platform (``--split-platforms``) and the -any zip, or the single
    all-platform zip;
 3. check every zip: it holds blender_manifest.toml, __init__.py, addon/, solver/, presets/, and none
-   of tests/, benchmarks/, scripts/, dist/, out/, dot-files (.git, .venv, .ci, ...), __pycache__ or
-   *.pyc (the manifest's [build] section leaves them out; this catches a pattern that stopped
-   matching); and its wheels are exactly the manifest's wheels for its platform (all of them in
-   the all-platform zip, none in the -any zip): a platform zip holds no other platform's wheel;
+   of tests/, benchmarks/, docs/, scripts/, dist/, out/, dot-files (.git, .venv, .ci, ...),
+   __pycache__ or *.pyc (the manifest's [build] section leaves them out; this catches a pattern
+   that stopped matching); and its wheels are exactly the manifest's wheels for its platform
+   (all of them in the all-platform zip, none in the -any zip): a platform zip holds no other
+   platform's wheel;
 4. ``validate`` every built zip.
 
 From Python (the tests do this): ``build_extension.build(output_dir=...) -> list of zip paths``
@@ -55,7 +56,7 @@ DIST = os.path.join(ROOT, "dist")
 
 REQUIRED = ("blender_manifest.toml", "__init__.py", "addon/__init__.py", "solver/__init__.py",
             "presets/")
-FORBIDDEN_TOP = ("tests", "benchmarks", "scripts", "dist", "out")
+FORBIDDEN_TOP = ("tests", "benchmarks", "docs", "scripts", "dist", "out")
 FORBIDDEN_FILES = ("requirements.txt", "pytest.ini")
 
 
@@ -239,7 +240,7 @@ def _build_any(python, tool, tag_args, source_dir, output_dir, stem):
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "src")
         shutil.copytree(source_dir, src, ignore=shutil.ignore_patterns(
-            ".*", "wheels", "dist", "out", "__pycache__", "tests", "benchmarks", "scripts"))
+            ".*", "wheels", "dist", "out", "__pycache__", "tests", "benchmarks", "docs", "scripts"))
         path = os.path.join(src, "blender_manifest.toml")
         with open(path, encoding="utf-8") as fh:
             text = without_wheels(fh.read())

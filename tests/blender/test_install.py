@@ -150,7 +150,7 @@ def test_zip_holds_the_extension_and_no_dev_files(built_zip):
         names = zf.namelist()
     tops = {n.split("/")[0] for n in names}
     assert {"blender_manifest.toml", "__init__.py", "addon", "solver", "presets"} <= tops
-    for bad in ("tests", "benchmarks", "scripts", ".venv", ".venv-bpy42", ".git", ".ci",
+    for bad in ("tests", "benchmarks", "docs", "scripts", ".venv", ".venv-bpy42", ".git", ".ci",
                 "dist", "out", ".pytest_cache", "requirements.txt", "pytest.ini"):
         assert bad not in tops, bad
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
@@ -164,7 +164,8 @@ def test_zip_holds_the_extension_and_no_dev_files(built_zip):
 def test_invalid_manifest_fails_loudly(tmp_path, capsys):
     src = tmp_path / "src"
     shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
-        ".*", "tests", "benchmarks", "scripts", "dist", "out", "__pycache__", "wheels"))
+        ".*", "tests", "benchmarks", "docs", "scripts", "dist", "out", "__pycache__",
+        "wheels"))
     (src / "wheels").symlink_to(os.path.join(ROOT, "wheels"))    # fetched by the fixtures
     text = (src / "blender_manifest.toml").read_text()
     (src / "blender_manifest.toml").write_text(text.replace('blender_version_min = "4.2.0"',
