@@ -148,6 +148,18 @@ def _tri_at(p0, p1, p2, tri, W, j):
                         W[ic, 0], W[ic, 1], W[ic, 2])
 
 
+@njit(cache=True, fastmath=False, inline="always")
+def _hinted(p0, p1, p2, k, tri, W, hint, tri_start, slot):
+    """(j,) + _tri_closest's of point p and particle slot's last closest triangle j on collider
+    k (hint (n,) int64, tri_start (C + 1,) int64), or (-1,) + none at infinity when it has none
+    there (slot -1, or its hint on another collider): where a walk starts."""
+    if slot >= 0:
+        j = hint[slot]
+        if j >= tri_start[k] and j < tri_start[k + 1]:
+            return (j,) + _tri_at(p0, p1, p2, tri, W, j)
+    return (-1,) + _missing(np.inf)
+
+
 @njit(cache=True, fastmath=False)
 def _closest(p0, p1, p2, k, tri, W, node_start, lo, hi, right, t0, t1, hint, tri_start, bound2,
              slot):
@@ -156,12 +168,9 @@ def _closest(p0, p1, p2, k, tri, W, node_start, lo, hi, right, t0, t1, hint, tri
     its arguments are named arrays, not the mesh tuple, so a call passes 10 arrays, not 27."""
     found = _missing(bound2)                   # _tri_closest's of triangle bt
     bt = -1
-    if slot >= 0:
-        j = hint[slot]
-        if j >= tri_start[k] and j < tri_start[k + 1]:
-            d = _tri_at(p0, p1, p2, tri, W, j)
-            if d[0] < found[0]:
-                found, bt = d, j
+    h = _hinted(p0, p1, p2, k, tri, W, hint, tri_start, slot)
+    if h[1] < found[0]:
+        found, bt = h[1:], h[0]
     stack = np.empty(_STACK, np.int64)
     stack[0] = node_start[k]
     top = 1

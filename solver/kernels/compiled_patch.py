@@ -27,7 +27,7 @@ the same bits.
 import numpy as np
 from numba import njit, prange
 
-from .compiled_mesh import (_STACK, _box_d2, _into, _missing, _signed, _to_world, _tri_at,
+from .compiled_mesh import (_STACK, _box_d2, _hinted, _into, _missing, _signed, _to_world, _tri_at,
                             mesh_closest)
 
 PATCH = 16          # collision/mesh.PATCH
@@ -110,10 +110,7 @@ def _patch(p0, p1, p2, k, tri, W, node_start, lo, hi, right, t0, t1, hint, tri_s
     and tri = -2, for the caller to walk, when there is no hint, when its distance is beyond
     ``near`` (a particle that will not be a candidate, or seldom near enough to be queried)
     or when more than PATCH triangles are that near (the walk stops at the first too many)."""
-    d_h = np.inf
-    j = hint[slot]
-    if j >= tri_start[k] and j < tri_start[k + 1]:
-        d_h = np.sqrt(_tri_at(p0, p1, p2, tri, W, j)[0])
+    d_h = np.sqrt(_hinted(p0, p1, p2, k, tri, W, hint, tri_start, slot)[1])   # inf: none
     patch_count[row] = -1
     if not d_h <= near:
         return (-2,) + _missing(np.inf)
