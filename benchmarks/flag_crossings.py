@@ -1,5 +1,5 @@
 """How often a self-colliding flag in gusty wind passes through itself: a survey over the
-wind's seeds (README, "Rounds", known limits).
+wind's seeds (docs/contact.md, "Rounds", and its known limits).
 
 Scene: a flag like the demo's (scripts/demo.py) in the solver alone: 1.2 x 0.8 m, 30 x 20
 vertices, 100 g/m^2, pinned along its edge at x = 0, add_cloth(radius=thickness,

@@ -37,12 +37,13 @@ side, so n is turned into the half-space of the pair's normal at the step's star
 contact): without it a pile of cloth dragged edges through each other and tore. Edges cross at
 zero distance, their lines' closest points inside both segments; the sign also flips, with no
 crossing, where the lines meet outside a segment (neighbouring edges of a crumpled flag's
-corner), and pushed back through each other those folded the corner through the flag (README,
-"Side memory"). So, unless a corner is on a solid face (the side then is the outward one), a
-pair beside each other (its lines' closest points outside a segment) takes the side it is on,
-and one more than D on its wrong side lets go (a real crossing is met within D). An edge pair
-is a candidate only where one of its edges is a feature: a border, or bent so that the two
-edges' sags (half the length times tan(half the dihedral angle)) together exceed half of D.
+corner), and pushed back through each other those folded the corner through the flag
+(docs/contact.md, "Side memory"). So, unless a corner is on a solid face (the side then is
+the outward one), a pair beside each other (its lines' closest points outside a segment) takes
+the side it is on, and one more than D on its wrong side lets go (a real crossing is met within
+D). An edge pair is a candidate only where one of its edges is a feature: a border, or bent so
+that the two edges' sags (half the length times tan(half the dihedral angle)) together exceed
+half of D.
 Between two surfaces flat across the pair, the vertex-triangle contacts hold the layers apart
 (the distance of two planar patches is least at a vertex or at the patch's border) and the
 pair would only cost; where it is left out the surfaces stay at least D / 2 apart.
@@ -98,8 +99,8 @@ contacts), and each particle adds the sum of its contacts' rows, in a fixed (con
 order (pass 4, over particles). A particle in m contacts that all push it one way moves by
 about their average, as with Macklin et al.'s averaging (2014, section 4.2), but each contact
 still moves its corners by equal and opposite impulses, so the pass conserves momentum (the
-averaging it replaced did not: a Z fold at rest slid along the ground, README "Contact between
-bodies"). Weighing by shares, not plain counts, keeps a corner far from where a contact
+averaging it replaced did not: a Z fold at rest slid along the ground, docs/contact.md "Contact
+between bodies"). Weighing by shares, not plain counts, keeps a corner far from where a contact
 acts (weight ~0) from diluting the contacts that carry it (with counts a stack's corner resting
 on the far corner of its neighbour's face sank). No two threads write one particle or one
 contact's rows, so the result does not depend on the thread count; the compiled mirror

@@ -320,7 +320,7 @@ class BodyContacts:
         # far from any prediction (a flag's corner ends a step up to 18 times farther from its
         # prediction than its box allows) onto itself. Other groups are not watched: with a
         # cloth's contacts with other bodies watched too, the demo's tablecloth and grass
-        # joined the flag's rounds and its step took 216 ms, not 95 (README, Known limits)
+        # joined the flag's rounds and its step took 216 ms, not 95 (docs/contact.md, Known limits)
         two_sided = np.zeros(len(r), bool)
         two_sided[t[~self.solid].ravel()] = True
         # (n,) bool the corners of solid faces: an edge pair with one keeps its (outward) side

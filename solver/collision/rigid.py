@@ -51,7 +51,7 @@ bodies runs in the opposite order to the pass's normal phase (forward normals, r
 friction, then the reverse): in the same order the box on a slab, where both its contacts are
 between bodies, slid sideways along the wall, 2.2 mm in 2 s at 1.3 x its threshold (the wall
 contacts' friction spent pushing sideways, not up); 0.006 mm so. In the 100-crate pile
-(benchmarks/crates.py --drops; see the README for the figures) more crates sleep sooner: its
+(benchmarks/crates.py --drops; docs/performance.md has the figures) more crates sleep sooner: its
 drop 7, where a crate tilted on a corner slid down another on kinetic contacts at 1.5 cm/s from
 frame 104 to 200, sleeps whole from frame 99. A contact still being pushed out of an overlap
 deeper than one substep's push (its c held to into + s_max below pen) takes no friction in that

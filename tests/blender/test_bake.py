@@ -72,8 +72,8 @@ def test_rigid_cube_falls_freely_then_rests_on_ground(extension):
     np.testing.assert_allclose(m[falling, 2, 3], free[falling], atol=1e-3)
     assert abs(m[-1, 2, 3] - 0.2) < 0.01       # resting: half its 0.4 m size above z = 0
     # landed flat: its up axis vertical. It may turn about that axis by a fraction of a degree
-    # (0.66 measured 2026-11-26: the impact's corners are solved one after another; README,
-    # Known limits, "A cube dropped flat turns a little about the vertical")
+    # (0.66 measured 2026-11-26: the impact's corners are solved one after another; docs/contact.md,
+    # Known limits, "a cube dropped flat tilted, turned")
     np.testing.assert_allclose(m[-1, :3, 2], (0, 0, 1), atol=1e-3)
     assert abs(np.degrees(np.arctan2(m[-1, 1, 0], m[-1, 0, 0]))) < 1.0
     assert np.abs(m[-5:, :3, 3] - m[-1, :3, 3]).max() < 1e-3            # and stays
