@@ -218,8 +218,10 @@ class VerletObjectSettings(bpy.types.PropertyGroup):
                     "shape must shear or stretch; lower Shear to let it shear")
     bend_stiffness: FloatProperty(
         name="Bend", default=DEFAULT_BEND_STIFFNESS, min=0.0, max=1.0, precision=3,
-        description="Resistance to bending across adjacent faces: 1 = rigid, 0.375 = cotton "
-                    "(1e-3 m/N), each 0.125 less is 10x more compliant")
+        description="Resistance to bending across adjacent faces (support sticks): 1 = "
+                    "stiffest, 0.375 = cotton (1e-3 m/N), each 0.125 less is 10x more "
+                    "compliant. It shapes folds and wrinkles; a cloth held out flat sags by "
+                    "its mesh resolution more than by this setting (a finer mesh sags more)")
     restitution: FloatProperty(
         name="Restitution", default=0.0, min=0.0, max=1.0,
         description="Bounciness at contact: fraction of the normal speed kept (0 = no "
