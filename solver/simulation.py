@@ -50,8 +50,7 @@ from .state import Checkpoint, Control, State
 
 DEFAULT_SUBSTEPS = 40
 DEFAULT_ITERATIONS = 1
-# Jacobi passes over the body contacts per iteration (more: bodies pressed together overlap a
-# little less; it does not make a pile rest: docs/performance.md, "A pile of 100 crates")
+# Jacobi passes over the body contacts per iteration (more: less overlap, not a resting pile)
 DEFAULT_CONTACT_ITERATIONS = 1
 DEFAULT_DAMPING = 0.0
 # bodies at rest go to sleep (sleep.py): frozen exactly, skipped by most of the step

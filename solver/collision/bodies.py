@@ -38,12 +38,11 @@ contact): without it a pile of cloth dragged edges through each other and tore. 
 zero distance, their lines' closest points inside both segments; the sign also flips, with no
 crossing, where the lines meet outside a segment (neighbouring edges of a crumpled flag's
 corner), and pushed back through each other those folded the corner through the flag
-(docs/contact.md, "Side memory"). So, unless a corner is on a solid face (the side then is
-the outward one), a pair beside each other (its lines' closest points outside a segment) takes
-the side it is on, and one more than D on its wrong side lets go (a real crossing is met within
-D). An edge pair is a candidate only where one of its edges is a feature: a border, or bent so
-that the two edges' sags (half the length times tan(half the dihedral angle)) together exceed
-half of D.
+(docs/contact.md, "Side memory"). So, unless a corner is on a solid face (the side then is the
+outward one), a pair beside each other (its lines' closest points outside a segment) takes the
+side it is on, and one more than D on its wrong side lets go (a real crossing is met within D).
+An edge pair is a candidate only where one of its edges is a feature: a border, or bent so that
+the two edges' sags (half the length times tan(half the dihedral angle)) together exceed D / 2.
 Between two surfaces flat across the pair, the vertex-triangle contacts hold the layers apart
 (the distance of two planar patches is least at a vertex or at the patch's border) and the
 pair would only cost; where it is left out the surfaces stay at least D / 2 apart.
