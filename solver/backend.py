@@ -172,7 +172,8 @@ KERNEL_SOURCES = ("kernels/compiled.py", "kernels/compiled_forces.py",
                   "kernels/compiled_impacts.py", "kernels/compiled_order.py",
                   "kernels/compiled_candidates.py", "kernels/compiled_edges.py",
                   "kernels/compiled_mesh.py", "kernels/compiled_patch.py",
-                  "kernels/compiled_sticks.py", "kernels/build.py")
+                  "kernels/compiled_sticks.py", "kernels/compiled_options.py",
+                  "kernels/build.py")
 
 
 def _cache_key():
@@ -337,7 +338,8 @@ def choose(requested=None):
     if numba_kernels() is not None:
         return "numba"
     if want == "numba":
-        raise ValueError(f"backend 'numba' requested but Numba could not be loaded ({load_error()})")
+        raise ValueError(
+            f"backend 'numba' requested but Numba could not be loaded ({load_error()})")
     return "numpy"
 
 

@@ -22,6 +22,7 @@ from numba import njit, prange
 # the contact kernels and the loop live in their own modules; the kernel table reaches every
 # compiled kernel through this one
 from .compiled_candidates import primitive_candidates  # noqa: F401
+from .compiled_options import prange_only
 from .compiled_sticks import solve_sticks  # noqa: F401
 from .compiled_edges import edge_spheres, project_edges  # noqa: F401
 from .compiled_contact import (  # noqa: F401
@@ -247,7 +248,7 @@ def _rotation_of(a, v, rot):
     rot[2, 2] = u12 * v12 + u22 * v22 + u32 * w2
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def solve_shapes(X, particles, rest_offset, start, color_offsets, mass, collider_boost, w, alpha,
                  lam, touching, body_touch, body_boost, origin, rot, basis, skip):
     """Scalar mirror of constraints/shapes.solve_shapes: colour after colour, the clusters of a

@@ -19,6 +19,8 @@ took 143 us a pass as calls, 79 us inlined (the same bits; measured 2026-11-26).
 import numpy as np
 from numba import njit, prange
 
+from .compiled_options import prange_only
+
 _TOL = 1e-6           # collision/bodies.TOL
 _DEGENERATE = 1e-30   # collision/bodies.DEGENERATE
 _PARALLEL = 1e-3      # collision/bodies.PARALLEL
@@ -317,7 +319,7 @@ def _solve_segments(X, Xp, k, p, q, u, w, D, mu, jit, inv_mass, allowance, dx, d
                   dx, dl, share)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=prange_only())
 def solve_bodies(X, Xp, c_idx, c_kind, c_side, c_dist, c_mu, c_jit, inv_mass, allowance, dx, dl,
                  share, g_particle, g_start, g_slot, touched, split, act, on_solid):
     K = c_idx.shape[0]

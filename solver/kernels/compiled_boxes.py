@@ -8,6 +8,8 @@ depend on the thread count.
 import numpy as np
 from numba import njit, prange
 
+from .compiled_options import prange_only
+
 
 @njit(cache=True, inline="always")
 def _box(x, i, p0, p1, p2, v0, v1, v2, r, slack, grow_dt, lo, hi, reach):
@@ -30,7 +32,7 @@ def _box(x, i, p0, p1, p2, v0, v1, v2, r, slack, grow_dt, lo, hi, reach):
     hi[i, 2] = (x2 if x2 >= p2 else p2) + g
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=prange_only())
 def step_boxes(x, xp, h, dt, acc, pinned, pin_target, radius, slack, grow, by_group,
                group_start, watched):
     """collision/boxes.step_boxes. A pinned particle's box is made again from its target after

@@ -26,6 +26,7 @@ from numba import njit, prange
 
 from .compiled_grid import (_bound, _find, _grid, _mean_box, _once, _prefix, _query_cells,
                             _split)
+from .compiled_options import prange_only
 from .compiled_pairs import _face_normal
 
 
@@ -194,7 +195,7 @@ def _pack(cnt, room, buf, owner):
     return a, b
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=prange_only())
 def find_body_contacts(lo, hi, radius, group, inv_mass, x0, tris, tri_thick, edges, edge_thick,
                        self_group, disabled, origin, cell, dims, reach, active, tri_active,
                        edge_active, edge_sag, pair_self, group_segment):
@@ -330,7 +331,7 @@ def _meets(a0, a1, a2, b0, b1, b2, g, partner_start, partner, glo, ghi):
     return False
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=prange_only())
 def active_items(lo, hi, tris, edges, radius, self_group, runs, ga, gb, glo, ghi, everything):
     """Mirror of collision/body_stage.active_items (its docstring gives the arguments and
     the result): each item tests its own box against the boxes of the groups its group meets
@@ -430,7 +431,7 @@ def _unit_face_normal(x, tris, f):
     return n0 / ln, n1 / ln, n2 / ln
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=prange_only())
 def edge_sag(x, tris, edges, edge_face, active):
     """Mirror of collision/body_stage.edge_sag (its docstring gives the arguments), edge by
     edge in parallel."""
@@ -454,7 +455,7 @@ def edge_sag(x, tris, edges, edge_face, active):
     return sag
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=prange_only())
 def sweep_pairs(lo, hi, limit):
     """Mirror of collision/body_stage.sweep_pairs (the same pairs in the same order): the
     candidates counted per box, tested and counted again in parallel, then written in the

@@ -10,6 +10,7 @@ import numpy as np
 from numba import njit, prange
 
 from .compiled_contact import _MESH, _approx_sdf, _distance, _local_sdf
+from .compiled_options import prange_only
 
 # [m] kept off a pair's clearance: more than the tunnelling guard's tolerance
 # (compiled_contact.GUARD_TOLERANCE, 1e-6 m) and the SDF's rounding
@@ -44,7 +45,7 @@ def _candidates_of(shape, approximate, abc, R, t, s, take, X, reach, extra, out,
         out[k, i] = phi < reach[i] + extra[k]
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def primitive_candidates(shape, approximate, abc, R, t, s, take, X, reach, extra, out):
     """Scalar mirror of collision/colliders.primitive_candidates: particle after particle in
     parallel (on the calling thread below SERIAL_BELOW), each against every collider in
@@ -82,7 +83,7 @@ def _sphere_phi(u0, u1, u2, rho):
     return np.sqrt(u0 * u0 + u1 * u1 + u2 * u2) - rho
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def candidate_clearance(X0, particles, particle_start, pair_collider, shape, approximate, abc,
                         thickness, radius, R, t, s, moving, mesh, out):
     """out (q,) [m] for each candidate pair (particles, particle_start, pair_collider, as

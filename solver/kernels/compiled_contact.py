@@ -18,6 +18,7 @@ import numpy as np
 from numba import njit, prange
 
 from .compiled_mesh import _into, _to_world, mesh_far, mesh_sdf, surface_motion
+from .compiled_options import prange_only
 from .compiled_patch import _mesh_distance
 
 _TINY = 1e-12       # collision/sdf.TINY
@@ -359,7 +360,7 @@ def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, 
         lifted[i] = True
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius, R, t, s, Rb, tb,
                      sb, moving, mu_s, mu_k, friction, k, depth, used, touching, normal, motion,
                      collider, allowance, lift, lifted, mesh):
@@ -379,7 +380,7 @@ def project_collider(X, Xp, idx, shape, approximate, a, b, c, thickness, radius,
                           touching, normal, motion, collider, allowance, lift, lifted, mesh)
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def project_colliders(X, Xp, particles, particle_start, pair_collider, shape, approximate, abc,
                       thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, friction, depth,
                       used, touching, normal, motion, collider, allowance, lift, lifted, mesh, X0,

@@ -35,6 +35,7 @@ from .compiled_candidates import _SPHERE, CLEAR_MARGIN, _exact_still
 from .compiled_contact import (GUARD_TOLERANCE, _MESH, _bounded, _carried,
                                _collider_motion, _combined_friction, _distance, _friction,
                                _moved2, _trace)
+from .compiled_options import prange_only
 
 EDGE_BISECTIONS = 12       # collision/edges.py's
 EDGE_TOLERANCE = 5e-4      # [m]
@@ -192,7 +193,7 @@ def project_edges(X, Xp, ea, eb, cand_edge, cand_collider, group_start, inv_mass
                         np.zeros(X.shape[1]))
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def project_edges_clear(X, Xp, ea, eb, cand_edge, cand_collider, group_start, inv_mass,
                         e_depth, e_used, shape, thickness, mu_s, mu_k, friction, radius,
                         approximate, abc, R, t, s, Rb, tb, sb, moving, allowance, lift, lifted,
@@ -408,7 +409,7 @@ def project_edges_clear(X, Xp, ea, eb, cand_edge, cand_collider, group_start, in
             moved[eb[e]] = False
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def edge_spheres(X, ea, eb, free, reach):
     """collision/edges.edge_spheres, compiled (the same arguments, results and operations):
     the live edges in one pass, their spheres in parallel (the drape's 49,000 edges: a
@@ -440,7 +441,7 @@ def edge_spheres(X, ea, eb, free, reach):
     return live, mid, half, end_reach
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def edge_clearance(X0, ea, eb, cand_edge, cand_collider, shape, abc, thickness, radius, R, t,
                    s, approximate, moving, mesh, out):
     """out (q,) [m] for each edge candidate, how far its two particles may move from X0 (3, n)

@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit, prange
 
 from .compiled_contact import release_one
+from .compiled_options import prange_only
 
 
 @njit(cache=True, fastmath=False, inline="always")
@@ -43,7 +44,7 @@ def _predict_one(X, Xp, a_h2, keep, lim, clamp, p):
     X[2, p] += dz
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def predict(X, Xp, a_h2, keep, lim):
     """Verlet prediction (integrator.predict) on (3, n) rows; keep (n,) velocity fraction kept;
     lim (n,) speed*h or empty."""
@@ -81,7 +82,7 @@ def _drag_one(X, Xp, i, q, drift, normal, along_normal, decay, g_h2):
         Xp[2, i] = x2 - (drift[2, q] + r2 * e - g_h2[2])
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def apply_drag(X, Xp, ids, drift, normal, along_normal, decay, g_h2):
     """Scalar mirror of forces.apply_drag: exact exponential drag over a substep, on x*; ids
     unique, so each iteration touches its own particle."""
@@ -96,7 +97,7 @@ def apply_drag(X, Xp, ids, drift, normal, along_normal, decay, g_h2):
 LOOP_SERIAL_BELOW = 4096
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def drag_and_predict(X, Xp, drag_slot, drift, normal, along_normal, decay, g_h2, a_h2, keep,
                      lim, X_pred, copy_pred, depth, used, touching):
     """A substep's opening in one parallel pass (what the compiled loop runs): each particle's
@@ -135,7 +136,7 @@ def _open_one(X, Xp, drag_slot, drift, normal, along_normal, decay, g_h2, a_h2, 
     touching[p] = False
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def close_substep(X, Xp, lift, lifted):
     """A substep's closing in one parallel pass: the overlap resolved without speed moved into
     x* (release_overlap, per particle) and the count of non-finite coordinates of X (0 when
@@ -173,7 +174,7 @@ def _squared_motion_one(A, B, out, i):
     out[i] = d0 * d0 + d1 * d1 + d2 * d2
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def squared_motion(A, B, out):
     """Mirror of integrator.squared_motion: out (n,) [m^2] |A_i - B_i|^2 of (3, n) A, B [m]."""
     if A.shape[1] < SERIAL_BELOW:
@@ -184,7 +185,7 @@ def squared_motion(A, B, out):
             _squared_motion_one(A, B, out, i)
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def surface_normals(X, tris, tri_start, vertex_tris, ids, out):
     """Mirror of forces.surface_normals: out (3, q) the unit area-weighted normals of particles
     ids (q,) int64 over triangles tris (F, 3) int64 of X (3, n) [m], zero where none. Each

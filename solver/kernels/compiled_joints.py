@@ -8,6 +8,7 @@ import numpy as np
 from numba import njit, prange
 
 from .compiled import _polar3
+from .compiled_options import prange_only
 
 _TINY = 1e-12
 _HALF_TURN = 1e-12
@@ -308,7 +309,7 @@ def _frame(X, particles, rest_offset, mass, entries, entry_start, q, b, c0, R0, 
             R[b, i, k] = rot[i, k]
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def body_frames(X, particles, rest_offset, mass, entries, entry_start, bodies):
     """Mirror of constraints/joints.body_frames_of: (B, 3) centres [m] and (B, 3, 3) polar
     rotations of the clusters ``bodies``, body by body in parallel."""
@@ -322,7 +323,7 @@ def body_frames(X, particles, rest_offset, mass, entries, entry_start, bodies):
     return c, R
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def solve_joints(X, particles, rest_offset, mass, shape_origin, shape_rot, shape_exact, bodies,
                  entries, entry_start, inv_mass, inv_inertia, body_free, c0, R0, c, R, moved,
                  body, anchor, axis, perp, kind, swing, rng, alpha, drive_on, drive_alpha, target,

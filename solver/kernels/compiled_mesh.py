@@ -15,6 +15,8 @@ this module requires Numba.
 import numpy as np
 from numba import njit, prange
 
+from .compiled_options import prange_only
+
 _TINY = 1e-12
 _SKIN = 1e-4       # collision/mesh_query.SKIN
 _CLEAR_GAP = _SKIN + 1e-6     # collision/mesh_query.CLEAR_GAP
@@ -323,7 +325,7 @@ def surface_motion(R, t, Rb, tb, j, wa, wb, wc, mesh):
     return m0, m1, m2
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def place_meshes(V0, V1, vstart, ids, sc, sb, s, substeps, still, W, Wb):
     """Scalar mirror of mesh_query.place_meshes (threads split the vertices)."""
     f0 = s / substeps
@@ -382,7 +384,7 @@ def acos(x):
     return 2.0 * (s + r * s)
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def refit_meshes(V0, V1, vstart, ids, s0, s1, tri, node_start, t0, t1, right, leaf, inner,
                  inner_start, vlo, vhi, lo, hi):
     """Mirror of mesh.refit_meshes: only min, max and exact products, so threads may split
@@ -427,7 +429,7 @@ def refit_meshes(V0, V1, vstart, ids, s0, s1, tri, node_start, t0, t1, right, le
                 hi[i, c] += pad
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def mesh_normals(V1, vstart, ids, s1, tri, tri_edge, W1, face, angle, edge_sum, vert_normal,
                  edge_normal):
     """Mirror of mesh.mesh_normals: per triangle in parallel (its own face and angles), then

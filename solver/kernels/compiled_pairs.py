@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit, prange
 
 from .compiled_bodies import cross3, face_gram
+from .compiled_options import prange_only
 
 # the NumPy side's constants, copied so that this file's digest (backend.KERNEL_SOURCES) keys
 # the cached kernels that use them (tests/solver/test_structure.py checks each copy)
@@ -109,7 +110,7 @@ def _edge_out(x, tris, solid, edge_face, e):
     return o0, o1, o2
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=prange_only())
 def filter_pairs(x, xp, h, dt, acc, g_dt2, radius, tris, solid, tri_thick, tri_depth, edges,
                  edge_face, edge_thick, pi, pj, tv, tt, ea, eb):
     """Mirror of collision/pairs.filter_pairs (its docstring gives the arguments and the

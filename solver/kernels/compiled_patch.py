@@ -29,6 +29,7 @@ from numba import njit, prange
 
 from .compiled_mesh import (_STACK, _box_d2, _hinted, _into, _missing, _signed, _to_world, _tri_at,
                             mesh_closest)
+from .compiled_options import prange_only
 
 PATCH = 16          # collision/mesh.PATCH
 # a patch's answer stands when its least squared distance is below limit^2 by more than any
@@ -150,7 +151,7 @@ def _patch(p0, p1, p2, k, tri, W, node_start, lo, hi, right, t0, t1, hint, tri_s
     return (bt,) + found
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def mesh_distances(q, slots, k, mesh, bound, near, extra, sweep, rows, phi):
     """Scalar mirror of mesh_query.mesh_distances: phi (p,) [m] of local points q (p, 3);
     where rows[i] >= 0, particle slots[i]'s patch too (_patch: near[i], extra[i] [m]), sweep

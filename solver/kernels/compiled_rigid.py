@@ -41,6 +41,7 @@ from .compiled_contact import (GUARD_MIN_MOTION, _MESH, _approx_sdf, _carried,
                                _collider_motion, _combined_friction, _local_sdf,
                                _particle_distance, _trace)
 from .compiled_mesh import mesh_far
+from .compiled_options import prange_only
 from .compiled_rigid_scalar import (_ACTIVE, _EDGES, _SEGMENTS, _VERTEX_TRI, _coulomb,
                                     _geometry, _impulse, _resp)
 
@@ -540,7 +541,7 @@ def _collider_friction(g, Xp, geo, state, bodies, held_state, resting):
                                                * rest[e, 1] + Rm[b, i, 2] * rest[e, 2])
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def solve_rigid(X, Xp, particles, rest_offset, origin, rot, rigid, shape, approximate, abc,
                 thickness, radius, R, t, s, Rb, tb, sb, moving, mu_s, mu_k, friction, mesh, depth,
                 used, touching, normal, motion, collider, allowance, X0, clear):

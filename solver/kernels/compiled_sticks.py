@@ -9,6 +9,8 @@ Importing this module requires Numba; compiled.py re-exports solve_sticks.
 import numpy as np
 from numba import njit, prange
 
+from .compiled_options import prange_only
+
 _EPS = 1e-12       # constraints/sticks._EPS
 
 
@@ -94,7 +96,7 @@ def _relax_range(px, py, pz, si, sj, rest, inv_mass, inv_denom, lo, hi, dx, dy, 
         pz[j] -= dz[q] * s_j
 
 
-@njit(cache=True, parallel=True, fastmath=False)
+@njit(cache=True, parallel=prange_only(), fastmath=False)
 def solve_sticks(X, si, sj, rest, inv_mass, alpha, inv_denom, lam, kind, batch_offsets,
                  group_task_start, task_range_start, range_lo, range_hi, omega, one_sided,
                  read_lam, write_lam):

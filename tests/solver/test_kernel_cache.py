@@ -236,3 +236,37 @@ def test_forced_target_holds_when_numba_came_first(tmp_path):
     got = _child(ROOT, tmp_path / "c", tmp_path / "none", "x86-64-v3", "numba-first")
     assert got["info"]["target"] == "x86-64-v3" and got["compiled"] >= 1
     assert got["cpu"] == "x86-64-v3", got
+
+
+def test_every_kernel_source_keys_the_cache():
+    """backend._cache_key digests KERNEL_SOURCES because a kernel inlines functions of other
+    kernel files, whose changes Numba's own check of its file does not see: a kernel file left
+    out of the list would let a stale compiled kernel load after that file changed."""
+    from solver import backend
+    kernels = os.path.join(ROOT, "solver", "kernels")
+    compiled = {f"kernels/{name}" for name in os.listdir(kernels)
+                if name.endswith(".py") and (name.startswith("compiled") or name == "build.py")}
+    assert compiled <= set(backend.KERNEL_SOURCES), sorted(compiled - set(backend.KERNEL_SOURCES))
+
+
+def test_parallel_kernels_take_the_shared_option():
+    """Every parallel kernel compiles its prange loops only (kernels/compiled_options.py): an
+    allocation in a kernel left on Numba's default parallel=True becomes a parallel region, and
+    the fusion pass costs compile time for loops that never fuse. prange_only() is a fresh dict per
+    kernel because Numba empties the dict it is given."""
+    import re
+    from solver.kernels.compiled_options import prange_only
+    kernels = os.path.join(ROOT, "solver", "kernels")
+    found = 0
+    for name in sorted(os.listdir(kernels)):
+        if not name.endswith(".py") or name == "compiled_options.py":
+            continue
+        with open(os.path.join(kernels, name)) as f:
+            source = f.read()
+        assert not re.search(r"parallel\s*=\s*True", source), name
+        found += source.count("parallel=prange_only()")
+    assert found >= 29
+    first, second = prange_only(), prange_only()
+    assert first == {"fusion": False, "numpy": False} and first is not second
+    first.pop("fusion")
+    assert prange_only() == second
