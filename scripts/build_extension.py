@@ -2,6 +2,8 @@
 
     .venv/bin/python scripts/build_extension.py [--output-dir DIR] [--all-platforms]
                                                 [--source-dir DIR] [--python PY]
+                                                [--kernel-python PY] [--no-kernels]
+                                                [--build-cache DIR | --no-build-cache]
     bash scripts/build_extension.sh [...]            # the same, after creating .venv
 
 The zips bundle the Numba and llvmlite wheels for every Python the supported Blenders run (CPython
@@ -75,6 +77,8 @@ WHEEL_PLATFORM = (("_x86_64", "linux-x64", "manylinux"), ("_aarch64", "linux-arm
                   ("win_amd64", "windows-x64", "win"), ("_arm64", "macos-arm64", "macosx"))
 # the zip without wheels or platforms (NumPy kernels), for any platform or Python
 ANY = "any"
+# build()'s default build cache (kernel_cache.default_build_cache(), read when the build runs)
+DEFAULT = "default"
 # what every platform's zip must carry for each bundled Python
 KERNEL_WHEELS = ("numba", "llvmlite")
 # the compiled kernels shipped in this machine's platform zip (kernel_cache.py)
@@ -114,7 +118,8 @@ def check_wheel_matrix(wheels, platforms):
     stray = sorted({p for p, _, _ in have} - set(platforms))
     if missing or stray:
         raise BuildError("blender_manifest.toml wheels: " + "; ".join(
-            [f"missing {m}" for m in missing] + [f"wheel for unlisted platform {p}" for p in stray]))
+            [f"missing {m}" for m in missing]
+            + [f"wheel for unlisted platform {p}" for p in stray]))
     return pythons
 
 
@@ -140,8 +145,9 @@ def fetch_wheels(source_dir=ROOT, python=sys.executable, log=print):
             capture_output=True, text=True)
         absent = [p for p in paths if not os.path.exists(p)]
         if proc.returncode != 0 or absent:
-            raise BuildError(f"pip download for {platform}, Python {py} failed (exit {proc.returncode}); "
-                             f"missing {absent}:\n{(proc.stdout + proc.stderr).strip()[-3000:]}")
+            raise BuildError(f"pip download for {platform}, Python {py} failed "
+                             f"(exit {proc.returncode}); missing {absent}:\n"
+                             f"{(proc.stdout + proc.stderr).strip()[-3000:]}")
 
 
 def manifest(source_dir=ROOT):
@@ -254,10 +260,11 @@ def _build_any(python, tool, tag_args, source_dir, output_dir, stem):
         return log
 
 
-def ship_kernels(zips, m, source_dir, pythons, log=print, optional=()):
+def ship_kernels(zips, m, source_dir, pythons, log=print, optional=(), build_cache=None):
     """Compile the kernels (kernel_cache.py) for this machine's platform with each of ``pythons``
-    (and of ``optional``, whose failures are logged) and add them to that platform's zip (or
-    the all-platform zip). Returns what was compiled."""
+    (and of ``optional``, whose failures are logged), through ``build_cache`` (a folder, or None:
+    kernel_cache.py's build cache), and add them to that platform's zip (or the all-platform
+    zip). Returns what was compiled."""
     import kernel_cache
     cache = kernel_cache._cache_module(source_dir)
     platform = cache.platform_name()
@@ -272,7 +279,7 @@ def ship_kernels(zips, m, source_dir, pythons, log=print, optional=()):
         return []
     with tempfile.TemporaryDirectory() as out:
         _, done = kernel_cache.compile_kernels(source_dir, wheels, out, pythons, log=log,
-                                               optional=optional)
+                                               optional=optional, build_cache=build_cache)
         for z in targets:
             added = kernel_cache.add_to_zip(z, out, platform, cache.CACHE_FILES)
             log(f"{os.path.basename(z)}: {len(added)} shipped kernel files")
@@ -280,11 +287,13 @@ def ship_kernels(zips, m, source_dir, pythons, log=print, optional=()):
 
 
 def build(output_dir=DIST, split_platforms=True, python=sys.executable, source_dir=ROOT,
-          verbose=False, kernels=True, kernel_pythons=None):
+          verbose=False, kernels=True, kernel_pythons=None, build_cache=DEFAULT):
     """Fetch the wheels, validate, build, check and validate the zip(s); return their paths.
     kernels: ship compiled kernels (ship_kernels) built by ``kernel_pythons`` (default: the
     Python given as ``python``, and a pythonX.Y with NumPy on PATH for each other Python the
-    zip bundles: kernel_cache.interpreters) in this machine's platform zip."""
+    zip bundles: kernel_cache.interpreters) in this machine's platform zip, through
+    ``build_cache`` (a folder; None: compile afresh; default: kernel_cache.default_build_cache(),
+    which VERLET_BUILD_CACHE sets)."""
     tool, tags = find_tool(python)
     tag_args = [f"--valid-tags={tags}"]
     log = print if verbose else (lambda *a: None)
@@ -314,7 +323,9 @@ def build(output_dir=DIST, split_platforms=True, python=sys.executable, source_d
             else:
                 bundled = {wheel_python(w) for w in m["wheels"]}
                 required, optional = kernel_cache.interpreters(python, bundled, log)
-            ship_kernels(zips, m, source_dir, required, log, optional)
+            if build_cache is DEFAULT:
+                build_cache = kernel_cache.default_build_cache()
+            ship_kernels(zips, m, source_dir, required, log, optional, build_cache)
         except RuntimeError as exc:
             raise BuildError(str(exc)) from exc
     for z in zips:
@@ -341,11 +352,17 @@ def main(argv=None):
                    help="an interpreter whose Python the shipped kernels are compiled for "
                         "(repeatable; default: --python, and a pythonX.Y with NumPy on PATH "
                         "for each other bundled Python)")
+    p.add_argument("--build-cache", default=DEFAULT,
+                   help="the build cache's folder, where compiled kernels are kept for the "
+                        "next build of the same sources (default: $VERLET_BUILD_CACHE, else "
+                        "~/.cache/verlet_physics/build)")
+    p.add_argument("--no-build-cache", dest="build_cache", action="store_const", const=None,
+                   help="compile every kernel afresh, keeping nothing")
     a = p.parse_args(argv)
     try:
         zips = build(os.path.abspath(a.output_dir), a.split_platforms, a.python,
                      os.path.abspath(a.source_dir), verbose=True, kernels=a.kernels,
-                     kernel_pythons=a.kernel_python)
+                     kernel_pythons=a.kernel_python, build_cache=a.build_cache)
     except BuildError as exc:
         print(f"build_extension: {exc}", file=sys.stderr)
         return 1

@@ -428,7 +428,8 @@ def report(cfg, objs, built, facts, timings, bake_s, out, engine, ext):
     print(f"    jelly: volume ratio {f['jelly_volume_ratio_end']:.3f} at the end (range "
           f"{f['jelly_volume_ratio_min']:.3f}..{f['jelly_volume_ratio_max']:.3f}); wobble "
           f"(RMS off a rigid motion) up to {f['jelly_wobble_max'] * 100:.1f} % of its size;")
-    print(f"      {f['jelly_gap_ground'] * cm:+.1f} cm from the ground, {f['jelly_speed_end']:.3f} m/s "
+    print(f"      {f['jelly_gap_ground'] * cm:+.1f} cm from the ground, "
+          f"{f['jelly_speed_end']:.3f} m/s "
           f"at the end, rebound {f['jelly_rebound'] * 100:.0f} % of its drop")
     for line in demo_contact.lines(f) + demo_ragdoll.lines(f):
         print(line)

@@ -1,5 +1,6 @@
 """The demo's ragdolls (issue 12): a twelve-bone ragdoll shoved off the top step (keyed for its
-first frames, then released) tumbling down a flight of stairs behind the table, and a rig walking toward the camera on a keyframed walk cycle that is released
+first frames, then released) tumbling down a flight of stairs behind the table, and a rig
+walking toward the camera on a keyframed walk cycle that is released
 (Animated keyed off) mid-stride and falls, keeping its walking speed. Shared by demo.py and
 tests/blender/test_demo.py; the rig is scripts/ragdoll_rig.py's.
 """

@@ -13,6 +13,17 @@ Each Python the zip bundles wheels for is compiled by an interpreter of that Pyt
 the wheels are unpacked into a temporary folder that shadows whatever Numba the interpreter has,
 and NumPy comes from the interpreter (Blender brings its own). A Python without an interpreter
 here gets no shipped kernels and compiles on first use, as before.
+
+A compile takes 5 to 11 minutes of one core, so each compile goes through a **build cache**
+(``default_build_cache``: ``$XDG_CACHE_HOME/verlet_physics/build``, or ``VERLET_BUILD_CACHE``;
+``0`` turns it off): the child compiles into a folder keyed by everything that makes its files,
+besides what the folder inside already keys (the import name and the kernel sources' digest,
+backend._cache_key, and the target): the platform, the Python, the bundled Numba and llvmlite
+wheels and the interpreter's NumPy. A build of kernel sources built before loads them there
+(Numba checks each kernel against its source's content hash and its CPU key, and compiles any
+it lacks, as in a user's cache) and copies them to the zip, in about a second: the same bits, as
+the files are the ones that compile wrote. Only the newest ``BUILD_CACHE_KEEP`` digests of each
+key stay.
 """
 
 import json
@@ -27,6 +38,8 @@ import zipfile
 # (``blender -c extension install-file -r user_default``): its kernels remember it
 INSTALLED_PACKAGE = "bl_ext.user_default.verlet_physics"
 ARCHIVE_DIR = "kernel_cache"
+# kernel-source digests kept per build-cache key (a digest folder holds 13 to 18 MB)
+BUILD_CACHE_KEEP = 3
 
 _CHILD = r"""
 import json, os, sys
@@ -40,7 +53,9 @@ seconds = backend.warm_up()
 if seconds is None:
     raise SystemExit("compiled backend did not load: " + str(backend.load_error()))
 import numba
+loaded, compiled = backend.cache_stats()
 print("RESULT " + json.dumps({"seconds": seconds, "folder": backend.cache_folder(),
+                              "loaded": loaded, "compiled": compiled,
                               "platform": cache.platform_name(), "numba": numba.__version__,
                               "numba_file": numba.__file__, "target": target,
                               "python": "{}.{}".format(*sys.version_info[:2])}))
@@ -82,13 +97,60 @@ def _cache_module(source_dir):
 
 
 def _features(python, env):
-    """The host CPU's features as the bundled llvmlite reports them to ``python``."""
-    out = subprocess.run([python, "-c", "import json, llvmlite.binding as b; "
-                                        "print(json.dumps(dict(b.get_host_cpu_features())))"],
+    """The host CPU's features as the bundled llvmlite reports them to ``python``, and the
+    version of ``python``'s NumPy: (features, numpy version)."""
+    out = subprocess.run([python, "-c", "import json, numpy, llvmlite.binding as b; "
+                                        "print(json.dumps([dict(b.get_host_cpu_features()), "
+                                        "numpy.__version__]))"],
                          env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise KernelCacheError(f"{python}: the bundled llvmlite does not load:\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    features, numpy_version = json.loads(out.stdout.strip().splitlines()[-1])
+    return features, numpy_version
+
+
+def default_build_cache(environ=None):
+    """The build cache's folder (module docstring): ``VERLET_BUILD_CACHE`` when set ("0" or
+    "": none), else ``verlet_physics/build`` under ``XDG_CACHE_HOME`` or ``~/.cache``."""
+    environ = os.environ if environ is None else environ
+    if "VERLET_BUILD_CACHE" in environ:
+        value = environ["VERLET_BUILD_CACHE"]
+        return None if value in ("", "0") else os.path.abspath(value)
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "verlet_physics", "build")
+
+
+def build_cache_key(platform, python, wheels, numpy_version):
+    """The build cache's subfolder for one interpreter: what makes a compile's files besides
+    the kernel sources, the import name and the target (which the folders inside key):
+    "linux-x64/py3.13-numba-0.68.1-...-llvmlite-0.50.0-...-numpy-2.3.5"."""
+    stems = sorted(os.path.basename(w)[:-len(".whl")] for w in wheels)
+    name = "-".join([f"py{python}"] + [s.replace("-", "_") for s in stems] +
+                    [f"numpy_{numpy_version}"])
+    return os.path.join(platform, name)
+
+
+def _copy_kernels(src, dst, suffixes):
+    """Copy a target's cache folder ``src`` (its kernels/ and marks) to ``dst``: the files whose
+    names end in one of ``suffixes`` (Numba's temporary files are left out)."""
+    for folder, _, names in os.walk(src):
+        for name in names:
+            if name.endswith(suffixes) and ".tmp" not in name:
+                rel = os.path.relpath(os.path.join(folder, name), src)
+                os.makedirs(os.path.dirname(os.path.join(dst, rel)), exist_ok=True)
+                shutil.copyfile(os.path.join(folder, name), os.path.join(dst, rel))
+
+
+def _prune(import_folder, keep_digest, keep=BUILD_CACHE_KEEP):
+    """Remove the build cache's digest folders under ``import_folder`` but the ``keep`` newest
+    (by their last use), ``keep_digest`` always among them."""
+    try:
+        names = [n for n in os.listdir(import_folder) if n != keep_digest]
+    except OSError:
+        return
+    names.sort(key=lambda n: os.path.getmtime(os.path.join(import_folder, n)), reverse=True)
+    for name in names[max(0, keep - 1):]:
+        shutil.rmtree(os.path.join(import_folder, name), ignore_errors=True)
 
 
 def _unpack_wheels(wheels, dest):
@@ -118,7 +180,7 @@ def interpreters(python, bundled, log=print):
 
 
 def compile_kernels(source_dir, wheels, out_dir, pythons=(sys.executable,), targets=None,
-                    log=print, optional=()):
+                    log=print, optional=(), build_cache=None):
     """Compile every kernel for each interpreter in ``pythons`` and ``optional`` and each
     portable target into ``out_dir`` (layout: <import name>/<digest>/<target>/kernels/), at
     most one compile per core at a time. ``wheels``: {python "X.Y": [numba and llvmlite wheel
@@ -127,15 +189,17 @@ def compile_kernels(source_dir, wheels, out_dir, pythons=(sys.executable,), targ
     kernel is a file of its own: one missing compiles on first use). Returns (platform, [one
     dict per compile: python, target, seconds]); the targets default to every portable target
     this CPU can run (each compile runs a step, so one it cannot run would crash); none:
-    nothing to ship for this CPU."""
+    nothing to ship for this CPU. ``build_cache``: the build cache's folder (module docstring;
+    ``default_build_cache()``), or None to compile every kernel afresh."""
     kernel_cache = _cache_module(source_dir)
     platform = kernel_cache.platform_name()
     done, jobs = [], []
 
     def finish():
-        py, target, proc, required = jobs.pop(0)
+        py, target, proc, required, compiled_in = jobs.pop(0)
         try:
-            done.append(_finish(py, target, proc, wheels, log))
+            done.append(_finish(py, target, proc, wheels, log, compiled_in, out_dir,
+                                kernel_cache.CACHE_FILES))
         except KernelCacheError as exc:
             if required:
                 raise
@@ -156,18 +220,22 @@ def compile_kernels(source_dir, wheels, out_dir, pythons=(sys.executable,), targ
                       "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_CACHE_DIR"):
                 env.pop(k, None)
             try:
-                chosen = targets if targets is not None else \
-                    kernel_cache.supported_targets(_features(python, env))
+                features, numpy_version = _features(python, env)
             except KernelCacheError as exc:
                 if required:
                     raise
                 log(f"no shipped kernels for Python {py}: {exc}")
                 continue
+            chosen = targets if targets is not None else \
+                kernel_cache.supported_targets(features)
+            compiled_in = out_dir if build_cache is None else os.path.join(
+                build_cache, build_cache_key(platform, py, wheels[py], numpy_version))
             for target in chosen:
-                cmd = [python, "-c", _CHILD, stage, out_dir, target, INSTALLED_PACKAGE]
+                cmd = [python, "-c", _CHILD, stage, compiled_in, target, INSTALLED_PACKAGE]
                 jobs.append((py, target, subprocess.Popen(cmd, env=env, cwd=tmp, text=True,
                                                           stdout=subprocess.PIPE,
-                                                          stderr=subprocess.STDOUT), required))
+                                                          stderr=subprocess.STDOUT), required,
+                             compiled_in))
                 if len(jobs) >= max(1, os.cpu_count() or 1):
                     finish()
         while jobs:
@@ -175,7 +243,7 @@ def compile_kernels(source_dir, wheels, out_dir, pythons=(sys.executable,), targ
     return platform, done
 
 
-def _finish(py, target, proc, wheels, log):
+def _finish(py, target, proc, wheels, log, compiled_in, out_dir, suffixes):
     out, _ = proc.communicate()
     lines = [ln for ln in out.splitlines() if ln.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
@@ -186,8 +254,20 @@ def _finish(py, target, proc, wheels, log):
     if want.split("-")[1] != res["numba"]:
         raise KernelCacheError(f"Python {py} compiled with Numba {res['numba']} "
                                f"({res['numba_file']}), not the bundled {want}")
-    log(f"kernels compiled for Python {py}, {target} in {res['seconds']:.1f} s")
-    return {"python": py, "target": target, "seconds": res["seconds"]}
+    if compiled_in != out_dir:
+        # the build cache: this key's target folder goes to the zip's folder whole (what
+        # Numba loaded or compiled there), and it counts as used now
+        rel = os.path.relpath(res["folder"], compiled_in)
+        _copy_kernels(res["folder"], os.path.join(out_dir, rel), suffixes)
+        digest_folder = os.path.dirname(res["folder"])
+        os.utime(digest_folder)
+        _prune(os.path.dirname(digest_folder), os.path.basename(digest_folder))
+    how = (f"loaded from the build cache ({res['loaded']} kernel signatures, "
+           f"{os.path.dirname(res['folder'])})" if res["compiled"] == 0 else
+           f"compiled ({res['compiled']} kernel signatures; {res['loaded']} from the cache)")
+    log(f"kernels for Python {py}, {target}: {how} in {res['seconds']:.1f} s")
+    return {"python": py, "target": target, "seconds": res["seconds"],
+            "compiled": res["compiled"], "loaded": res["loaded"]}
 
 
 def add_to_zip(zip_path, out_dir, platform, suffixes):

@@ -110,6 +110,81 @@ def test_one_zip_per_platform_with_only_its_wheels(built_zips):
     assert (parsed["blender_version_min"], parsed["blender_version_max"]) == ("4.2.0", "5.3.0")
 
 
+def test_build_cache_folder_and_key():
+    """The build cache (scripts/kernel_cache.py) sits in the user's cache unless
+    VERLET_BUILD_CACHE names another folder or turns it off, and its key changes with the
+    Python, either bundled wheel and NumPy, and with nothing else (the folders inside key the
+    import name, the kernel sources and the target)."""
+    import kernel_cache
+    home = os.path.expanduser("~")
+    assert kernel_cache.default_build_cache({}) == os.path.join(
+        home, ".cache", "verlet_physics", "build")
+    assert kernel_cache.default_build_cache({"XDG_CACHE_HOME": "/x"}) == "/x/verlet_physics/build"
+    assert kernel_cache.default_build_cache({"VERLET_BUILD_CACHE": "/y", "XDG_CACHE_HOME": "/x"})\
+        == "/y"
+    assert kernel_cache.default_build_cache({"VERLET_BUILD_CACHE": "0"}) is None
+    assert kernel_cache.default_build_cache({"VERLET_BUILD_CACHE": ""}) is None
+    wheels = ["/w/numba-0.68.1-cp313-cp313-manylinux_2_28_x86_64.whl",
+              "/w/llvmlite-0.50.0-cp313-cp313-manylinux_2_28_x86_64.whl"]
+    key = kernel_cache.build_cache_key("linux-x64", "3.13", wheels, "2.3.5")
+    assert key.startswith("linux-x64" + os.sep + "py3.13-llvmlite_0.50.0") and "numpy_2.3.5" in key
+    assert kernel_cache.build_cache_key("linux-x64", "3.13", wheels[::-1], "2.3.5") == key
+    others = {kernel_cache.build_cache_key("linux-x64", "3.11", wheels, "2.3.5"),
+              kernel_cache.build_cache_key("linux-x64", "3.13", wheels, "1.26.4"),
+              kernel_cache.build_cache_key("linux-x64", "3.13",
+                                           [wheels[0].replace("0.68.1", "0.68.2"), wheels[1]],
+                                           "2.3.5"),
+              kernel_cache.build_cache_key("linux-x64", "3.13",
+                                           [wheels[0], wheels[1].replace("0.50.0", "0.50.1")],
+                                           "2.3.5"),
+              kernel_cache.build_cache_key("linux-arm64", "3.13", wheels, "2.3.5")}
+    assert len(others) == 5 and key not in others
+
+
+def test_build_cache_keeps_the_newest_digests(tmp_path):
+    """Pruning keeps the digest just used and the newest others, BUILD_CACHE_KEEP in all."""
+    import kernel_cache
+    for i, name in enumerate(["a", "b", "c", "d", "e"]):
+        (tmp_path / name / "x86-64-v3").mkdir(parents=True)
+        os.utime(tmp_path / name, (1000 + i, 1000 + i))
+    kernel_cache._prune(str(tmp_path), "a", keep=3)     # "a", the oldest, was just used
+    assert sorted(os.listdir(tmp_path)) == ["a", "d", "e"]
+    kernel_cache._prune(str(tmp_path), "d", keep=1)
+    assert sorted(os.listdir(tmp_path)) == ["d"]
+
+
+def test_the_next_build_loads_the_kernels_from_the_build_cache(built_zip, tmp_path):
+    """The build compiled its kernels through the build cache (here the default one, as for
+    any build): a second build of the same sources compiles no kernel, takes seconds, and
+    ships the same files, byte for byte."""
+    import kernel_cache
+    build_cache = kernel_cache.default_build_cache()
+    if build_cache is None:
+        pytest.skip("VERLET_BUILD_CACHE=0 turns the build cache off")
+    wheels = {}
+    for w in build_extension.manifest()["wheels"]:
+        if build_extension.wheel_platform(w) == "linux-x64":
+            wheels.setdefault(build_extension.wheel_python(w), []).append(os.path.join(ROOT, w))
+    py = "{}.{}".format(*sys.version_info[:2])
+    out = tmp_path / "kernels"
+    logged = []
+    _, done = kernel_cache.compile_kernels(ROOT, {py: wheels[py]}, str(out), [sys.executable],
+                                           log=logged.append, build_cache=build_cache)
+    assert done and all(d["compiled"] == 0 and d["loaded"] > 0 for d in done), (done, logged)
+    assert all("loaded from the build cache" in m for m in logged), logged
+    tag = f".py{py.replace('.', '')}."
+    again = {}
+    for folder, _, names in os.walk(out):
+        for name in names:
+            rel = os.path.relpath(os.path.join(folder, name), out).replace(os.sep, "/")
+            again[f"kernel_cache/linux-x64/{rel}"] = (out / rel).read_bytes()
+    with zipfile.ZipFile(built_zip) as zf:
+        shipped = {n: zf.read(n) for n in zf.namelist()
+                   if n.startswith("kernel_cache/linux-x64/") and tag in n}
+    assert again and sorted(again) == sorted(shipped)
+    assert all(again[n] == shipped[n] for n in shipped)
+
+
 def test_kernels_ship_for_every_python_with_an_interpreter(built_zips):
     """The build compiles the kernels for every Python the zip bundles Numba for that has an
     interpreter here (its own, 3.13, always; 3.11 where a python3.11 with NumPy is on PATH:
