@@ -123,11 +123,25 @@ def default_build_cache(environ=None):
 def build_cache_key(platform, python, wheels, numpy_version):
     """The build cache's subfolder for one interpreter: what makes a compile's files besides
     the kernel sources, the import name and the target (which the folders inside key):
-    "linux-x64/py3.13-numba-0.68.1-...-llvmlite-0.50.0-...-numpy-2.3.5"."""
+    "linux-x64/py3.13-llvmlite_0.50.0_cp313_..._x86_64-numba_0.68.1_cp313_..._x86_64-numpy_2.3.5"
+    (the wheels' file names, sorted)."""
     stems = sorted(os.path.basename(w)[:-len(".whl")] for w in wheels)
     name = "-".join([f"py{python}"] + [s.replace("-", "_") for s in stems] +
                     [f"numpy_{numpy_version}"])
     return os.path.join(platform, name)
+
+
+def _writable(folder, log):
+    """``folder``, created, when this process can write into it; else None, said in the log
+    (a read-only home on a farm machine: the build then compiles afresh, as without a cache)."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        log(f"the build cache {folder} cannot be written ({exc}); compiling afresh")
+        return None
+    return folder
 
 
 def _copy_kernels(src, dst, suffixes):
@@ -228,8 +242,9 @@ def compile_kernels(source_dir, wheels, out_dir, pythons=(sys.executable,), targ
                 continue
             chosen = targets if targets is not None else \
                 kernel_cache.supported_targets(features)
-            compiled_in = out_dir if build_cache is None else os.path.join(
-                build_cache, build_cache_key(platform, py, wheels[py], numpy_version))
+            compiled_in = out_dir if build_cache is None else _writable(os.path.join(
+                build_cache, build_cache_key(platform, py, wheels[py], numpy_version)), log)
+            compiled_in = compiled_in or out_dir
             for target in chosen:
                 cmd = [python, "-c", _CHILD, stage, compiled_in, target, INSTALLED_PACKAGE]
                 jobs.append((py, target, subprocess.Popen(cmd, env=env, cwd=tmp, text=True,

@@ -24,6 +24,14 @@ def pytest_addoption(parser):
         help="leave out the tests that name their backend in a parameter (numpy, numba): "
              "scripts/test.sh's second run, on VERLET_BACKEND=numpy, passes it, since its first "
              "run already ran every such test on each backend it names")
+    parser.addoption(
+        "--named-backend", choices=("numpy", "numba"), default=None,
+        help="keep only the tests that name this backend in a parameter")
+    parser.addoption(
+        "--leave-out-named-backend", choices=("numpy", "numba"), default=None,
+        help="leave out the tests that name this backend in a parameter: scripts/test.sh's "
+             "main run leaves out those that name numpy, which a third run beside it runs "
+             "(--named-backend numpy), so that the work spreads over both cores")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -31,16 +39,26 @@ def pytest_collection_modifyitems(config, items):
     # so that those children have the rest of the run to finish in (a stable sort: each part
     # keeps its order)
     items.sort(key=lambda item: hasattr(getattr(item, "module", None), "start_early"))
-    if not config.getoption("--skip-named-backends"):
+    skip_named = config.getoption("--skip-named-backends")
+    only = config.getoption("--named-backend")
+    leave_out = config.getoption("--leave-out-named-backend")
+    if not (skip_named or only or leave_out):
         return
-    keep, named = [], []
+    keep, dropped = [], []
     for item in items:
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        own = any(isinstance(v, str) and v in ("numpy", "numba") for v in params.values())
-        (named if own else keep).append(item)
-    if named:
-        config.hook.pytest_deselected(items=named)
+        named = _named_backends(item)
+        drop = ((skip_named and named) or (only and only not in named)
+                or (leave_out and leave_out in named))
+        (dropped if drop else keep).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+
+
+def _named_backends(item):
+    """The backends (numpy, numba) a test names in its parameters."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return {v for v in params.values() if isinstance(v, str) and v in ("numpy", "numba")}
 
 
 # -------------------------------------------------------------- children started early

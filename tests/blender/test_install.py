@@ -153,6 +153,20 @@ def test_build_cache_keeps_the_newest_digests(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["d"]
 
 
+def test_a_build_cache_that_cannot_be_written_is_left_alone(tmp_path):
+    """A build cache folder that cannot be made (here a file stands where it would go; as root,
+    permissions would not stop the write) is said in the log and not used: the build then
+    compiles afresh into its own folder, as without a cache."""
+    import kernel_cache
+    (tmp_path / "cache").write_text("not a folder")
+    logged = []
+    assert kernel_cache._writable(str(tmp_path / "cache" / "linux-x64"), logged.append) is None
+    assert len(logged) == 1 and "cannot be written" in logged[0], logged
+    assert kernel_cache._writable(str(tmp_path / "ok" / "linux-x64"), logged.append) == \
+        str(tmp_path / "ok" / "linux-x64")
+    assert os.listdir(tmp_path / "ok" / "linux-x64") == [] and len(logged) == 1
+
+
 def test_the_next_build_loads_the_kernels_from_the_build_cache(built_zip, tmp_path):
     """The build compiled its kernels through the build cache (here the default one, as for
     any build): a second build of the same sources compiles no kernel, takes seconds, and
