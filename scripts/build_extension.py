@@ -78,7 +78,7 @@ WHEEL_PLATFORM = (("_x86_64", "linux-x64", "manylinux"), ("_aarch64", "linux-arm
 # the zip without wheels or platforms (NumPy kernels), for any platform or Python
 ANY = "any"
 # build()'s default build cache (kernel_cache.default_build_cache(), read when the build runs)
-DEFAULT = "default"
+DEFAULT = object()
 # what every platform's zip must carry for each bundled Python
 KERNEL_WHEELS = ("numba", "llvmlite")
 # the compiled kernels shipped in this machine's platform zip (kernel_cache.py)
@@ -262,9 +262,9 @@ def _build_any(python, tool, tag_args, source_dir, output_dir, stem):
 
 def ship_kernels(zips, m, source_dir, pythons, log=print, optional=(), build_cache=None):
     """Compile the kernels (kernel_cache.py) for this machine's platform with each of ``pythons``
-    (and of ``optional``, whose failures are logged), through ``build_cache`` (a folder, or None:
-    kernel_cache.py's build cache), and add them to that platform's zip (or the all-platform
-    zip). Returns what was compiled."""
+    (and of ``optional``, whose failures are logged), through ``build_cache`` (the folder of
+    kernel_cache.py's build cache, or None to compile afresh), and add them to that platform's
+    zip (or the all-platform zip). Returns what was compiled."""
     import kernel_cache
     cache = kernel_cache._cache_module(source_dir)
     platform = cache.platform_name()
@@ -334,7 +334,8 @@ def build(output_dir=DIST, split_platforms=True, python=sys.executable, source_d
     return zips
 
 
-def main(argv=None):
+def parse_args(argv=None):
+    """The command line's options (main's)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--output-dir", default=DIST, help="where the zip goes (default: dist/)")
     p.add_argument("--split-platforms", dest="split_platforms", action="store_true",
@@ -359,6 +360,13 @@ def main(argv=None):
     p.add_argument("--no-build-cache", dest="build_cache", action="store_const", const=None,
                    help="compile every kernel afresh, keeping nothing")
     a = p.parse_args(argv)
+    if a.build_cache is not DEFAULT and a.build_cache is not None:
+        a.build_cache = os.path.abspath(a.build_cache)
+    return a
+
+
+def main(argv=None):
+    a = parse_args(argv)
     try:
         zips = build(os.path.abspath(a.output_dir), a.split_platforms, a.python,
                      os.path.abspath(a.source_dir), verbose=True, kernels=a.kernels,

@@ -49,6 +49,10 @@ import importlib
 backend = importlib.import_module(sys.argv[4] + ".solver.backend")
 cache = importlib.import_module(sys.argv[4] + ".solver.kernels.cache")
 backend.configure(cache_dir=out, target=target, shipped_dir=os.path.join(stage, "none"))
+# in use from now (scripts/kernel_cache.py _prune: another build's pruning keeps it)
+if backend.cache_folder():
+    os.makedirs(backend.cache_folder(), exist_ok=True)
+    os.utime(os.path.dirname(backend.cache_folder()))
 seconds = backend.warm_up()
 if seconds is None:
     raise SystemExit("compiled backend did not load: " + str(backend.load_error()))
@@ -111,7 +115,9 @@ def _features(python, env):
 
 def default_build_cache(environ=None):
     """The build cache's folder (module docstring): ``VERLET_BUILD_CACHE`` when set ("0" or
-    "": none), else ``verlet_physics/build`` under ``XDG_CACHE_HOME`` or ``~/.cache``."""
+    "": none), else ``verlet_physics/build`` under ``XDG_CACHE_HOME`` or ``~/.cache``, beside
+    the user's kernel cache (solver/backend.py default_cache_dir, which this script does not
+    import: it loads no module of the package it builds)."""
     environ = os.environ if environ is None else environ
     if "VERLET_BUILD_CACHE" in environ:
         value = environ["VERLET_BUILD_CACHE"]
@@ -146,10 +152,10 @@ def _writable(folder, log):
 
 def _copy_kernels(src, dst, suffixes):
     """Copy a target's cache folder ``src`` (its kernels/ and marks) to ``dst``: the files whose
-    names end in one of ``suffixes`` (Numba's temporary files are left out)."""
+    names end in one of ``suffixes`` (Numba's temporary files, "<file>.nbi.tmp.<id>", do not)."""
     for folder, _, names in os.walk(src):
         for name in names:
-            if name.endswith(suffixes) and ".tmp" not in name:
+            if name.endswith(suffixes):
                 rel = os.path.relpath(os.path.join(folder, name), src)
                 os.makedirs(os.path.dirname(os.path.join(dst, rel)), exist_ok=True)
                 shutil.copyfile(os.path.join(folder, name), os.path.join(dst, rel))
@@ -157,14 +163,33 @@ def _copy_kernels(src, dst, suffixes):
 
 def _prune(import_folder, keep_digest, keep=BUILD_CACHE_KEEP):
     """Remove the build cache's digest folders under ``import_folder`` but the ``keep`` newest
-    (by their last use), ``keep_digest`` always among them."""
+    (by their last use, which a build marks as its child starts), ``keep_digest`` always among
+    them. Best effort: a folder that cannot be read or removed stays."""
+    def used(name):
+        try:
+            return os.path.getmtime(os.path.join(import_folder, name))
+        except OSError:
+            return 0.0
     try:
         names = [n for n in os.listdir(import_folder) if n != keep_digest]
     except OSError:
         return
-    names.sort(key=lambda n: os.path.getmtime(os.path.join(import_folder, n)), reverse=True)
+    names.sort(key=used, reverse=True)
     for name in names[max(0, keep - 1):]:
         shutil.rmtree(os.path.join(import_folder, name), ignore_errors=True)
+
+
+def child_env(environ, site, stage):
+    """The environment of a compiling child: ``environ`` with the unpacked wheels (``site``)
+    and the staged package (``stage``) as its PYTHONPATH, and without the solver's settings
+    and every NUMBA_ setting: Numba's cache does not key its files by them (NUMBA_OPT=0 left
+    exported would fill the build cache with slow kernels that every later build ships), and
+    the backend sets what it needs."""
+    env = dict(environ, PYTHONPATH=os.pathsep.join([site, stage]), PYTHONDONTWRITEBYTECODE="1")
+    for k in [k for k in env if k.startswith("NUMBA_")] + [
+            "VERLET_BACKEND", "VERLET_KERNEL_TARGET", "VERLET_CACHE_DIR"]:
+        env.pop(k, None)
+    return env
 
 
 def _unpack_wheels(wheels, dest):
@@ -199,15 +224,18 @@ def compile_kernels(source_dir, wheels, out_dir, pythons=(sys.executable,), targ
     portable target into ``out_dir`` (layout: <import name>/<digest>/<target>/kernels/), at
     most one compile per core at a time. ``wheels``: {python "X.Y": [numba and llvmlite wheel
     paths]} for this machine's platform. A failure of one of ``pythons`` raises
-    KernelCacheError; one of ``optional`` is logged, and whatever it compiled stays (each
-    kernel is a file of its own: one missing compiles on first use). Returns (platform, [one
-    dict per compile: python, target, seconds]); the targets default to every portable target
+    KernelCacheError; one of ``optional`` is logged, and ships nothing (what it compiled
+    stays in the build cache, if any, for the next build). Returns (platform, [one dict per
+    compile: python, target, seconds, and compiled and loaded, the kernel signatures Numba
+    compiled and took from a cache]); the targets default to every portable target
     this CPU can run (each compile runs a step, so one it cannot run would crash); none:
     nothing to ship for this CPU. ``build_cache``: the build cache's folder (module docstring;
     ``default_build_cache()``), or None to compile every kernel afresh."""
     kernel_cache = _cache_module(source_dir)
     platform = kernel_cache.platform_name()
     done, jobs = [], []
+    if build_cache is not None:
+        build_cache = os.path.abspath(build_cache)      # the children run in another folder
 
     def finish():
         py, target, proc, required, compiled_in = jobs.pop(0)
@@ -228,11 +256,7 @@ def compile_kernels(source_dir, wheels, out_dir, pythons=(sys.executable,), targ
                                        f"{sorted(wheels)} on {platform}")
             site = os.path.join(tmp, f"site-{py}")
             _unpack_wheels(wheels[py], site)
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join([site, stage]),
-                       PYTHONDONTWRITEBYTECODE="1")
-            for k in ("VERLET_BACKEND", "VERLET_KERNEL_TARGET", "VERLET_CACHE_DIR",
-                      "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_CACHE_DIR"):
-                env.pop(k, None)
+            env = child_env(os.environ, site, stage)
             try:
                 features, numpy_version = _features(python, env)
             except KernelCacheError as exc:
@@ -273,9 +297,13 @@ def _finish(py, target, proc, wheels, log, compiled_in, out_dir, suffixes):
         # the build cache: this key's target folder goes to the zip's folder whole (what
         # Numba loaded or compiled there), and it counts as used now
         rel = os.path.relpath(res["folder"], compiled_in)
-        _copy_kernels(res["folder"], os.path.join(out_dir, rel), suffixes)
         digest_folder = os.path.dirname(res["folder"])
-        os.utime(digest_folder)
+        try:
+            _copy_kernels(res["folder"], os.path.join(out_dir, rel), suffixes)
+            os.utime(digest_folder)
+        except OSError as exc:
+            raise KernelCacheError(f"copying the kernels for Python {py}, {target} out of "
+                                   f"the build cache failed: {exc}") from exc
         _prune(os.path.dirname(digest_folder), os.path.basename(digest_folder))
     how = (f"loaded from the build cache ({res['loaded']} kernel signatures, "
            f"{os.path.dirname(res['folder'])})" if res["compiled"] == 0 else

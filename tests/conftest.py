@@ -182,7 +182,8 @@ def run_installed_child(args, resources, timeout=600):
     proc = subprocess.run([sys.executable, child, *map(str, args)], env=env, cwd=str(resources),
                           capture_output=True, text=True, timeout=timeout)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert lines, f"no RESULT from the child (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    assert lines, \
+        f"no RESULT from the child (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     out = json.loads(lines[-1][len("RESULT "):])
     assert "error" not in out, f"child failed:\n{out['error']}\n{proc.stderr[-3000:]}"
     assert proc.returncode == 0, proc.stderr[-3000:]
