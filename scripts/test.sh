@@ -47,20 +47,21 @@ fi
 # in the kernel cache (compiled by the warm-up before it, about four minutes on a clean
 # machine, while the main run compiles them as the Blender tests import them): it would
 # otherwise compile them too, beside the main run's compile of the same kernels.
-# The tests that name the NumPy backend in a parameter (146, a third of the main run's time
+# The tests that name the NumPy backend in a parameter (146; 837 s of the main run's 80 slowest
 # on 2026-12-01) run in a third run beside those two, also niced (--named-backend numpy), and
 # the main run leaves them out (--leave-out-named-backend numpy): the main run alone used to
-# outlast the NumPy run by minutes, with one core idle.
+# outlast the NumPy run by minutes, with one core idle. Each run ends with its ten slowest
+# tests (--durations), so that a CI log says where the time went.
 (
   VERLET_BACKEND=numba .venv/bin/python -c \
     'import sys; sys.path.insert(0, "."); from solver import backend; backend.warm_up()'
   VERLET_BACKEND=numpy nice -n 10 .venv/bin/python -m pytest -p no:pytest-blender \
     -p no:cacheprovider tests/solver --ignore=tests/solver/test_backends.py \
-    --skip-named-backends "$@" > "$dist_root/numpy-run.log" 2>&1 &
+    --skip-named-backends --durations=10 "$@" > "$dist_root/numpy-run.log" 2>&1 &
   numpy_pid=$!
   named_status=0
   nice -n 10 .venv/bin/python -m pytest -p no:pytest-blender -p no:cacheprovider \
-    tests --named-backend numpy "$@" > "$dist_root/named-run.log" 2>&1 \
+    tests --named-backend numpy --durations=10 "$@" > "$dist_root/named-run.log" 2>&1 \
     || named_status=$?
   echo "$named_status" > "$dist_root/named-run.status"
   wait "$numpy_pid"
@@ -70,7 +71,8 @@ trap 'pkill -P "$numpy_run" 2>/dev/null || true; kill "$numpy_run" 2>/dev/null |
       rm -rf "$dist_root"' EXIT
 main_status=0
 PATH="$dist_root/bin:$PATH" VERLET_TEST_DIST_DIR="$dist_root/main" \
-  .venv/bin/python -m pytest -p no:pytest-blender tests --leave-out-named-backend numpy "$@" \
+  .venv/bin/python -m pytest -p no:pytest-blender tests --leave-out-named-backend numpy \
+  --durations=10 "$@" \
   || main_status=$?
 numpy_status=0
 wait "$numpy_run" || numpy_status=$?
