@@ -108,7 +108,8 @@ def _features(python, env):
                                         "numpy.__version__]))"],
                          env=env, capture_output=True, text=True)
     if out.returncode != 0:
-        raise KernelCacheError(f"{python}: the bundled llvmlite does not load:\n{out.stderr}")
+        raise KernelCacheError(f"{python}: the bundled llvmlite or this Python's NumPy does "
+                               f"not load:\n{out.stderr}")
     features, numpy_version = json.loads(out.stdout.strip().splitlines()[-1])
     return features, numpy_version
 
