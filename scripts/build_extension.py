@@ -260,6 +260,17 @@ def _build_any(python, tool, tag_args, source_dir, output_dir, stem):
         return log
 
 
+def platform_wheels(m, source_dir, platform):
+    """{Python "X.Y": [paths of the manifest ``m``'s wheels for ``platform`` under
+    ``source_dir``]}: what the shipped kernels of that platform are compiled with."""
+    wheels = {}
+    for w in m.get("wheels", []):
+        if wheel_platform(w) == platform:
+            wheels.setdefault(wheel_python(w), []).append(os.path.normpath(
+                os.path.join(source_dir, w)))
+    return wheels
+
+
 def ship_kernels(zips, m, source_dir, pythons, log=print, optional=(), build_cache=None):
     """Compile the kernels (kernel_cache.py) for this machine's platform with each of ``pythons``
     (and of ``optional``, whose failures are logged), through ``build_cache`` (the folder of
@@ -268,11 +279,7 @@ def ship_kernels(zips, m, source_dir, pythons, log=print, optional=(), build_cac
     import kernel_cache
     cache = kernel_cache._cache_module(source_dir)
     platform = cache.platform_name()
-    wheels = {}
-    for w in m.get("wheels", []):
-        if wheel_platform(w) == platform:
-            wheels.setdefault(wheel_python(w), []).append(os.path.normpath(
-                os.path.join(source_dir, w)))
+    wheels = platform_wheels(m, source_dir, platform)
     targets = [z for z in zips if zip_platform(z) in (platform, None)]
     if not wheels or not targets:
         log(f"no shipped kernels: this machine ({platform}) has no zip with Numba wheels")

@@ -194,10 +194,7 @@ def test_the_next_build_loads_the_kernels_from_the_build_cache(built_zip, tmp_pa
     if kernel_cache._writable(build_cache, lambda m: None) is None:
         pytest.skip(f"the build cache {build_cache} cannot be written: the build compiled "
                     "afresh")
-    wheels = {}
-    for w in build_extension.manifest()["wheels"]:
-        if build_extension.wheel_platform(w) == "linux-x64":
-            wheels.setdefault(build_extension.wheel_python(w), []).append(os.path.join(ROOT, w))
+    wheels = build_extension.platform_wheels(build_extension.manifest(), ROOT, "linux-x64")
     py = "{}.{}".format(*sys.version_info[:2])
     out = tmp_path / "kernels"
     logged = []
