@@ -147,12 +147,14 @@ def project_points(X, Xp, rank_start, rank_points, tet, weight, inv_c2, shape, t
 
 
 def _to_local(R, t, x0, x1, x2):
-    """Columns of R^T (x - t): world columns into the collider's rotation-only frame."""
-    d0, d1, d2 = x0 - t[0], x1 - t[1], x2 - t[2]
-    q0 = d0 * R[0, 0] + d1 * R[1, 0] + d2 * R[2, 0]
-    q1 = d0 * R[0, 1] + d1 * R[1, 1] + d2 * R[2, 1]
-    q2 = d0 * R[0, 2] + d1 * R[1, 2] + d2 * R[2, 2]
-    return q0, q1, q2
+    """Columns of R^T (x - t): world columns into the collider's rotation-only frame,
+    q_i = d0 R[0, i] + d1 R[1, i] + d2 R[2, i] with d = x - t, summed left to right as the
+    compiled kernel does; the three columns at once by broadcasting (a few NumPy calls, not
+    eighteen: most calls take a few points)."""
+    d = np.array((x0, x1, x2)) - t[:, None]
+    p = R[:, :, None] * d[:, None, :]                 # p[j, i] = d_j R[j, i]
+    q = (p[0] + p[1]) + p[2]
+    return q[0], q[1], q[2]
 
 
 def _distance(shape, approximate, abc, now, before, k, mesh, x0, x1, x2, xp0, xp1, xp2):
@@ -184,11 +186,11 @@ def _surface_motion(now, before, surf, hit, mesh):
 
 
 def _to_world(R, g0, g1, g2):
-    """Columns of R g: a local direction into world space."""
-    n0 = R[0, 0] * g0 + R[0, 1] * g1 + R[0, 2] * g2
-    n1 = R[1, 0] * g0 + R[1, 1] * g1 + R[1, 2] * g2
-    n2 = R[2, 0] * g0 + R[2, 1] * g1 + R[2, 2] * g2
-    return n0, n1, n2
+    """Columns of R g: a local direction into world space, n_i = R[i, 0] g0 + R[i, 1] g1 +
+    R[i, 2] g2 summed left to right (broadcast as _to_local)."""
+    p = R[:, :, None] * np.array((g0, g1, g2))[None, :, :]    # p[i, j] = R[i, j] g_j
+    n = (p[:, 0] + p[:, 1]) + p[:, 2]
+    return n[0], n[1], n[2]
 
 
 def _contact(x0, x1, x2, xp0, xp1, xp2, n0, n1, n2, d, depth, used, now, before, moving, mu_s,
@@ -253,6 +255,19 @@ def _carried(now, before, x0, x1, x2):
             R[2, 0] * w0 + R[2, 1] * w1 + R[2, 2] * w2 + t[2])
 
 
+def _clear_of_convex(gap, slope):
+    """(k,) bool the segments that cannot touch an exact primitive: gap (k,) [m] at their
+    start, slope (k,) [m] the gap's rate along the whole segment there (n . e). The exact
+    primitives are convex, so their distance along a segment stays above its tangent at the
+    start, gap(tau) >= gap + tau slope; where that bound stays above the tolerance over
+    [0, 1], _trace's march cannot stop on a contact (it ends past tau = 1 or out of steps: no
+    hit either way), so it is skipped, and the result is the march's bit for bit (only a hit
+    segment's values are read). It spares the NumPy reference its masked loop over segments
+    that graze a surface (a block sliding on a plane: tau grows by gap / length a step, for
+    all GUARD_STEPS steps); the compiled _trace, a scalar loop, does without it."""
+    return gap + np.minimum(slope, 0.0) > 2.0 * GUARD_TOLERANCE
+
+
 def _trace(shape, approximate, abc, now, before, k, mesh, thickness, rad, p, e, length, x, xp):
     """The guard's sphere tracing (module docstring), for k segments at once: start columns
     p, direction columns e (end - start), length (k,) [m], end columns x, radii rad (k,), x*
@@ -269,6 +284,8 @@ def _trace(shape, approximate, abc, now, before, k, mesh, thickness, rad, p, e, 
     tau = np.zeros_like(gap)
     done = ~(gap > 0)                   # started touching: the contact plane is the start's
     ok = done.copy()
+    if shape != MESH and not approximate:
+        done |= _clear_of_convex(gap, n0 * e[0] + n1 * e[1] + n2 * e[2])
     for _ in range(GUARD_STEPS):
         live = np.nonzero(~done)[0]
         if not live.size:

@@ -426,9 +426,10 @@ class _Solve:
             bb = b[on]
             q = self.q[self.entry[ids[on]]]
             Rb, cb = self.R[bb], self.c[bb]
-            for i in range(3):
-                out[i, on] = cb[:, i] + (Rb[:, i, 0] * q[:, 0] + Rb[:, i, 1] * q[:, 1]
-                                         + Rb[:, i, 2] * q[:, 2])
+            # c + R q, each row's sum left to right (the compiled kernel's), all rows at once
+            rq = (Rb[:, :, 0] * q[:, 0, None] + Rb[:, :, 1] * q[:, 1, None]) \
+                + Rb[:, :, 2] * q[:, 2, None]
+            out[:, on] = (cb + rq).T
         return list(out)
 
     def before(self, ids):
@@ -461,9 +462,7 @@ class _Solve:
         bb = b[on]
         pp = [p[i][on] * sign for i in range(3)]
         r = [P[i][on] - self.c[bb, i] for i in range(3)]
-        im = self.inv_mass[bb]
-        for i in range(3):
-            self.c[bb, i] = self.c[bb, i] + pp[i] * im
+        self.c[bb] = self.c[bb] + np.array(pp).T * self.inv_mass[bb, None]
         th = _iw(self.R[bb], self.inv_inertia[bb], _cross(r, pp))
         self.R[bb] = _rotate(self.R[bb], th)
         self.moved[bb] = True
