@@ -416,6 +416,10 @@ class _Solve:
         """(3 lists of (m,)) [m] particles ids (m,) where they are now: on their body's pose
         c + R q, or (not on a movable body, or -1: then 0) in X."""
         ids = np.asarray(ids)
+        if ids.size and ids.min() >= 0:
+            b = self.body[ids]
+            if b.min() >= 0:            # the usual call: every point on a body
+                return list((self.c[b] + _rotated(self.R[b], self.q[self.entry[ids]])).T)
         real = ids >= 0
         safe = np.where(real, ids, 0)
         b = np.where(real, self.body[safe], -1)
@@ -425,16 +429,14 @@ class _Solve:
         if on.size:
             bb = b[on]
             q = self.q[self.entry[ids[on]]]
-            Rb, cb = self.R[bb], self.c[bb]
-            # c + R q, each row's sum left to right (the compiled kernel's), all rows at once
-            rq = (Rb[:, :, 0] * q[:, 0, None] + Rb[:, :, 1] * q[:, 1, None]) \
-                + Rb[:, :, 2] * q[:, 2, None]
-            out[:, on] = (cb + rq).T
+            out[:, on] = (self.c[bb] + _rotated(self.R[bb], q)).T
         return list(out)
 
     def before(self, ids):
         """(3 lists of (m,)) [m] positions a substep ago (0 for -1)."""
         ids = np.asarray(ids)
+        if ids.size and ids.min() >= 0:
+            return list(self.Xp[:, ids])
         real = ids >= 0
         out = self.Xp[:, np.where(real, ids, 0)]
         out[:, ~real] = 0.0
@@ -470,6 +472,12 @@ class _Solve:
 
 def _cross(a, b):
     return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+
+
+def _rotated(R, q):
+    """(m, 3) R q for R (m, 3, 3) and q (m, 3): each row's sum left to right (the compiled
+    kernel's), all rows at once."""
+    return (R[:, :, 0] * q[:, 0, None] + R[:, :, 1] * q[:, 1, None]) + R[:, :, 2] * q[:, 2, None]
 
 
 def _place(st, particles, bodies, entries, entry_body, origin, rot):

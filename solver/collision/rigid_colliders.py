@@ -76,17 +76,13 @@ def normal_phase(st, ids, k, shape, approximate, abc, thickness, radius, now, be
     lam = corr / W
     st.push(b, x, [n[i] * lam for i in range(3)], 1.0)
     depth[ids] = depth[ids] + lam
-    for i in range(3):
-        saved[cand, i] = n[i]
-        saved[cand, 3 + i] = mo[i]
-    saved[cand, 6] = into
-    saved[cand, 7] = lam
+    saved[cand] = np.array((*n, *mo, into, lam)).T
     # a contact still pushed out of an overlap deeper than one substep's push takes no
     # friction (collision/rigid.py)
     acted[cand] = ~(corr < d)
     touching[ids] = True
-    normal[ids, 0], normal[ids, 1], normal[ids, 2] = n
-    motion[ids, 0], motion[ids, 1], motion[ids, 2] = mo
+    normal[ids] = np.array(n).T
+    motion[ids] = np.array(mo).T
     collider[ids] = k
 
 
@@ -96,10 +92,8 @@ def friction_phase(st, ids, cand, shape, moving, mu_s, mu_k, friction, depth, us
     ids (m,), whose normal impulses this pass applied (normal_phase's saved), from each
     point's motion over the substep relative to the collider surface, or (a held anchor) from
     its slip since it was anchored (collision/rigid.py)."""
-    n = [saved[cand, i] for i in range(3)]
-    mo = [saved[cand, 3 + i] for i in range(3)]
-    into = saved[cand, 6]
-    lam = saved[cand, 7]
+    sv = saved[cand].T                  # (8, m): normal, collider motion, into, lambda
+    n, mo, into, lam = list(sv[:3]), list(sv[3:6]), sv[6], sv[7]
     b = st.body[ids]
     y = st.positions(ids)
     xp = st.before(ids)

@@ -252,20 +252,12 @@ def _rotate(R, th):
     products as the compiled kernel's (summed left to right), so the bits are the same: a
     few NumPy calls instead of forty, where most calls turn one body or a few."""
     hx, hy, hz = th[0] * 0.5, th[1] * 0.5, th[2] * 0.5
-    s = 1.0 / (1.0 + (hx * hx + hy * hy + hz * hz))
-    s2 = 2.0 * s
     xx, yy, zz = hx * hx, hy * hy, hz * hz
+    s2 = 2.0 * (1.0 / (1.0 + (xx + yy + zz)))
     xy, xz, yz = hx * hy, hx * hz, hy * hz
-    d = np.empty(R.shape)
-    d[:, 0, 0] = 1.0 - s2 * (yy + zz)
-    d[:, 0, 1] = s2 * (xy - hz)
-    d[:, 0, 2] = s2 * (xz + hy)
-    d[:, 1, 0] = s2 * (xy + hz)
-    d[:, 1, 1] = 1.0 - s2 * (xx + zz)
-    d[:, 1, 2] = s2 * (yz - hx)
-    d[:, 2, 0] = s2 * (xz - hy)
-    d[:, 2, 1] = s2 * (yz + hx)
-    d[:, 2, 2] = 1.0 - s2 * (xx + yy)
+    d = np.array(((1.0 - s2 * (yy + zz), s2 * (xy - hz), s2 * (xz + hy)),
+                  (s2 * (xy + hz), 1.0 - s2 * (xx + zz), s2 * (yz - hx)),
+                  (s2 * (xz - hy), s2 * (yz + hx), 1.0 - s2 * (xx + yy)))).transpose(2, 0, 1)
     # out[:, i, j] = d[:, i, 0] R[:, 0, j] + d[:, i, 1] R[:, 1, j] + d[:, i, 2] R[:, 2, j]
     return (d[:, :, 0, None] * R[:, None, 0, :] + d[:, :, 1, None] * R[:, None, 1, :]) \
         + d[:, :, 2, None] * R[:, None, 2, :]
@@ -277,7 +269,7 @@ class _Batch:
     def __init__(self, ba, bb, c, R, inv_mass, inv_inertia, free, tol):
         self.ids = (ba, bb)
         self.free = [free[ba], free[bb]]      # kinematic bodies and the world never change
-        self.c = [[c[b, i] for i in range(3)] for b in (ba, bb)]
+        self.c = [c[ba].T, c[bb].T]           # (3, k) [m] each side's centres
         self.R = [R[ba], R[bb]]
         self.m = [inv_mass[ba], inv_mass[bb]]
         self.I = [inv_inertia[ba], inv_inertia[bb]]
@@ -316,8 +308,7 @@ class _Batch:
         for k in (0, 1):
             go = self.free[k]
             b = self.ids[k][go]
-            for i in range(3):
-                c[b, i] = self.c[k][i][go]
+            c[b] = self.c[k].T[go]
             R[b] = self.R[k][go]
             moved[b] = True
 
@@ -402,7 +393,7 @@ def _solve_batch(js, body, anchor, axis, perp, kind, swing, rng, alpha, drive_on
     # the positional joint: anchors together
     ra = _mul(bt.R[0], [anchor[js, 0, i] for i in range(3)])
     rb = _mul(bt.R[1], [anchor[js, 1, i] for i in range(3)])
-    d = [(bt.c[1][i] + rb[i]) - (bt.c[0][i] + ra[i]) for i in range(3)]
+    d = list((bt.c[1] + np.array(rb)) - (bt.c[0] + np.array(ra)))
     n, on = _unit(d, every)
     cval = np.sqrt(_dot(d, d))
     na, nb = _cross(ra, n), _cross(rb, n)
@@ -416,9 +407,9 @@ def _solve_batch(js, body, anchor, axis, perp, kind, swing, rng, alpha, drive_on
     lp = lam[js, 0]
     dl = (cval - al * lp) / np.where(on, den, 1.0)
     lam[js, 0] = np.where(on, lp + dl, lp)
-    for i in range(3):
-        bt.c[0][i] = np.where(on & bt.free[0], bt.c[0][i] + bt.m[0] * (dl * n[i]), bt.c[0][i])
-        bt.c[1][i] = np.where(on & bt.free[1], bt.c[1][i] - bt.m[1] * (dl * n[i]), bt.c[1][i])
+    dn = dl * np.array(n)                                    # (3, k) dlambda n
+    bt.c[0] = np.where(on & bt.free[0], bt.c[0] + bt.m[0] * dn, bt.c[0])
+    bt.c[1] = np.where(on & bt.free[1], bt.c[1] - bt.m[1] * dn, bt.c[1])
     # I^-1 (r x dlambda n) = dlambda I^-1 (r x n)
     bt._turn_bodies([dl * ia[i] for i in range(3)], [-(dl * ib[i]) for i in range(3)], on)
     bt._error(cval / tolerance[0], on & (al == 0))
