@@ -243,29 +243,34 @@ def coulomb(need, used, depth, mu_s, mu_k):
 
 def _carried(now, before, x0, x1, x2):
     """Where the collider's material point at (x0, x1, x2) at the substep's start (before) is
-    at its end (now): R (Rb^T (x - tb) / sb * s) + t."""
-    R, t, s = now.rotation, now.translation, now.scale
-    Rb, tb, sb = before.rotation, before.translation, before.scale
-    e0, e1, e2 = x0 - tb[0], x1 - tb[1], x2 - tb[2]
-    w0 = (e0 * Rb[0, 0] + e1 * Rb[1, 0] + e2 * Rb[2, 0]) / sb[0] * s[0]
-    w1 = (e0 * Rb[0, 1] + e1 * Rb[1, 1] + e2 * Rb[2, 1]) / sb[1] * s[1]
-    w2 = (e0 * Rb[0, 2] + e1 * Rb[1, 2] + e2 * Rb[2, 2]) / sb[2] * s[2]
-    return (R[0, 0] * w0 + R[0, 1] * w1 + R[0, 2] * w2 + t[0],
-            R[1, 0] * w0 + R[1, 1] * w1 + R[1, 2] * w2 + t[1],
-            R[2, 0] * w0 + R[2, 1] * w1 + R[2, 2] * w2 + t[2])
+    at its end (now): R (Rb^T (x - tb) / sb * s) + t, each product summed left to right
+    (_to_local, _to_world), as the compiled kernel does."""
+    q = _to_local(before.rotation, before.translation, x0, x1, x2)
+    sb, s, t = before.scale, now.scale, now.translation
+    n0, n1, n2 = _to_world(now.rotation, q[0] / sb[0] * s[0], q[1] / sb[1] * s[1],
+                           q[2] / sb[2] * s[2])
+    return n0 + t[0], n1 + t[1], n2 + t[2]
 
 
-def _clear_of_convex(gap, slope):
-    """(k,) bool the segments that cannot touch an exact primitive: gap (k,) [m] at their
-    start, slope (k,) [m] the gap's rate along the whole segment there (n . e). The exact
-    primitives are convex, so their distance along a segment stays above its tangent at the
-    start, gap(tau) >= gap + tau slope; where that bound stays above the tolerance over
-    [0, 1], _trace's march cannot stop on a contact (it ends past tau = 1 or out of steps: no
-    hit either way), so it is skipped, and the result is the march's bit for bit (only a hit
-    segment's values are read). It spares the NumPy reference its masked loop over segments
-    that graze a surface (a block sliding on a plane: tau grows by gap / length a step, for
-    all GUARD_STEPS steps); the compiled _trace, a scalar loop, does without it."""
-    return gap + np.minimum(slope, 0.0) > 2.0 * GUARD_TOLERANCE
+def _clear_of_convex(gap, slope, length):
+    """(k,) bool the segments that cannot touch an exact primitive within _trace's march: gap
+    (k,) [m] at their start, slope (k,) [m] the gap's rate along the whole segment there
+    (n . e), length (k,) [m]. The exact primitives are convex, so their distance along a
+    segment lies above each of its tangents, and its rate only grows along it. Hence over
+    tau in [0, 1] gap(tau) >= gap + tau min(slope, 0) (the tangent at the start), and each of
+    the march's steps (tau grows by gap_k / length) keeps at least the share r = 1 +
+    min(slope, 0) / length of the gap, so its k-th point is at least gap r^k away. Where
+    either bound stays above the tolerance the march cannot stop on a contact (it ends past
+    tau = 1 or out of steps: no hit either way), so it is skipped, and the result is the
+    march's bit for bit (only a hit segment's values are read). It spares the NumPy reference
+    its masked loop over segments that graze a surface (a block sliding on a plane: tau grows
+    by gap / length a step, for all GUARD_STEPS steps); the compiled _trace, a scalar loop,
+    does without it."""
+    fall = np.minimum(slope, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        keep = 1.0 + fall / length
+    return (gap + fall > 2.0 * GUARD_TOLERANCE) | \
+        ((keep > 0.0) & (gap * keep ** GUARD_STEPS > 2.0 * GUARD_TOLERANCE))
 
 
 def _trace(shape, approximate, abc, now, before, k, mesh, thickness, rad, p, e, length, x, xp):
@@ -285,7 +290,7 @@ def _trace(shape, approximate, abc, now, before, k, mesh, thickness, rad, p, e, 
     done = ~(gap > 0)                   # started touching: the contact plane is the start's
     ok = done.copy()
     if shape != MESH and not approximate:
-        done |= _clear_of_convex(gap, n0 * e[0] + n1 * e[1] + n2 * e[2])
+        done |= _clear_of_convex(gap, n0 * e[0] + n1 * e[1] + n2 * e[2], length)
     for _ in range(GUARD_STEPS):
         live = np.nonzero(~done)[0]
         if not live.size:
