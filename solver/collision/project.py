@@ -260,9 +260,10 @@ def _clear_of_convex(gap, slope, length):
     tau in [0, 1] gap(tau) >= gap + tau min(slope, 0) (the tangent at the start), and each of
     the march's steps (tau grows by gap_k / length) keeps at least the share r = 1 +
     min(slope, 0) / length of the gap, so its k-th point is at least gap r^k away. Where
-    either bound stays above the tolerance the march cannot stop on a contact (it ends past
-    tau = 1 or out of steps: no hit either way), so it is skipped, and the result is the
-    march's bit for bit (only a hit segment's values are read). It spares the NumPy reference
+    either bound stays above twice the tolerance (the margin takes the rounding of phi, of
+    n . e and of the march's steps) the march cannot stop on a contact (it ends past tau = 1
+    or out of steps: no hit either way), so it is skipped, and the result is the march's bit
+    for bit (only a hit segment's values are read). It spares the NumPy reference
     its masked loop over segments that graze a surface (a block sliding on a plane: tau grows
     by gap / length a step, for all GUARD_STEPS steps); the compiled _trace, a scalar loop,
     does without it."""
@@ -279,8 +280,10 @@ def _trace(shape, approximate, abc, now, before, k, mesh, thickness, rad, p, e, 
     columns xp (they pick an open mesh's side along the whole segment). Returns hit (k,) bool,
     pen (k,) [m] the end point's signed distance to the offset tangent plane at the first
     contact, the normal columns there and, for a mesh, the triangle and weights there (else
-    None). Each segment takes the compiled _trace's operations in its order (a masked loop
-    over the steps)."""
+    None): defined on the rows that hit only (callers read no other row; the compiled _trace
+    returns zeros there, and the segments _clear_of_convex skips keep their start's values).
+    Each segment that is marched takes the compiled _trace's operations in its order (a masked
+    loop over the steps)."""
     p0, p1, p2 = p
     phi, (n0, n1, n2), surf = _distance(shape, approximate, abc, now, before, k, mesh, p0, p1,
                                         p2, *xp)

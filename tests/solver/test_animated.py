@@ -54,17 +54,16 @@ def test_friction_raised_mid_run_stops_a_sliding_block():
     v1 = float(sim.v.mean(axis=0) @ down)
     assert abs(v1 / (a1 * t1) - 1.0) < 0.02
     # the second branch resumes the same first second (a resume is bit-identical)
-    other = Simulation(sim.model, substeps=20, iterations=1, damping=0.0, air_drag=0.0,
-                       gravity=sim.gravity.copy())
+    other = _block_sliding(0.2)[0]
     other.set_state(sim.get_state())
     ends = {}
-    for mu2, sim in ((0.8, sim), (0.4, other)):
-        sim.set_collider_friction(k, mu2)
-        sim.set_friction(np.arange(8), mu2)
-        s1 = _along(sim, down)
+    for mu2, branch in ((0.8, sim), (0.4, other)):
+        branch.set_collider_friction(k, mu2)
+        branch.set_friction(np.arange(8), mu2)
+        s1 = _along(branch, down)
         for _ in range(int(round(2.0 / DT))):
-            sim.step(DT)
-        ends[mu2] = (sim, s1, v1, theta)
+            branch.step(DT)
+        ends[mu2] = (branch, s1, v1, theta)
     sim, s1, v1, theta = ends[0.8]
     a2 = G * (0.8 * np.cos(theta) - np.sin(theta))          # deceleration
     stop = v1 * v1 / (2.0 * a2)
