@@ -184,7 +184,7 @@ Contacts with cloth, soft bodies and loose particles stay particle projections
 import numpy as np
 
 from .frames import Frame
-from ..constraints.joints import _iw, _rotate
+from ..constraints.joints import _iw, _mul, _rotate
 from . import rigid_colliders
 from .rigid_pairs import Pairs
 
@@ -419,7 +419,7 @@ class _Solve:
         if ids.size and ids.min() >= 0:
             b = self.body[ids]
             if b.min() >= 0:            # the usual call: every point on a body
-                return list((self.c[b] + _rotated(self.R[b], self.q[self.entry[ids]])).T)
+                return list(self.c[b].T + _rotated(self.R[b], self.q[self.entry[ids]]))
         real = ids >= 0
         safe = np.where(real, ids, 0)
         b = np.where(real, self.body[safe], -1)
@@ -429,7 +429,7 @@ class _Solve:
         if on.size:
             bb = b[on]
             q = self.q[self.entry[ids[on]]]
-            out[:, on] = (self.c[bb] + _rotated(self.R[bb], q)).T
+            out[:, on] = self.c[bb].T + _rotated(self.R[bb], q)
         return list(out)
 
     def before(self, ids):
@@ -475,9 +475,9 @@ def _cross(a, b):
 
 
 def _rotated(R, q):
-    """(m, 3) R q for R (m, 3, 3) and q (m, 3): each row's sum left to right (the compiled
-    kernel's), all rows at once."""
-    return (R[:, :, 0] * q[:, 0, None] + R[:, :, 1] * q[:, 1, None]) + R[:, :, 2] * q[:, 2, None]
+    """(3, m) R q for R (m, 3, 3) and rest offsets q (m, 3): joints._mul on q's columns (each
+    row's sum left to right, the compiled kernel's)."""
+    return np.array(_mul(R, list(q.T)))
 
 
 def _place(st, particles, bodies, entries, entry_body, origin, rot):
