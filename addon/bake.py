@@ -273,19 +273,15 @@ def free(scene, objs=None):
             for key in ("verlet_baked", "verlet_status"):
                 if key in obj:
                     del obj[key]
-    for obj in objs or simulated_objects(scene):
+    # every simulated object, and every other one that still carries a bake of ours (its Kind
+    # set to None or Collider after it was baked: it was left showing the bake's last frame,
+    # with its cache and marks)
+    for obj in objs or simulated_objects(scene) + [
+            o for o in scene.objects if marked(o) and o.verlet.kind not in SIMULATED]:
         # by its id and the path it stored, never by its name: after a rename the name points
         # at no file (or at another object's)
         cache.remove(obj.verlet.cache_id, validity.stored_path(obj))
-        if obj.type == "MESH":
-            bridge.remove_display(obj)
-        if obj.type == "ARMATURE":
-            from .ragdoll_pose import restore_rest
-            restore_rest(obj)
-        if obj.verlet.kind == "RIGID" and "verlet_rest_basis" in obj:
-            _restore_basis(obj, obj["verlet_rest_basis"])
-        elif obj.verlet.kind == "RIGID" and "verlet_rest_matrix" in obj:
-            obj.matrix_world = _matrix(obj["verlet_rest_matrix"])
+        put_back(obj, forget=True)
         for key in ("verlet_baked", "verlet_cache", "verlet_status", "verlet_rest_matrix",
                     "verlet_shown_matrix", "verlet_rest_basis", validity.OUTDATED_KEY):
             if key in obj:
@@ -293,6 +289,45 @@ def free(scene, objs=None):
         validity.forget(obj.name)
     bridge.forget_weights()
     stop_live()
+
+
+_MARKS = ("verlet_baked", "verlet_cache", "verlet_rest_basis", "verlet_rest_matrix",
+          "verlet_shown_matrix")
+
+
+def marked(obj):
+    """Whether obj carries a bake of ours: its marks, or our display data on a mesh."""
+    if getattr(obj, "verlet", None) is None:
+        return False
+    if any(k in obj for k in _MARKS):
+        return True
+    if obj.type != "MESH":
+        return False
+    keys = obj.data.shape_keys
+    return (keys is not None and bridge.DISPLAY_KEY in keys.key_blocks) or \
+        obj.modifiers.get(bridge.DISPLAY_MODIFIER) is not None
+
+
+def put_back(obj, forget=False):
+    """Show obj as its own again: our display data removed (shape key, or attribute, modifier
+    and node group), a ragdoll's rest pose on its bones, a rigid body's own transform. With
+    forget (Free Bake) the rigid body goes back to its transform at the bake whatever it is
+    now, and the ragdoll's rest pose is forgotten; without (its Kind changed: the bake and
+    marks stay, to show again if the Kind comes back), only while it is where the bake last
+    put it: moved since, where it is now is the user's."""
+    if obj.type == "MESH":
+        bridge.remove_display(obj)
+    if obj.type == "ARMATURE":
+        from .ragdoll_pose import restore_rest
+        restore_rest(obj, forget=forget)
+    shown = obj.get("verlet_shown_matrix")
+    if not forget and shown is not None and not np.allclose(
+            np.array(obj.matrix_world, dtype=np.float64).ravel(), shown, rtol=0, atol=1e-6):
+        return
+    if "verlet_rest_basis" in obj:
+        _restore_basis(obj, obj["verlet_rest_basis"])
+    elif "verlet_rest_matrix" in obj:
+        obj.matrix_world = _matrix(obj["verlet_rest_matrix"])
 
 
 def load(obj):

@@ -87,14 +87,13 @@ def shape_keys_refusal(obj):
 
 def to_shape_keys(obj, header, frames):
     """One shape key per baked frame, keyed to be fully on at its frame only (deforming kinds),
-    or location/rotation/scale keyframes (RIGID)."""
+    or location and rotation keyframes (RIGID: verlet.bake_to_keyframes' writer, in the
+    object's rotation mode; this keyed rotation_euler whatever the mode, so a rigid body in
+    Quaternion or Axis Angle mode kept its start rotation under its keys)."""
     start = header["frame_start"]
     if header["layout"] == "matrices":
-        for i, m in enumerate(frames):
-            obj.matrix_world = bake._matrix(np.asarray(m, dtype=np.float64).ravel())
-            obj.keyframe_insert("location", frame=start + i)
-            obj.keyframe_insert("rotation_euler", frame=start + i)
-            obj.keyframe_insert("scale", frame=start + i)
+        from .ragdoll_pose import bake_object
+        bake_object(obj, header, frames)
         return
     bridge.ensure_display_key(obj).mute = True          # the keyed keys take over the display
     keys = obj.data.shape_keys

@@ -173,12 +173,24 @@ class VerletEffectorWeights(bpy.types.PropertyGroup):
 
 
 # ---------------------------------------------------------------------- object settings
+def _kind_changed(settings, context):
+    """A baked body set to None or Collider shows its own mesh and transform again (it was left
+    showing the bake's last frame, which playback no longer updates); its bake stays, shown
+    again if its Kind comes back, until Free Bake (bake.put_back)."""
+    if settings.kind in ("NONE", "COLLIDER"):
+        from . import bake
+        obj = settings.id_data
+        if bake.marked(obj):
+            bake.put_back(obj)
+
+
 class VerletObjectSettings(bpy.types.PropertyGroup):
     # Keyframable (read at every frame, addon/animated.py): friction, restitution, damping and
     # the stiffnesses. What a running simulation cannot change (what the object is, its mass,
     # size and groups) has options=FIXED: Blender offers no keyframe for it.
     kind: EnumProperty(name="Kind", items=KINDS, default="NONE", options=FIXED,
-                       description="How this object takes part in the simulation")
+                       description="How this object takes part in the simulation",
+                       update=_kind_changed)
     pin_group: StringProperty(name="Pin Group", options=FIXED,
                               description="Vertex group of vertices that follow the mesh; a "
                                           "vertex's weight scales its pin's stiffness. Ragdoll: "

@@ -118,12 +118,15 @@ def show(obj, header_bones, world):
     obj[ragdoll.SHOWN_POSE_KEY] = {n: _basis_of(obj, n).ravel().tolist() for n in names}
 
 
-def restore_rest(obj):
-    """Free Bake: the user's pose back on every bone, and our marks gone."""
+def restore_rest(obj, forget=True):
+    """The user's pose back on every bone (Free Bake, or its Kind changed), and with forget
+    (Free Bake) our marks gone."""
     rest = obj.get(ragdoll.REST_POSE_KEY) or {}
     for n, m in rest.items():
         if n in obj.pose.bones:
             obj.pose.bones[n].matrix_basis = _matrix(np.reshape(m, (4, 4)))
+    if not forget:
+        return
     for key in (ragdoll.REST_POSE_KEY, ragdoll.SHOWN_POSE_KEY):
         if key in obj:
             del obj[key]

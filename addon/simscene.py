@@ -12,7 +12,8 @@ import bpy
 import numpy as np
 
 from ..solver import Builder, Simulation
-from ..solver.geometry import fan_triangles, polygon_areas, rigid_transform, strand_areas
+from ..solver.geometry import (fan_triangles, polygon_areas, primitive_shape, rigid_transform,
+                               strand_areas)
 from ..solver.simulation import DEFAULT_CONTACT_ITERATIONS, DEFAULT_SLEEP
 from ..solver.strands import edge_frames
 from ..solver.mesh import cloth_topology, normalize_faces
@@ -50,40 +51,24 @@ def compliance(obj, name, default):
     return compliance_from_stiffness(stiffness)
 
 
-def infer_collider(obj, x_local):
-    """(shape, local 4x4 offset, size kwargs) of a collider mesh, from its geometry.
-
-    Recognises Blender's plane, cube, UV and ico sphere and cylinder primitives (in object space,
-    so any object scale or rotation works through the world matrix); any other mesh (a torus,
-    Suzanne, a character) is a mesh collider, its own triangles ("mesh", offset identity)."""
+def infer_collider(obj, x_local, mesh=None):
+    """(shape, local 4x4 offset, size kwargs) of a collider mesh: its Collider Shape, or for Auto
+    what geometry.primitive_shape reads its vertices x_local (n, 3) [m] (object space, so any
+    object scale or rotation works through the world matrix) and the polygons of ``mesh``
+    (default: obj.data) as: one of Blender's closed sphere, cube or cylinder primitives, or the
+    mesh itself ("mesh", offset identity) for anything else, open and flat meshes included
+    (a torus, Suzanne, a character, an open box, a floor tile). Plane (an infinite half-space)
+    is never inferred: a finite plane is not one; an artist picks it for a ground."""
     choice = getattr(obj.verlet, "collider_shape", "AUTO")
     lo, hi = x_local.min(axis=0), x_local.max(axis=0)
     centre = (lo + hi) / 2
     ext = hi - lo
     q = x_local - centre
-    size = float(ext.max())
-    tol = 1e-3 * max(size, 1e-9)
+    if choice == "AUTO":
+        start, total, corner = bridge.polygon_corners(obj.data if mesh is None else mesh)
+        choice = primitive_shape(x_local, corner, start, total)[0].upper()
     offset = np.eye(4)
     offset[:3, 3] = centre
-    r_xy = np.hypot(q[:, 0], q[:, 1])
-    if choice == "AUTO":
-        if ext[2] <= tol and len(x_local) >= 3:
-            choice = "PLANE"
-        # a sphere's bounding box is (nearly) a cube. (Was: only "every vertex at ext.max() / 2
-        # from the centre", which every vertex of a thin cylinder or long thin box also passes
-        # within the 2 % tolerance, e.g. a 3 m x 4 cm pole became a 1.5 m sphere; the check on
-        # the extents rejects those while coarse sphere primitives, whose smallest extent is
-        # >= 0.65 x the largest, still pass.)
-        elif ext.min() >= 0.5 * ext.max() and \
-                np.all(np.abs(np.linalg.norm(q, axis=1) - ext.max() / 2) <= 2e-2 * size):
-            choice = "SPHERE"
-        elif np.all(np.isclose(np.abs(q), ext / 2, atol=tol)):
-            choice = "BOX"
-        elif np.all(np.isclose(np.abs(q[:, 2]), ext[2] / 2, atol=tol)) and \
-                np.all(np.abs(r_xy - ext[0] / 2) <= 1e-2 * size) and abs(ext[0] - ext[1]) <= 2e-2 * size:
-            choice = "CYLINDER"
-        else:
-            choice = "MESH"
     if choice == "MESH":
         return "mesh", np.eye(4), {}
     if choice == "PLANE":
@@ -239,7 +224,7 @@ class SceneSim:
         mw = obj_eval.matrix_world
         check_scale(obj, mw)
         if kind == "COLLIDER":
-            shape, offset, size = infer_collider(obj, x_local)
+            shape, offset, size = infer_collider(obj, x_local, mesh)
             if shape == "mesh":
                 size = {"vertices": x_local, "triangles": mesh_triangles(obj, mesh)}
             m = np.array(mw, dtype=np.float64) @ offset

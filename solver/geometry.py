@@ -1,6 +1,7 @@
 """Mesh measures the Builder and the Blender side both need, in NumPy (no bpy), so tests reach
 them without Blender: polygon areas (Newell), enclosed volumes, the rigid fit of a body to its
-particles (Kabsch) and the support sticks and exposed areas of edge-only strands.
+particles (Kabsch), the support sticks and exposed areas of edge-only strands and the
+primitive a collider mesh is (Collider Shape Auto).
 
 Polygons come as (corners (l,) int64 vertex ids, face_start (k,) int64, face_size (k,) int64),
 the form mesh.normalize_faces makes and Blender's loops give.
@@ -51,6 +52,51 @@ def closed_edges(corners, face_start, face_size):
         return False
     _, uses = np.unique(edges, axis=0, return_counts=True)
     return bool(np.all(uses == 2))
+
+
+def primitive_shape(x, corners, face_start, face_size):
+    """What Collider Shape Auto reads a collider mesh as: ("sphere" | "box" | "cylinder" |
+    "mesh", centre (3,) [m] of its bounding box in x's frame, size keywords for
+    Builder.add_collider), over its vertices x (n, 3) [m] (object space) and its polygons.
+
+    A primitive collider is a solid, so only a closed mesh (every edge in exactly two polygons)
+    whose vertices lie as Blender's UV or ico sphere, cube or capped cylinder primitives lay
+    theirs, under any scale of the object, is read as that primitive; every other mesh is the
+    mesh itself (collision/mesh.py: finite, solid when closed, two-sided when open). An open box
+    (its top deleted), a pipe (its caps deleted) or a flat plane is not a solid: read by its
+    vertices alone they became a solid box, a solid cylinder and an infinite half-space, which
+    lifted a crate dropped into the box onto its rim and pushed everything anywhere below a
+    1 m floor tile up onto its level. A mesh with no polygons reads as "mesh" (whose build says
+    it has no faces)."""
+    lo, hi = x.min(axis=0), x.max(axis=0)
+    centre = (lo + hi) / 2
+    ext = hi - lo
+    q = x - centre
+    size = float(ext.max())
+    tol = 1e-3 * max(size, 1e-9)
+    if not face_size.size or ext.min() <= tol or not closed_edges(corners, face_start, face_size):
+        return "mesh", centre, {}
+    # a sphere's bounding box is (nearly) a cube. (Was: only "every vertex at ext.max() / 2
+    # from the centre", which every vertex of a thin cylinder or long thin box also passes
+    # within the 2 % tolerance, e.g. a 3 m x 4 cm pole became a 1.5 m sphere; the check on
+    # the extents rejects those while coarse sphere primitives, whose smallest extent is
+    # >= 0.65 x the largest, still pass.)
+    dist = np.linalg.norm(q, axis=1)
+    if ext.min() >= 0.5 * ext.max() and np.all(np.abs(dist - ext.max() / 2) <= 2e-2 * size):
+        return "sphere", centre, {"radius": float(dist.max())}
+    # every vertex at a corner of the box, and the box's volume enclosed (four corners of a
+    # cube joined as a tetrahedron enclose a third of it)
+    if np.all(np.isclose(np.abs(q), ext / 2, atol=tol)) and abs(abs(signed_volume(
+            x, fan_triangles(corners, face_start, face_size))) - np.prod(ext)) \
+            <= 1e-2 * np.prod(ext):
+        return "box", centre, {"size": tuple(float(e) for e in ext)}
+    r_xy = np.hypot(q[:, 0], q[:, 1])
+    if np.all(np.isclose(np.abs(q[:, 2]), ext[2] / 2, atol=tol)) and \
+            np.all(np.abs(r_xy - ext[0] / 2) <= 1e-2 * size) and \
+            abs(ext[0] - ext[1]) <= 2e-2 * size:
+        return "cylinder", centre, {"radius": float(max(ext[0], ext[1]) / 2),
+                                    "depth": float(ext[2])}
+    return "mesh", centre, {}
 
 
 def rigid_transform(rest, current):

@@ -114,3 +114,74 @@ def test_collider_vertex_count_change_is_refused(extension):
     scenes.cloth(n=4, size=0.3, location=(1.0, 0.0, 1.0))
     with pytest.raises(RuntimeError, match="Donut.*vertex count changed"):
         scenes.bake_op()
+
+
+def _open_cube(name, size, location, keep):
+    """A cube collider with only the faces whose outward normals pass ``keep``."""
+    def build(bm):
+        bmesh.ops.create_cube(bm, size=size)
+        bmesh.ops.delete(bm, geom=[f for f in bm.faces if not keep(f.normal)], context="FACES_ONLY")
+    return scenes._bmesh_object(name, build, location, "COLLIDER")
+
+
+def test_auto_reads_open_and_flat_meshes_as_the_meshes_they_are(extension):
+    """Auto reads only closed primitives as primitives (solver/geometry.primitive_shape): by
+    their vertices alone an open-top box and a pipe were solid, and any flat mesh an infinite
+    half-space; a mesh with no faces is refused naming it (Auto made an edge-only circle a
+    plane)."""
+    from verlet_physics.addon import bridge, simscene
+
+    def auto(obj):
+        return simscene.infer_collider(obj, bridge.positions(obj.data))[0]
+    assert auto(_open_cube("Crate box", 1.0, (0.0, 0.0, 0.0), lambda n: n.z < 0.9)) == "mesh"
+    assert auto(_open_cube("Closed box", 1.0, (0.0, 0.0, 0.0), lambda n: True)) == "box"
+    bpy.ops.mesh.primitive_cylinder_add(end_fill_type="NOTHING")
+    assert auto(bpy.context.object) == "mesh"                          # a pipe
+    bpy.ops.mesh.primitive_cylinder_add()
+    assert auto(bpy.context.object) == "cylinder"
+    tile = scenes.link(bpy.data.objects.new("Tile", scenes.grid_mesh("Tile", 3, 1.0)))
+    assert auto(tile) == "mesh"
+    bpy.ops.mesh.primitive_plane_add()
+    assert auto(bpy.context.object) == "mesh"
+    bpy.context.object.verlet.collider_shape = "PLANE"                 # the artist's choice
+    assert auto(bpy.context.object) == "plane"
+    scenes.set_range(1, 3)
+    bpy.ops.mesh.primitive_circle_add()                                 # edges only
+    ring = bpy.context.object
+    ring.name = "Ring"
+    ring.verlet.kind = "COLLIDER"
+    scenes.cloth(n=4, size=0.3, location=(0.0, 0.0, 1.0))
+    with pytest.raises(RuntimeError, match="Ring.*no faces"):
+        scenes.bake_op()
+
+
+def test_a_crate_dropped_into_an_open_box_rests_inside_it(extension):
+    """An open-top box (Auto: a mesh collider, two-sided) holds a crate dropped into it on its
+    floor; read as a solid box it lifted the crate onto its rim (z 2.2 m, not 0.2)."""
+    bake = _addon()
+    scenes.set_range(1, 36)
+    _open_cube("Bin", 2.0, (0.0, 0.0, 1.0), lambda n: n.z < 0.9)      # floor at z = 0
+    crate = scenes.cube("Crate", size=0.4, location=(0.0, 0.0, 1.5))
+    assert scenes.bake_op() == {"FINISHED"}
+    _, m = bake.load(crate)
+    assert m[-1, 2, 3] == pytest.approx(0.2, abs=0.01)                 # on the bin's floor
+    assert np.abs(m[-1, :2, 3]).max() < 0.05
+
+
+def test_a_small_floor_tile_holds_only_what_falls_on_it(extension):
+    """A 1 m floor tile raised 1 m (Auto: a mesh collider, finite) catches the cloth dropped
+    on it, and a cloth dropped 3 m to its side falls past it to the ground; as the infinite
+    half-space Auto made of every flat mesh, the second cloth stopped at the tile's height."""
+    bake = _addon()
+    scenes.set_range(1, 30)
+    scenes.ground().verlet.collider_shape = "PLANE"
+    tile = scenes.link(bpy.data.objects.new("Tile", scenes.grid_mesh("Tile", 3, 1.0)))
+    tile.location = (3.0, 0.0, 1.0)
+    tile.verlet.kind = "COLLIDER"
+    on = scenes.cloth("On", n=5, size=0.4, location=(3.0, 0.0, 1.3), thickness=0.01)
+    beside = scenes.cloth("Beside", n=5, size=0.4, location=(0.0, 0.0, 1.3), thickness=0.01)
+    assert scenes.bake_op() == {"FINISHED"}
+    z_on = scenes.world(on, bake.load(on)[1][-1])[:, 2]
+    z_beside = scenes.world(beside, bake.load(beside)[1][-1])[:, 2]
+    assert np.all(np.abs(z_on - 1.01) < 0.01)                          # on the tile
+    assert np.all(np.abs(z_beside - 0.01) < 0.01)                      # on the ground

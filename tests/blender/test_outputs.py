@@ -216,9 +216,13 @@ def test_exporter_and_render_never_step_live_playback(extension, tmp_path):
     assert bake._live["last"] == 4
 
 
-def test_bake_to_shape_keys_and_rigid_keyframes_replay_the_cache(extension):
+@pytest.mark.parametrize("mode", ["XYZ", "QUATERNION"])
+def test_bake_to_shape_keys_and_rigid_keyframes_replay_the_cache(extension, mode):
+    """The rigid body's keys are in its rotation mode (they were rotation_euler keys whatever
+    the mode, which a box in Quaternion mode ignored: it kept its start rotation)."""
     bake, operators = _addon()
     c, box = scenes.mixed_scene(n=8, frames=(1, 12))
+    box.rotation_mode = mode
     scenes.add_user_data(c)
     before = scenes.user_hashes(c, box)
     scenes.bake_op()
