@@ -205,7 +205,11 @@ class VERLET_OT_bake_to_keyframes(bpy.types.Operator):
                 ragdoll_pose.bake_bones(obj, header, frames)
             else:
                 ragdoll_pose.bake_object(obj, header, frames)
-        self.report({"INFO"}, f"Wrote keyframes for {len(loaded)} object(s)")
+        # the object stays simulated: its bake (or, freed, the live simulation) still drives
+        # it over its keys, as a Rigid Body World's objects do until its Bake To Keyframes
+        # removes them from it
+        self.report({"INFO"}, f"Wrote keyframes for {len(loaded)} object(s); set their Kind "
+                              "to None to play the keys alone")
         return {"FINISHED"}
 
 
@@ -220,7 +224,10 @@ class VERLET_OT_export_pc2(bpy.types.Operator):
                               description="Folder for the .pc2 files (// = beside the .blend)")
 
     def execute(self, context):
-        directory = bpy.path.abspath(self.directory or "//")
+        directory, why = _absolute(self.directory or "//", "PC2 export")
+        if why:
+            self.report({"ERROR"}, why)
+            return {"CANCELLED"}
         if not directory or not os.path.isdir(directory):
             self.report({"ERROR"}, f"PC2 export: folder '{self.directory}' does not exist")
             return {"CANCELLED"}
@@ -248,6 +255,16 @@ class VERLET_OT_export_pc2(bpy.types.Operator):
         return {"RUNNING_MODAL"}
 
 
+def _absolute(path, what):
+    """(absolute path, None), or (None, why) for a path relative to the .blend ("//") in a file
+    not saved yet: it has no folder, and Blender's resolution of it fell back to the working
+    directory (an Alembic export of "//rel.abc" was written wherever Blender was started)."""
+    if path.startswith("//") and not bpy.data.filepath:
+        return None, (f"{what}: '{path}' is relative to the .blend file (//), which is not saved "
+                      "yet: save the file first or choose an absolute path")
+    return bpy.path.abspath(path), None
+
+
 class VERLET_OT_export_alembic(bpy.types.Operator):
     """Export the baked range through Blender's Alembic exporter (rigid bodies as transforms)"""
     bl_idname = "verlet.export_alembic"
@@ -267,12 +284,16 @@ class VERLET_OT_export_alembic(bpy.types.Operator):
         if not _baked(context.scene):
             self.report({"ERROR"}, "Nothing is baked: bake first")
             return {"CANCELLED"}
+        path, why = _absolute(self.filepath, "Alembic export")
+        if why:
+            self.report({"ERROR"}, why)
+            return {"CANCELLED"}
         try:
-            exports.write_alembic(context, bpy.path.abspath(self.filepath), scope=self.objects)
+            exports.write_alembic(context, path, scope=self.objects)
         except (OSError, RuntimeError) as exc:
             self.report({"ERROR"}, f"Alembic export to '{self.filepath}' failed: {exc}")
             return {"CANCELLED"}
-        self.report({"INFO"}, f"Wrote {self.filepath}")
+        self.report({"INFO"}, f"Wrote {path}")
         return {"FINISHED"}
 
     def invoke(self, context, event):

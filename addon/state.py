@@ -5,7 +5,8 @@ The bake code owns these keys (it writes them; this module only reads them, no b
 - ``obj["verlet_baked"]``: True while the object has a usable bake (settings are then locked);
 - ``obj["verlet_status"]``: a one-line cache status for the Cache panel;
 - ``obj["verlet_outdated"]``: why the bake no longer matches the object ("settings",
-  "unusable" for a topology change or a damaged file, "missing"); absent while it matches;
+  "unusable" for a topology change or a damaged file, "missing", "range" for a simulation
+  range extended beyond the baked frames); absent while it matches;
 - ``scene["verlet_error"]``: the last bake / playback error, "" when the last run succeeded.
 """
 

@@ -2,8 +2,9 @@
 checks that decide what a baked object shows and what its Cache status says.
 
 A bake made with other settings than the scene's now is "outdated" and still plays (as
-Blender's point cache does); a cache of another object, another kind of body or another topology
-is not shown. Either way the object's ``verlet_outdated`` mark (state.py) makes the Cache panel
+Blender's point cache does), as does one whose frames no longer cover the simulation range
+(extended after the bake: the frames beyond hold its last one); a cache of another object,
+another kind of body or another topology is not shown. Either way the object's ``verlet_outdated`` mark (state.py) makes the Cache panel
 offer Bake Again.
 """
 
@@ -473,9 +474,26 @@ def open_bake(obj, shash=None):
     status = f"Baked {header['frame_start']}-{header['frame_end']}{partial}, {where}{notes}"
     # (0.1.0's caches hashed the settings another way: not comparable, not called outdated)
     stale = shash is not None and "object_id" in header and header.get("settings_hash") != shash
-    set_status(obj, status + ("; outdated: " + STALE_SETTINGS if stale else ""))
-    set_outdated(obj, "settings" if stale else None)
+    uncovered = None if stale or partial else _uncovered(obj, header)
+    set_status(obj, status + ("; outdated: " + STALE_SETTINGS if stale else "")
+               + (f"; outdated: the simulation range is now {uncovered}, beyond the bake (Bake "
+                  "again to cover it)" if uncovered else ""))
+    set_outdated(obj, "settings" if stale else "range" if uncovered else None)
     return header, reader
+
+
+def _uncovered(obj, header):
+    """The simulation range "start-end" when it reaches frames the bake does not cover (it was
+    extended after the bake: those frames held the bake's last one, and nothing said so), else
+    None. A range within the bake's is covered."""
+    scenes = getattr(obj, "users_scene", ())
+    if not scenes:
+        return None
+    sc = scenes[0].verlet
+    start, end = int(sc.frame_start), int(sc.frame_end)
+    if start < int(header["frame_start"]) or end > int(header["frame_end"]):
+        return f"{start}-{end}"
+    return None
 
 
 def forget(name=None):

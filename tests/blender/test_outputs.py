@@ -259,6 +259,17 @@ def test_exports_refuse_without_a_bake_or_a_folder(extension, tmp_path):
         bpy.ops.verlet.export_pc2(directory=str(tmp_path / "missing"))
     with pytest.raises(RuntimeError, match="no file path"):
         bpy.ops.verlet.export_alembic(filepath="")
+    # relative to an unsaved .blend: refused (an Alembic file went to the working directory)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert not bpy.data.filepath
+        with pytest.raises(RuntimeError, match="not saved yet"):
+            bpy.ops.verlet.export_alembic(filepath="//rel.abc")
+        with pytest.raises(RuntimeError, match="not saved yet"):
+            bpy.ops.verlet.export_pc2(directory="//")
+    finally:
+        os.chdir(cwd)
     assert not os.listdir(tmp_path)
 
 

@@ -239,3 +239,25 @@ def test_a_ragdoll_edit_during_playback_marks_the_bake_outdated_on_the_next_fram
     r.pose.bones["shin.L"].ik_min_x = -1.0
     scene.frame_set(3)
     assert r.get("verlet_outdated") == "settings", r.get("verlet_status")
+
+
+def test_a_range_extended_beyond_the_bake_marks_it_outdated(extension):
+    """Frames past the bake's end hold its last frame; a simulation range extended beyond the
+    bake said nothing of it (status "Baked 1-8", no Bake Again). A range within the bake's
+    (shortened) is covered."""
+    from verlet_physics.addon import state
+    c, _ = scenes.drape_scene(n=6, frames=(1, 8))
+    assert scenes.bake_op() == {"FINISHED"}
+    scene = bpy.context.scene
+    scene.frame_set(2)
+    assert "verlet_outdated" not in c, c.get("verlet_status")
+    scene.frame_end = 6
+    scene.frame_set(3)
+    assert "verlet_outdated" not in c, c.get("verlet_status")
+    scene.frame_end = 16
+    scene.frame_set(4)
+    assert c.get("verlet_outdated") == "range" and state.bake_is_outdated(scene)
+    assert "range is now 1-16" in c.get("verlet_status")
+    scene.frame_end = 8
+    scene.frame_set(5)
+    assert "verlet_outdated" not in c, c.get("verlet_status")
