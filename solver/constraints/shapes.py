@@ -34,6 +34,16 @@ not BOOST: the joint solve moves a body by its true mass and inertia about its c
 and against a fit that held it on its contacts 1e4 times over, a ragdoll lying on flat ground
 never came to rest. Contacts between bodies keep BOOST everywhere (contact_inv_mass below).
 
+Order in the substep (loop.py): the clusters whose fit weighs no collider contact (soft bodies,
+plants, and the rigid bodies whose collider contacts are solved on the body after the fit) are
+solved before the particles' collider contacts, and the others (rigid clusters weighing their
+contacts BOOST or GROUND_BOOST times) after them, as all were until 2026-12-01. A soft body's
+goal lies wherever its fit puts it, below the ground under a body that sags (its centre of mass
+is lower than its rest shape standing on its lowest points), and solved after the contacts its
+fit pulled the touching particles back in every substep: a Suzanne soft body rested 11 to 15 cm
+inside a ground plane, and on an open mesh collider (two-sided: a particle keeps the side its
+x* is on) those particles then changed sides and the whole body fell through it.
+
 Clusters are coloured so that no two clusters of one colour share a particle (several
 overlapping clusters per body are allowed); in the NumPy kernel (solve_shapes below) every colour
 is one batched solve, and kernels/compiled.py mirrors it with the same signature. Sums over a
@@ -275,6 +285,10 @@ class ShapeSolver:
         self._jointed_cluster = jointed                       # (K,) bool a joint's body
         self.body_boost = np.ones(len(self.particles))
         self.collider_boost = np.ones(len(self.particles))
+        # (K,) bool the clusters whose fit weighs this substep's collider contacts (an entry's
+        # collider_boost is not 1): the substep solves them after the particles' collider
+        # contacts, and every other cluster before them (kernel_args)
+        self.weighs_contacts = np.zeros(k, bool)
 
     def begin_step(self, h, compliance, damping):
         """This step's alpha~, rigidity and damping from the Control's per-cluster compliance
@@ -306,6 +320,8 @@ class ShapeSolver:
             solved = self.rigid_body[self.cluster] if len(self.exact) else np.zeros(0, bool)
             self.collider_boost[:] = np.where(
                 self.rigid & ~solved, np.where(self._jointed, GROUND_BOOST, BOOST), 1.0)
+            self.weighs_contacts[:] = _sums(self.cluster, len(self.weighs_contacts),
+                                            (self.collider_boost != 1.0).astype(float)) > 0
             self.contact_inv_mass = self._inv_mass
             if self.rigid.any():
                 e = np.nonzero(self.rigid)[0]
@@ -329,12 +345,18 @@ class ShapeSolver:
 
     def kernel_args(self, skip=None):
         """The shapes group of loop.run_substeps' arguments. skip (K,) bool the clusters the
-        solve leaves alone this step (sleeping ones), or None for none."""
+        solve leaves alone this step (sleeping ones), or None for none. The substep solves the
+        clusters in two calls (module docstring, "Contact"), each skipping the other's: before
+        the particles' collider contacts every cluster whose fit does not weigh them (soft
+        bodies, plants, and rigid bodies, whose collider contacts are solved on the bodies
+        after the fit), so that those contacts have the last word over their goals; after
+        them the rigid clusters whose fit weighs them (weighs_contacts)."""
+        skip = self._no_skip if skip is None else skip
         return (self.particles, self.rest_offset, self.start, self.color_offsets, self.mass,
                 self.collider_boost, self.w, self.alpha, self.lam, self.body_boost,
                 self.damping, self.keep,
                 self.any_damped, self.origin, self.rot, self.exact, self.basis,
-                self._no_skip if skip is None else skip)
+                skip | self.weighs_contacts, skip | ~self.weighs_contacts)
 
 
 def rest_basis(rest_offset, cluster, mass, k):

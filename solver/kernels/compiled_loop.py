@@ -43,7 +43,7 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
     v_particles, v_particle_start, v_tris, v_tri_start, v_w, v_rest, v_alpha, v_lam = volumes
     (m_particles, m_rest_offset, m_start, m_color_offsets, m_mass, m_collider_boost, m_w,
      m_alpha, m_lam, m_body_boost, m_damping, m_keep, m_any_damped, m_origin, m_rot, m_exact,
-     m_basis, m_skip) = shapes
+     m_basis, m_skip_early, m_skip_late) = shapes
     (j_bodies, j_entries, j_entry_start, j_inv_mass, j_inv_inertia, j_free, j_c0, j_R0, j_c, j_R,
      j_moved, j_body, j_anchor, j_axis, j_perp, j_kind, j_swing, j_range, j_alpha, j_drive_on,
      j_drive_alpha, j_target, j_lam, j_order, j_color_offsets, j_island, j_island_done,
@@ -185,6 +185,11 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                 solve_bodies(X, Xp, b_idx, b_kind, b_side, b_dist, b_mu, b_jit, b_inv_mass,
                              b_allowance, b_dx, b_dl, b_share, b_particle, b_start, b_slot,
                              b_touch, b_split, b_act, b_solid)
+            # the clusters whose fit weighs no collider contact, before the contacts (loop.py)
+            if m_particles.shape[0]:
+                solve_shapes(X, m_particles, m_rest_offset, m_start, m_color_offsets, m_mass,
+                             m_collider_boost, m_w, m_alpha, m_lam, touching, b_touch,
+                             m_body_boost, m_origin, m_rot, m_basis, m_skip_early)
             # every collider in one pass (loop.py goes collider by collider: the same bits,
             # since a contact touches its own particle only)
             if by_particle.shape[0]:
@@ -206,10 +211,11 @@ def run_substeps(state, integrate, drag, pins, soft_pins, sticks, volumes, shape
                                c_thickness, c_mu_s, c_mu_k, p_friction, approximate[s], abc[s],
                                R[s], t[s], sc[s], Rb[s], tb[s], sb[s], moving[s], point_depth,
                                point_used, allowance, lift, lifted, mesh)
+            # the rigid clusters whose fit weighs this substep's collider contacts
             if m_particles.shape[0]:
                 solve_shapes(X, m_particles, m_rest_offset, m_start, m_color_offsets, m_mass,
                              m_collider_boost, m_w, m_alpha, m_lam, touching, b_touch,
-                             m_body_boost, m_origin, m_rot, m_basis, m_skip)
+                             m_body_boost, m_origin, m_rot, m_basis, m_skip_late)
             # contacts of rigid bodies, on the bodies (collision/rigid.py): after the fit, which
             # gives their poses, and before the joints, which read them
             if r_bodies.shape[0]:
