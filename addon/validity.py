@@ -95,6 +95,16 @@ def settings_hash(scene):
     # wire went through) reads outdated too
     if _edges_meet_primitives(scene):
         data["edge_contacts"] = 2
+    # since 2026-12-01 (fortieth session) Auto reads a collider's faces, not its vertices alone
+    # (an open box, a pipe and a flat mesh are meshes, not a solid box, a solid cylinder and an
+    # infinite plane), and soft bodies' and plants' shape goals come before the collider
+    # contacts (constraints/shapes.py, "Order"): a bake made before with either reads outdated;
+    # in a scene with neither the hash is the one of before
+    if _auto_reads_otherwise(scene):
+        data["auto_faces"] = 1
+    kinds = {o.verlet.kind for o in scene.objects if getattr(o, "verlet", None) is not None}
+    if kinds & {"SOFT", "PLANT"} and "COLLIDER" in kinds:
+        data["goals_before_colliders"] = 1
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -113,6 +123,23 @@ def _edges_meet_primitives(scene):
         if shape == "AUTO" and len(obj.data.vertices):
             shape = infer_collider(obj, bridge.positions(obj.data))[0].upper()
         if shape in ("SPHERE", "BOX", "CYLINDER", "CAPSULE"):
+            return True
+    return False
+
+
+def _auto_reads_otherwise(scene):
+    """Whether an Auto collider's mesh reads as another shape than it did by its vertices alone
+    (geometry.primitive_shape, by_vertices)."""
+    from ..solver.geometry import primitive_shape
+    for obj in scene.objects:
+        if getattr(obj, "verlet", None) is None or obj.verlet.kind != "COLLIDER" or \
+                obj.type != "MESH" or obj.verlet.collider_shape != "AUTO" or \
+                not len(obj.data.vertices):
+            continue
+        x = bridge.positions(obj.data)
+        start, total, corner = bridge.polygon_corners(obj.data)
+        if primitive_shape(x, corner, start, total)[0] != \
+                primitive_shape(x, corner, start, total, by_vertices=True)[0]:
             return True
     return False
 

@@ -54,7 +54,7 @@ def closed_edges(corners, face_start, face_size):
     return bool(np.all(uses == 2))
 
 
-def primitive_shape(x, corners, face_start, face_size):
+def primitive_shape(x, corners, face_start, face_size, by_vertices=False):
     """What Collider Shape Auto reads a collider mesh as: ("sphere" | "box" | "cylinder" |
     "mesh", centre (3,) [m] of its bounding box in x's frame, size keywords for
     Builder.add_collider), over its vertices x (n, 3) [m] (object space) and its polygons.
@@ -67,14 +67,19 @@ def primitive_shape(x, corners, face_start, face_size):
     vertices alone they became a solid box, a solid cylinder and an infinite half-space, which
     lifted a crate dropped into the box onto its rim and pushed everything anywhere below a
     1 m floor tile up onto its level. A mesh with no polygons reads as "mesh" (whose build says
-    it has no faces)."""
+    it has no faces). by_vertices: the reading of before 2026-12-01, by the vertices alone (a
+    flat mesh a "plane", no test of closedness or volume), which the add-on's settings hash
+    compares with this one to call a bake made then outdated."""
     lo, hi = x.min(axis=0), x.max(axis=0)
     centre = (lo + hi) / 2
     ext = hi - lo
     q = x - centre
     size = float(ext.max())
     tol = 1e-3 * max(size, 1e-9)
-    if not face_size.size or ext.min() <= tol or not closed_edges(corners, face_start, face_size):
+    if by_vertices and ext[2] <= tol and len(x) >= 3:
+        return "plane", centre, {}
+    if not by_vertices and (not face_size.size or ext.min() <= tol
+                            or not closed_edges(corners, face_start, face_size)):
         return "mesh", centre, {}
     # a sphere's bounding box is (nearly) a cube. (Was: only "every vertex at ext.max() / 2
     # from the centre", which every vertex of a thin cylinder or long thin box also passes
@@ -86,9 +91,9 @@ def primitive_shape(x, corners, face_start, face_size):
         return "sphere", centre, {"radius": float(dist.max())}
     # every vertex at a corner of the box, and the box's volume enclosed (four corners of a
     # cube joined as a tetrahedron enclose a third of it)
-    if np.all(np.isclose(np.abs(q), ext / 2, atol=tol)) and abs(abs(signed_volume(
-            x, fan_triangles(corners, face_start, face_size))) - np.prod(ext)) \
-            <= 1e-2 * np.prod(ext):
+    if np.all(np.isclose(np.abs(q), ext / 2, atol=tol)) and (by_vertices or abs(abs(
+            signed_volume(x, fan_triangles(corners, face_start, face_size))) - np.prod(ext))
+            <= 1e-2 * np.prod(ext)):
         return "box", centre, {"size": tuple(float(e) for e in ext)}
     r_xy = np.hypot(q[:, 0], q[:, 1])
     if np.all(np.isclose(np.abs(q[:, 2]), ext[2] / 2, atol=tol)) and \
