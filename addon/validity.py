@@ -4,8 +4,8 @@ checks that decide what a baked object shows and what its Cache status says.
 A bake made with other settings than the scene's now is "outdated" and still plays (as
 Blender's point cache does), as does one whose frames no longer cover the simulation range
 (extended after the bake: the frames beyond hold its last one); a cache of another object,
-another kind of body or another topology is not shown. Either way the object's ``verlet_outdated`` mark (state.py) makes the Cache panel
-offer Bake Again.
+another kind of body or another topology is not shown. Either way the object's
+``verlet_outdated`` mark (state.py) makes the Cache panel offer Bake Again.
 """
 
 import hashlib

@@ -27,6 +27,22 @@ GUARD_MIN_MOTION = 1e-3    # [m]
 GUARD_TOLERANCE = 1e-6     # [m]
 GUARD_STEPS = 32
 _MESH = 5           # collision/frames.MESH
+_SPHERE, _BOX, _CYLINDER, _CAPSULE = 1, 2, 3, 4     # collision/frames.SPHERE ... CAPSULE
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _guard_motion(shape, approximate, a, b, c):
+    """project.guard_motion: the least motion [m] the guard traces against that collider."""
+    if approximate or not (shape == _SPHERE or shape == _BOX or shape == _CYLINDER
+                           or shape == _CAPSULE):
+        return GUARD_MIN_MOTION
+    if shape == _BOX:
+        half = min(a, min(b, c))
+    elif shape == _CYLINDER:
+        half = min(a, b)
+    else:
+        half = a
+    return min(GUARD_MIN_MOTION, half)
 
 
 @njit(cache=True)
@@ -311,8 +327,8 @@ def _project_particle(X, Xp, i, shape, approximate, a, b, c, thickness, radius, 
     e1 = X[1, i] - p1
     e2 = X[2, i] - p2
     length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
-    if length > max(thickness + rad, GUARD_MIN_MOTION) and pen < length and \
-            (shape != _MESH or mesh[14][k]):
+    if length > max(thickness + rad, _guard_motion(shape, approximate, a, b, c)) and \
+            pen < length and (shape != _MESH or mesh[14][k]):
         hit, pen_h, h0, h1, h2, htri, ha, hb, hc = _trace(
             shape, approximate, a, b, c, R, t, s, Rb, tb, thickness, rad, p0, p1, p2, e0, e1, e2,
             length, X[0, i], X[1, i], X[2, i], Xp[0, i], Xp[1, i], Xp[2, i], k, mesh)

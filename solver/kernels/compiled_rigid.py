@@ -37,8 +37,8 @@ to 14 us a substep, the same bits (2026-11-30).
 import numpy as np
 from numba import njit, prange
 
-from .compiled_contact import (GUARD_MIN_MOTION, _MESH, _approx_sdf, _carried,
-                               _collider_motion, _combined_friction, _local_sdf,
+from .compiled_contact import (_MESH, _approx_sdf, _carried,
+                               _collider_motion, _combined_friction, _guard_motion, _local_sdf,
                                _particle_distance, _trace)
 from .compiled_mesh import mesh_far
 from .compiled_options import prange_only
@@ -368,7 +368,9 @@ def _collider_body(g, X, Xp, geo, state, bodies, held_state, mesh, allowance, fi
                 e1 = x1 - xp1
                 e2 = x2 - xp2
                 length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
-                if length > max(th + rad, GUARD_MIN_MOTION) and pen < length:
+                if length > max(th + rad, _guard_motion(sh, approximate[k], abc[k, 0],
+                                                        abc[k, 1], abc[k, 2])) \
+                        and pen < length:
                     hit, pen_h, h0, h1, h2, htri, ha, hb, hc = _trace(
                         sh, approximate[k], abc[k, 0], abc[k, 1], abc[k, 2], R[k], t[k], s[k],
                         Rb[k], tb[k], th, rad, xp0, xp1, xp2, e0, e1, e2, length, x0, x1, x2,
@@ -405,7 +407,8 @@ def _collider_body(g, X, Xp, geo, state, bodies, held_state, mesh, allowance, fi
                     e1 = x1 - p1
                     e2 = x2 - p2
                     length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
-                    if length > max(th + rad, GUARD_MIN_MOTION) and pen < length:
+                    if length > max(th + rad, _guard_motion(sh, approximate[k], a, bq, cq)) \
+                            and pen < length:
                         hit, pen_h, h0, h1, h2, htri, ha, hb, hc = _trace(
                             sh, approximate[k], a, bq, cq, Rk, tk, sk, Rbk, tbk, th, rad, p0,
                             p1, p2, e0, e1, e2, length, x0, x1, x2, xp0, xp1, xp2, k, mesh)
