@@ -242,6 +242,9 @@ def store(scene, res):
         header = {"object": name, "kind": res.kinds[name], "vertex_count": res.counts[name],
                   "topology_hash": res.hashes[name], "settings_hash": shash,
                   "frame_start": res.start, "frame_end": res.last,
+                  # the simulation range the bake was made in (a command-line bake of a
+                  # range of its own leaves it as it was: validity._uncovered)
+                  "scene_range": [int(scene.verlet.frame_start), int(scene.verlet.frame_end)],
                   "layout": "matrices" if rigid else "positions"}
         if name in res.bones:
             header.update(layout="bones", bones=res.bones[name])

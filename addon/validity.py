@@ -510,14 +510,20 @@ def open_bake(obj, shash=None):
 
 
 def _uncovered(obj, header):
-    """The simulation range "start-end" when it reaches frames the bake does not cover (it was
-    extended after the bake: those frames held the bake's last one, and nothing said so), else
-    None. A range within the bake's is covered."""
+    """The simulation range "start-end" when it changed since the bake (header "scene_range")
+    and now reaches frames the bake does not cover (extended after it: those frames held the
+    bake's last one, and nothing said so), else None. A range within the bake's is covered, and
+    one as it was when baked is the one the artist baked in (a command-line bake of a range of
+    its own, `--frames`, leaves the scene's as it was); a cache written before the header kept
+    the range says nothing."""
     scenes = getattr(obj, "users_scene", ())
-    if not scenes:
+    baked_in = header.get("scene_range")
+    if not scenes or baked_in is None:
         return None
     sc = scenes[0].verlet
     start, end = int(sc.frame_start), int(sc.frame_end)
+    if [start, end] == list(baked_in):
+        return None
     if start < int(header["frame_start"]) or end > int(header["frame_end"]):
         return f"{start}-{end}"
     return None
