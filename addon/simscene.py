@@ -55,10 +55,10 @@ def infer_collider(obj, x_local, mesh=None):
     """(shape, local 4x4 offset, size kwargs) of a collider mesh: its Collider Shape, or for Auto
     what geometry.primitive_shape reads its vertices x_local (n, 3) [m] (object space, so any
     object scale or rotation works through the world matrix) and the polygons of ``mesh``
-    (default: obj.data) as: one of Blender's closed sphere, cube or cylinder primitives, or the
-    mesh itself ("mesh", offset identity) for anything else, open and flat meshes included
-    (a torus, Suzanne, a character, an open box, a floor tile). Plane (an infinite half-space)
-    is never inferred: a finite plane is not one; an artist picks it for a ground."""
+    (default: obj.data) as: a plane (a flat mesh with faces: the half-space below it), one of
+    Blender's closed sphere, cube or cylinder primitives, or the mesh itself ("mesh", offset
+    identity) for anything else, open meshes included (a torus, Suzanne, a character, an open
+    box, a pipe)."""
     choice = getattr(obj.verlet, "collider_shape", "AUTO")
     lo, hi = x_local.min(axis=0), x_local.max(axis=0)
     centre = (lo + hi) / 2

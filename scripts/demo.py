@@ -132,9 +132,7 @@ def build_scene(cfg=None):
     bpy.ops.mesh.primitive_plane_add(size=40.0, location=(0.0, 0.0, 0.0))
     ground = _active()
     ground.name = "Ground"
-    # Plane, not Auto: Auto reads a flat mesh as the finite mesh it is, and this 40 m ground
-    # stands for an endless one, which the half-space gives at the least cost
-    kind(ground, "COLLIDER", friction=0.8, collider_shape="PLANE")
+    kind(ground, "COLLIDER", friction=0.8)
     _colour(ground, (0.42, 0.47, 0.40, 1.0))
     objs["ground"] = ground
 

@@ -55,20 +55,21 @@ def closed_edges(corners, face_start, face_size):
 
 
 def primitive_shape(x, corners, face_start, face_size, by_vertices=False):
-    """What Collider Shape Auto reads a collider mesh as: ("sphere" | "box" | "cylinder" |
-    "mesh", centre (3,) [m] of its bounding box in x's frame, size keywords for
+    """What Collider Shape Auto reads a collider mesh as: ("plane" | "sphere" | "box" |
+    "cylinder" | "mesh", centre (3,) [m] of its bounding box in x's frame, size keywords for
     Builder.add_collider), over its vertices x (n, 3) [m] (object space) and its polygons.
 
-    A primitive collider is a solid, so only a closed mesh (every edge in exactly two polygons)
+    A mesh flat in its local XY with faces is a plane (the half-space below it: the ground an
+    artist means by one; a finite tile or shelf needs Mesh, see README "Known limits"). Every
+    other primitive is a solid, so only a closed mesh (every edge in exactly two polygons)
     whose vertices lie as Blender's UV or ico sphere, cube or capped cylinder primitives lay
-    theirs, under any scale of the object, is read as that primitive; every other mesh is the
+    theirs, under any scale of the object, is read as that primitive; any other mesh is the
     mesh itself (collision/mesh.py: finite, solid when closed, two-sided when open). An open box
-    (its top deleted), a pipe (its caps deleted) or a flat plane is not a solid: read by its
-    vertices alone they became a solid box, a solid cylinder and an infinite half-space, which
-    lifted a crate dropped into the box onto its rim and pushed everything anywhere below a
-    1 m floor tile up onto its level. A mesh with no polygons reads as "mesh" (whose build says
-    it has no faces). by_vertices: the reading of before 2026-12-01, by the vertices alone (a
-    flat mesh a "plane", no test of closedness or volume), which the add-on's settings hash
+    (its top deleted) or a pipe (its caps deleted) is not a solid: read by its vertices alone
+    they became a solid box and a solid cylinder, which lifted a crate dropped into the box
+    onto its rim. A mesh with no polygons reads as "mesh" (whose build says it has no faces;
+    an edge-only circle was a plane). by_vertices: the reading of before 2026-12-01, by the
+    vertices alone (no test of faces, closedness or volume), which the add-on's settings hash
     compares with this one to call a bake made then outdated."""
     lo, hi = x.min(axis=0), x.max(axis=0)
     centre = (lo + hi) / 2
@@ -76,7 +77,7 @@ def primitive_shape(x, corners, face_start, face_size, by_vertices=False):
     q = x - centre
     size = float(ext.max())
     tol = 1e-3 * max(size, 1e-9)
-    if by_vertices and ext[2] <= tol and len(x) >= 3:
+    if ext[2] <= tol and len(x) >= 3 and (by_vertices or face_size.size):
         return "plane", centre, {}
     if not by_vertices and (not face_size.size or ext.min() <= tol
                             or not closed_edges(corners, face_start, face_size)):

@@ -265,20 +265,22 @@ def test_a_range_extended_beyond_the_bake_marks_it_outdated(extension):
 
 def test_bakes_made_before_auto_read_faces_and_soft_goals_moved_read_outdated(extension):
     """The settings hash marks a scene whose result changed on 2026-12-01: an Auto collider
-    that reads otherwise by its faces than by its vertices alone (a flat plane: a mesh, not an
-    infinite plane), and a soft body or plant beside a collider (its shape goals now come before
-    the collider contacts). A scene with neither hashes as before, so its bakes stay valid."""
+    that reads otherwise by its faces than by its vertices alone (a pipe: a mesh, not a solid
+    cylinder), and a soft body or plant beside a collider (its shape goals now come before the
+    collider contacts). A scene with neither hashes as before, so its bakes stay valid."""
     scene = bpy.context.scene
     scenes.cloth(n=4)
     bpy.ops.mesh.primitive_cube_add(location=(3.0, 0.0, 0.0))
     bpy.context.object.verlet.kind = "COLLIDER"                       # a closed cube: a box
+    bpy.ops.mesh.primitive_plane_add(size=10)
+    bpy.context.object.verlet.kind = "COLLIDER"                       # a plane, as before
     data = scenes.hashed(scene)
     assert "auto_faces" not in data and "goals_before_colliders" not in data
-    bpy.ops.mesh.primitive_plane_add(size=10)
-    ground = bpy.context.object
-    ground.verlet.kind = "COLLIDER"
-    assert scenes.hashed(scene)["auto_faces"] == 1                    # plane -> mesh
-    ground.verlet.collider_shape = "PLANE"
+    bpy.ops.mesh.primitive_cylinder_add(end_fill_type="NOTHING", location=(-3.0, 0.0, 0.0))
+    pipe = bpy.context.object
+    pipe.verlet.kind = "COLLIDER"
+    assert scenes.hashed(scene)["auto_faces"] == 1                    # cylinder -> mesh
+    pipe.verlet.collider_shape = "CYLINDER"
     assert "auto_faces" not in scenes.hashed(scene)
     scenes.sphere("Jelly", location=(0.0, 3.0, 1.0), kind="SOFT")
     assert scenes.hashed(scene)["goals_before_colliders"] == 1

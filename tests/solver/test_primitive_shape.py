@@ -1,7 +1,7 @@
-"""Collider Shape Auto (solver/geometry.primitive_shape): a closed mesh laid out as one of
-Blender's primitives is read as that primitive; an open, flat or otherwise shaped mesh is the
-mesh itself. (Read by its vertices alone, an open box was a solid box, a pipe a solid cylinder
-and a 1 m floor tile an infinite half-space.)"""
+"""Collider Shape Auto (solver/geometry.primitive_shape): a flat mesh with faces is a plane, a
+closed mesh laid out as one of Blender's solid primitives is read as that primitive, and an open
+or otherwise shaped mesh is the mesh itself. (Read by its vertices alone, an open box was a
+solid box, a pipe a solid cylinder and an edge-only circle a plane.)"""
 
 import numpy as np
 import pytest
@@ -70,24 +70,32 @@ def test_closed_primitives_are_read_as_themselves_under_any_scale():
     assert shape(*uv_sphere(segments=8, rings=4))[0] == "sphere"
 
 
-@pytest.mark.parametrize("case", ["open top", "open side", "pipe", "flat tile", "flat disc",
+def test_a_flat_mesh_with_faces_is_a_plane():
+    u = np.linspace(-0.5, 0.5, 3)
+    x = np.array([[a, b, 0.0] for b in u for a in u])
+    faces = [[r * 3 + c, r * 3 + c + 1, r * 3 + c + 4, r * 3 + c + 3]
+             for r in range(2) for c in range(2)]
+    name, centre, _ = shape(x + [0.0, 0.0, 2.0], faces)
+    assert name == "plane" and np.allclose(centre, [0.0, 0.0, 2.0])
+    a = 2 * np.pi * np.arange(32) / 32
+    assert shape(np.column_stack([np.cos(a), np.sin(a), np.zeros(32)]), [list(range(32))])[0] \
+        == "plane"                                                     # a disc
+    assert shape(x[:, [2, 0, 1]], faces)[0] == "mesh"                  # flat across local Z
+
+
+@pytest.mark.parametrize("case", ["open top", "open side", "pipe", "edge-only circle",
                                   "no faces", "tetrahedron in a cube", "dented sphere"])
 def test_open_flat_and_other_meshes_are_the_mesh_itself(case):
-    """Each of these reads as a solid primitive or a half-space by its vertices alone."""
+    """Each of these reads as a solid primitive or a plane by its vertices alone."""
     if case == "open top":
         x, faces = CUBE, [f for k, f in enumerate(CUBE_FACES) if k != TOP]
     elif case == "open side":
         x, faces = CUBE, CUBE_FACES[1:]
     elif case == "pipe":
         x, faces = cylinder(caps=False)
-    elif case == "flat tile":
-        u = np.linspace(-0.5, 0.5, 3)
-        x = np.array([[a, b, 0.0] for b in u for a in u])
-        faces = [[r * 3 + c, r * 3 + c + 1, r * 3 + c + 4, r * 3 + c + 3]
-                 for r in range(2) for c in range(2)]
-    elif case == "flat disc":
+    elif case == "edge-only circle":
         a = 2 * np.pi * np.arange(32) / 32
-        x, faces = np.column_stack([np.cos(a), np.sin(a), np.zeros(32)]), [list(range(32))]
+        x, faces = np.column_stack([np.cos(a), np.sin(a), np.zeros(32)]), []
     elif case == "no faces":
         x, faces = CUBE, []
     elif case == "tetrahedron in a cube":
