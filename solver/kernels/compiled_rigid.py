@@ -368,9 +368,8 @@ def _collider_body(g, X, Xp, geo, state, bodies, held_state, mesh, allowance, fi
                 e1 = x1 - xp1
                 e2 = x2 - xp2
                 length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
-                if length > max(th + rad, _guard_motion(sh, approximate[k], abc[k, 0],
-                                                        abc[k, 1], abc[k, 2])) \
-                        and pen < length:
+                least = _guard_motion(sh, approximate[k], abc[k, 0], abc[k, 1], abc[k, 2])
+                if length > max(th + rad, least) and pen < length:
                     hit, pen_h, h0, h1, h2, htri, ha, hb, hc = _trace(
                         sh, approximate[k], abc[k, 0], abc[k, 1], abc[k, 2], R[k], t[k], s[k],
                         Rb[k], tb[k], th, rad, xp0, xp1, xp2, e0, e1, e2, length, x0, x1, x2,
