@@ -264,6 +264,7 @@ def store(scene, res):
         obj["verlet_status"] = f"Baked {res.start}-{res.last}{partial}, {where}{notes}"
         validity.set_outdated(obj, None)
         validity.forget(name)
+    validity.settle(scene, shash)
     return paths
 
 
@@ -284,7 +285,10 @@ def free(scene, objs=None):
         # by its id and the path it stored, never by its name: after a rename the name points
         # at no file (or at another object's)
         cache.remove(obj.verlet.cache_id, validity.stored_path(obj))
-        put_back(obj, forget=True)
+        # a body no longer simulated goes back to its transform at the bake only from where the
+        # bake showed it (a Shift+D copy of a baked rigid body, carrying its marks and set to
+        # Collider, stays where the user put it)
+        put_back(obj, forget=True, anywhere=obj.verlet.kind in SIMULATED)
         for key in ("verlet_baked", "verlet_cache", "verlet_status", "verlet_rest_matrix",
                     "verlet_shown_matrix", "verlet_rest_basis", validity.OUTDATED_KEY):
             if key in obj:
@@ -299,32 +303,26 @@ _MARKS = ("verlet_baked", "verlet_cache", "verlet_rest_basis", "verlet_rest_matr
 
 
 def marked(obj):
-    """Whether obj carries a bake of ours: its marks, or our display data on a mesh."""
-    if getattr(obj, "verlet", None) is None:
-        return False
-    if any(k in obj for k in _MARKS):
-        return True
-    if obj.type != "MESH":
-        return False
-    keys = obj.data.shape_keys
-    return (keys is not None and bridge.DISPLAY_KEY in keys.key_blocks) or \
-        obj.modifiers.get(bridge.DISPLAY_MODIFIER) is not None
+    """Whether obj carries a bake of ours: its marks (ID properties a bake writes; a shape key
+    or modifier merely named as ours may be the user's own)."""
+    return getattr(obj, "verlet", None) is not None and any(k in obj for k in _MARKS)
 
 
-def put_back(obj, forget=False):
+def put_back(obj, forget=False, anywhere=False):
     """Show obj as its own again: our display data removed (shape key, or attribute, modifier
     and node group), a ragdoll's rest pose on its bones, a rigid body's own transform. With
-    forget (Free Bake) the rigid body goes back to its transform at the bake whatever it is
-    now, and the ragdoll's rest pose is forgotten; without (its Kind changed: the bake and
-    marks stay, to show again if the Kind comes back), only while it is where the bake last
-    put it: moved since, where it is now is the user's."""
+    forget (Free Bake) the ragdoll's rest pose is forgotten; without (its Kind changed: the
+    bake and marks stay, to show again if the Kind comes back) only its bones still as the bake
+    showed them go back. The transform goes back to the bake's start with anywhere (Free Bake
+    of a simulated body), else only while the object is where the bake last put it: moved
+    since, where it is now is the user's."""
     if obj.type == "MESH":
         bridge.remove_display(obj)
     if obj.type == "ARMATURE":
         from .ragdoll_pose import restore_rest
         restore_rest(obj, forget=forget)
     shown = obj.get("verlet_shown_matrix")
-    if not forget and shown is not None and not np.allclose(
+    if not anywhere and shown is not None and not np.allclose(
             np.array(obj.matrix_world, dtype=np.float64).ravel(), shown, rtol=0, atol=1e-6):
         return
     if "verlet_rest_basis" in obj:

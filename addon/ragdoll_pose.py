@@ -119,12 +119,18 @@ def show(obj, header_bones, world):
 
 
 def restore_rest(obj, forget=True):
-    """The user's pose back on every bone (Free Bake, or its Kind changed), and with forget
-    (Free Bake) our marks gone."""
+    """The user's pose back on every bone (Free Bake: forget, and our marks go), or on each
+    bone still where our display put it (its Kind changed: a bone the user has posed since
+    keeps the user's pose, as remember_rest does)."""
     rest = obj.get(ragdoll.REST_POSE_KEY) or {}
+    shown = obj.get(ragdoll.SHOWN_POSE_KEY) or {}
     for n, m in rest.items():
-        if n in obj.pose.bones:
-            obj.pose.bones[n].matrix_basis = _matrix(np.reshape(m, (4, 4)))
+        if n not in obj.pose.bones:
+            continue
+        if not forget and not (n in shown and np.allclose(_basis_of(obj, n).ravel(), shown[n],
+                                                          rtol=0, atol=1e-6)):
+            continue
+        obj.pose.bones[n].matrix_basis = _matrix(np.reshape(m, (4, 4)))
     if not forget:
         return
     for key in (ragdoll.REST_POSE_KEY, ragdoll.SHOWN_POSE_KEY):

@@ -184,6 +184,14 @@ def current_hash(scene):
     return _last["hash"]
 
 
+def settle(scene, h):
+    """After a bake: its stored settings hash h is the current one for the scene's fingerprint
+    now. The fingerprint does not read meshes, which the hash's Auto marks do (edge_contacts,
+    auto_faces): a collider edited since the last hash (an Auto cube made an open bin) kept
+    the stale hash, which called every fresh bake outdated until a setting changed."""
+    _last.update(fingerprint=fingerprint(scene), hash=h)
+
+
 def fingerprint(scene):
     """Bytes that differ whenever settings_hash(scene) may differ: what the hash reads, read
     raw (each settings group's stored values in one call, the rig's bones in bulk). It is a

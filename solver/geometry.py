@@ -59,9 +59,10 @@ def primitive_shape(x, corners, face_start, face_size, by_vertices=False):
     "cylinder" | "mesh", centre (3,) [m] of its bounding box in x's frame, size keywords for
     Builder.add_collider), over its vertices x (n, 3) [m] (object space) and its polygons.
 
-    A mesh flat in its local XY with faces is a plane (the half-space below it: the ground an
-    artist means by one; a finite tile or shelf needs Mesh, see README "Known limits"). Every
-    other primitive is a solid, so only a closed mesh (every edge in exactly two polygons)
+    An open mesh flat in its local XY is a plane (the half-space below it: the ground an artist
+    means by one; a finite tile or shelf needs Mesh, see README "Known limits"). Every other
+    primitive is a solid, so only a closed mesh (every edge in exactly two polygons: a thin
+    pane or table top modelled as a closed box is a box, not a plane)
     whose vertices lie as Blender's UV or ico sphere, cube or capped cylinder primitives lay
     theirs, under any scale of the object, is read as that primitive; any other mesh is the
     mesh itself (collision/mesh.py: finite, solid when closed, two-sided when open). An open box
@@ -77,10 +78,10 @@ def primitive_shape(x, corners, face_start, face_size, by_vertices=False):
     q = x - centre
     size = float(ext.max())
     tol = 1e-3 * max(size, 1e-9)
-    if ext[2] <= tol and len(x) >= 3 and (by_vertices or face_size.size):
+    closed = bool(face_size.size) and closed_edges(corners, face_start, face_size)
+    if ext[2] <= tol and len(x) >= 3 and (by_vertices or (face_size.size and not closed)):
         return "plane", centre, {}
-    if not by_vertices and (not face_size.size or ext.min() <= tol
-                            or not closed_edges(corners, face_start, face_size)):
+    if not by_vertices and not closed:
         return "mesh", centre, {}
     # a sphere's bounding box is (nearly) a cube. (Was: only "every vertex at ext.max() / 2
     # from the centre", which every vertex of a thin cylinder or long thin box also passes

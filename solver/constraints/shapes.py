@@ -346,7 +346,7 @@ class ShapeSolver:
     def kernel_args(self, skip=None):
         """The shapes group of loop.run_substeps' arguments. skip (K,) bool the clusters the
         solve leaves alone this step (sleeping ones), or None for none. The substep solves the
-        clusters in two calls (module docstring, "Contact"), each skipping the other's: before
+        clusters in two calls (module docstring, "Order"), each skipping the other's: before
         the particles' collider contacts every cluster whose fit does not weigh them (soft
         bodies, plants, and rigid bodies, whose collider contacts are solved on the bodies
         after the fit), so that those contacts have the last word over their goals; after

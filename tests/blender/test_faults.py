@@ -482,6 +482,21 @@ def test_a_baked_body_set_to_none_shows_itself_and_free_bake_still_cleans_it(ext
     assert scenes.user_hashes(plain, box) == before
 
 
+def test_free_bake_keeps_a_colliders_own_shape_key_named_verlet(extension):
+    """Free Bake removes our data from objects carrying our marks only: a collider's own shape
+    key that happens to be named as ours stays (it was removed, found by review)."""
+    scenes.set_range(1, 3)
+    bpy.ops.mesh.primitive_plane_add()
+    o = bpy.context.object
+    o.shape_key_add(name="Basis")
+    o.shape_key_add(name="Verlet")
+    o.verlet.kind = "COLLIDER"
+    scenes.cloth(n=4, location=(0.0, 0.0, 1.0))
+    assert scenes.bake_op() == {"FINISHED"}
+    assert bpy.ops.verlet.free_bake() == {"FINISHED"}
+    assert [k.name for k in o.data.shape_keys.key_blocks] == ["Basis", "Verlet"]
+
+
 def _displayed_is_cached(obj, frames):
     """The evaluated (displayed) mesh equals the cached positions at each frame (1e-6)."""
     bake, _, _ = _addon()

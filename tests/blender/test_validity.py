@@ -284,3 +284,31 @@ def test_bakes_made_before_auto_read_faces_and_soft_goals_moved_read_outdated(ex
     assert "auto_faces" not in scenes.hashed(scene)
     scenes.sphere("Jelly", location=(0.0, 3.0, 1.0), kind="SOFT")
     assert scenes.hashed(scene)["goals_before_colliders"] == 1
+
+
+def test_a_bake_after_a_collider_mesh_edit_reads_current(extension):
+    """An Auto cube collider made an open bin by deleting its top face (a mesh edit, no setting
+    changed) changes the settings hash (auto_faces), which playback caches by a fingerprint
+    of the settings alone: the stale hash called every fresh bake outdated (found by review).
+    A bake settles the hash it stored (validity.settle)."""
+    import bmesh
+    scenes.set_range(1, 4)
+    c = scenes.cloth(n=4, location=(0.0, 0.0, 2.0))
+    bpy.ops.mesh.primitive_cube_add(size=1.0)
+    box = bpy.context.object
+    box.verlet.kind = "COLLIDER"
+    assert scenes.bake_op() == {"FINISHED"}
+    scene = bpy.context.scene
+    scene.frame_set(2)
+    assert "verlet_outdated" not in c, c.get("verlet_status")
+    bm = bmesh.new()
+    bm.from_mesh(box.data)
+    bmesh.ops.delete(bm, geom=[f for f in bm.faces if f.normal.z > 0.9], context="FACES_ONLY")
+    bm.to_mesh(box.data)
+    bm.free()
+    box.data.update()
+    scene.frame_set(3)
+    assert scenes.bake_op() == {"FINISHED"}
+    scene.frame_set(2)
+    scene.frame_set(3)
+    assert "verlet_outdated" not in c, c.get("verlet_status")

@@ -123,7 +123,7 @@ def test_guard_leaves_slow_contacts_alone(kind):
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
-@pytest.mark.parametrize("shape, thickness", [("box", 1e-3), ("box", 1e-4), ("box", 1e-6),
+@pytest.mark.parametrize("shape, thickness", [("box", 1e-3), ("box", 1e-6),
                                               ("cylinder", 1e-3)])
 def test_slow_particles_stop_on_a_plate_under_two_millimetres(kind, shape, thickness):
     """Zero-radius particles dropped 30 cm on a plate (a box, or a disc: a cylinder along z)

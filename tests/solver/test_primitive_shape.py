@@ -83,6 +83,14 @@ def test_a_flat_mesh_with_faces_is_a_plane():
     assert shape(x[:, [2, 0, 1]], faces)[0] == "mesh"                  # flat across local Z
 
 
+def test_a_thin_closed_box_is_a_box_whichever_way_it_lies():
+    """A 1 mm pane modelled as a closed box: a box, lying (not an infinite plane) or standing
+    (not a mesh collider, which the guard's thin-plate tracing does not cover)."""
+    for dims in ((2.0, 2.0, 0.001), (0.001, 2.0, 2.0), (2.0, 0.001, 2.0)):
+        name, _, size = shape(CUBE * np.array(dims) / 2, CUBE_FACES)
+        assert name == "box" and np.allclose(size["size"], dims), (dims, name)
+
+
 @pytest.mark.parametrize("case", ["open top", "open side", "pipe", "edge-only circle",
                                   "no faces", "tetrahedron in a cube", "dented sphere"])
 def test_open_flat_and_other_meshes_are_the_mesh_itself(case):
