@@ -1,0 +1,69 @@
+"""A baked body whose Kind changes, and what Free Bake then removes: the object shows its own
+mesh and transform again, its bake stays until Free Bake, and Free Bake touches only objects
+carrying our marks (addon/bake.py, put_back and marked)."""
+
+import os
+
+import numpy as np
+
+from conftest import import_bpy
+
+bpy = import_bpy()
+
+import scenes  # noqa: E402
+
+
+def _addon():
+    from verlet_physics.addon import bake, bridge, cache
+    return bake, bridge, cache
+
+
+def test_a_baked_body_set_to_none_shows_itself_and_free_bake_still_cleans_it(extension,
+                                                                              tmp_path):
+    """Kind set to None on a baked cloth and rigid box: each shows its own mesh and transform
+    at every frame (both were left showing the bake's last frame, the box's own location
+    overwritten), its bake stays (shown again when the Kind comes back), and Free Bake removes
+    its cache, display and marks (it went over simulated objects only and left all three)."""
+    bake, bridge, cache = _addon()
+    plain = scenes.cloth("Plain", n=5, location=(3, 0, 1))
+    box = scenes.cube(location=(-3, 0, 0.6))
+    scenes.ground()
+    before = scenes.user_hashes(plain, box)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "kind.blend"))
+    scenes.bake_op()
+    path = cache.path_for(plain.verlet.cache_id)
+    scene = bpy.context.scene
+    scene.frame_set(scene.frame_end)
+    assert np.abs(np.array(box.matrix_world)[2, 3] - 0.2) < 0.01       # landed
+    plain.verlet.kind = box.verlet.kind = "NONE"
+    for f in (scene.frame_start, scene.frame_end):
+        scene.frame_set(f)
+        np.testing.assert_allclose(scenes.evaluated_positions(plain),
+                                   bridge.positions(plain.data), atol=1e-6)
+        np.testing.assert_allclose(np.array(box.matrix_world)[:3, 3], (-3, 0, 0.6), atol=1e-6)
+    assert os.path.exists(path)                        # the bake stays until Free Bake
+    plain.verlet.kind, box.verlet.kind = "CLOTH", "RIGID"
+    scene.frame_set(scene.frame_end)                   # shown again
+    assert np.abs(np.array(box.matrix_world)[2, 3] - 0.2) < 0.01
+    plain.verlet.kind = box.verlet.kind = "NONE"
+    assert bpy.ops.verlet.free_bake() == {"FINISHED"}
+    assert not os.path.exists(path)
+    assert plain.data.shape_keys is None
+    for o in (plain, box):
+        assert not [k for k in o.keys() if k.startswith("verlet_")], o.keys()
+    assert scenes.user_hashes(plain, box) == before
+
+
+def test_free_bake_keeps_a_colliders_own_shape_key_named_verlet(extension):
+    """Free Bake removes our data from objects carrying our marks only: a collider's own shape
+    key that happens to be named as ours stays (it was removed, found by review)."""
+    scenes.set_range(1, 3)
+    bpy.ops.mesh.primitive_plane_add()
+    o = bpy.context.object
+    o.shape_key_add(name="Basis")
+    o.shape_key_add(name="Verlet")
+    o.verlet.kind = "COLLIDER"
+    scenes.cloth(n=4, location=(0.0, 0.0, 1.0))
+    assert scenes.bake_op() == {"FINISHED"}
+    assert bpy.ops.verlet.free_bake() == {"FINISHED"}
+    assert [k.name for k in o.data.shape_keys.key_blocks] == ["Basis", "Verlet"]
