@@ -96,8 +96,9 @@ def settings_hash(scene):
     if _edges_meet_primitives(scene):
         data["edge_contacts"] = 2
     # since 2026-12-01 (fortieth session) Auto reads a collider's faces, not its vertices alone
-    # (an open box, a pipe and a flat mesh are meshes, not a solid box, a solid cylinder and an
-    # infinite plane), and soft bodies' and plants' shape goals come before the collider
+    # (an open box, a pipe and an edge-only mesh are meshes, not a solid box, a solid cylinder
+    # and a plane; a thin closed box lying flat is a box, not a plane), and soft bodies' and
+    # plants' shape goals come before the collider
     # contacts (constraints/shapes.py, "Order"): a bake made before with either reads outdated;
     # in a scene with neither the hash is the one of before
     if _auto_reads_otherwise(scene):
