@@ -98,9 +98,9 @@ def settings_hash(scene):
     # since 2026-12-01 (fortieth session) Auto reads a collider's faces, not its vertices alone
     # (an open box, a pipe and an edge-only mesh are meshes, not a solid box, a solid cylinder
     # and a plane; a thin closed box lying flat is a box, not a plane), and soft bodies' and
-    # plants' shape goals come before the collider
-    # contacts (constraints/shapes.py, "Order"): a bake made before with either reads outdated;
-    # in a scene with neither the hash is the one of before
+    # plants' shape goals come before the collider contacts (constraints/shapes.py, "Order"):
+    # a bake made before with either reads outdated; in a scene with neither the hash is the
+    # one of before
     if _auto_reads_otherwise(scene):
         data["auto_faces"] = 1
     kinds = {o.verlet.kind for o in scene.objects if getattr(o, "verlet", None) is not None}
