@@ -8,9 +8,10 @@ says which particle, which constraint or contact acts on it, and what to try.
 
 The runaway bound: after every step the fastest particle must be slower than RUNAWAY_FACTOR *
 (speed budget + wind + depenetration + colliders + pins + clamp) + RUNAWAY_FLOOR, the speed
-budget being gravity x simulated time + every kick (state.py). Nothing in the scene pushes a
-particle faster than that sum; the factor leaves room for what constraints concentrate (a
-whip's tip). A real divergence grows geometrically and passes any such bound within steps.
+budget being gravity (or gravity and force fields, where more) x simulated time + every
+kick (state.py). Nothing in the scene pushes a particle faster than that sum; the factor
+leaves room for what constraints concentrate (a whip's tip). A real divergence grows
+geometrically and passes any such bound within steps.
 """
 
 import math
@@ -38,11 +39,14 @@ class StepGuard:
         self.control.step_copy(backup.control)
         return backup
 
-    def _speed_limit(self, dt):
+    def _speed_limit(self, dt, acc_max):
         """[m/s] the speed no particle may exceed after this step (the module docstring's
-        bound); adds this step's gravity to the state's speed budget."""
+        bound); adds this step's acceleration to the state's speed budget: gravity, or the
+        largest of gravity plus force fields (acc_max [m/s^2]) where that is more, so a
+        field's blast that launches a body is not taken for a runaway."""
         st, ctl = self.state, self.control
-        st.speed_budget += float(np.linalg.norm(self.gravity)) * dt
+        g = float(np.linalg.norm(self.gravity))
+        st.speed_budget += (acc_max if ctl.fields is not None and acc_max > g else g) * dt
         swept = self.colliders.surface_speed(ctl, st.x, dt)
         if swept > st.collider_speed_seen:     # what a collider launches keeps its speed after
             st.speed_budget += swept - st.collider_speed_seen

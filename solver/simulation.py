@@ -437,8 +437,8 @@ class Simulation(AnimatedSettings, JointControl, StepGuard, Rounds):
         backup = self._save_backup()
         rounds = self.state.contact_rounds
         while True:
-            limit = self._speed_limit(dt)
             acc, acc_max, field_keep = self._external_acceleration(dt)      # accelerate
+            limit = self._speed_limit(dt, acc_max)
             self._begin_step(h, acc)
             asleep = self._collide(dt, acc, acc_max, rounds)                # collide (and wake)
             # the substeps, in rounds; none when every body sleeps (a settled scene costs
