@@ -224,6 +224,21 @@ def iterate(context, frame_start, frame_end, res, progress=None):
             res.seconds = time.perf_counter() - t0
 
 
+def earlier_bakes(scene, res):
+    """Names of the objects in ``res`` whose earlier bake (a cache still on disk or in memory)
+    storing ``res`` would replace. A bake stopped by an error or cancelled replaces none of
+    them: the guide's rule is that a failed or cancelled operation loses nothing."""
+    names = []
+    for name in res.frames:
+        obj = scene.objects.get(name)
+        if obj is None or not obj.get("verlet_baked"):
+            continue
+        path = validity.stored_path(obj)
+        if (path and os.path.isfile(path)) or cache.in_memory(obj.verlet.cache_id):
+            names.append(name)
+    return names
+
+
 def store(scene, res):
     """Write every object's frames to its cache and mark the objects baked. Returns the paths."""
     ids.resolve()                          # a copy must not overwrite its original's file
@@ -259,7 +274,8 @@ def store(scene, res):
         if rigid:                       # changed: always the rest this bake started from
             obj["verlet_rest_matrix"] = np.array(frames[0], dtype=np.float64).ravel().tolist()
         where = "in memory (save the .blend to keep it)" if path is None else "on disk"
-        partial = " (cancelled: frames kept)" if res.cancelled else ""
+        partial = " (cancelled: frames kept)" if res.cancelled else \
+            f" (stopped at frame {res.last + 1}: frames kept)" if res.error else ""
         notes = "".join(f"; warning: {msg}" for owner, msg in res.warnings if owner == name)
         obj["verlet_status"] = f"Baked {res.start}-{res.last}{partial}, {where}{notes}"
         validity.set_outdated(obj, None)

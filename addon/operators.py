@@ -61,6 +61,19 @@ class VERLET_OT_bake(bpy.types.Operator):
 
     def _finish(self, context, res):
         scene = context.scene
+        notes = "".join(f"; {msg}" for _, msg in res.warnings)
+        kept = bake.earlier_bakes(scene, res) if (res.error or res.cancelled) else []
+        if kept:
+            # Changed: a re-bake stopped by an error or Esc used to overwrite the earlier bake
+            # with its few frames; a failed or cancelled operation now loses nothing
+            names = ", ".join(kept)
+            what = f"stopped at {res.error}" if res.error else "cancelled"
+            scene["verlet_error"] = res.error or ""
+            self.report({"ERROR"} if res.error else {"WARNING"},
+                        f"Bake {what}; nothing was stored: the earlier bake of {names} is kept"
+                        f"{notes}")
+            bake.on_frame_change(scene)
+            return {"CANCELLED"}
         try:
             bake.store(scene, res)
         except (OSError, ValueError) as exc:
@@ -68,9 +81,8 @@ class VERLET_OT_bake(bpy.types.Operator):
             scene["verlet_error"] = str(exc)
             return {"CANCELLED"}
         scene["verlet_error"] = res.error or ""
-        # what the simulation left out (e.g. a soft body's volume) goes with the outcome, in one
-        # report, so the status bar shows both
-        notes = "".join(f"; {msg}" for _, msg in res.warnings)
+        # what the simulation left out (e.g. a soft body's volume) goes with the outcome (notes,
+        # above), in one report, so the status bar shows both
         if res.error:
             self.report({"ERROR"}, f"Bake stopped at {res.error}; frames {res.start}-{res.last} "
                                    f"kept{notes}")

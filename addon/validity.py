@@ -11,6 +11,7 @@ another kind of body or another topology is not shown. Either way the object's
 import hashlib
 import json
 import marshal
+import re
 
 import bpy
 import numpy as np
@@ -502,7 +503,9 @@ def open_bake(obj, shash=None):
         return None
     where = "on disk" if reader.path else "in memory (save the .blend to keep it)"
     status = str(obj.get("verlet_status", ""))
-    partial = " (cancelled: frames kept)" if "(cancelled" in status else ""
+    # a bake cut short (cancelled, or stopped by an error) keeps saying so
+    cut = re.search(r" \((cancelled|stopped at frame -?\d+): frames kept\)", status)
+    partial = cut.group(0) if cut else ""
     # the bake's warnings (bake.store wrote them after the place) stay; the outdated note is
     # decided afresh below
     notes = status.split("; outdated: ")[0]

@@ -352,3 +352,47 @@ def test_rigid_moved_by_the_user_at_the_start_frame_starts_from_there(extension)
     np.testing.assert_allclose(m[-1][:3, 3], (1, 0, 0.2), atol=0.01)
     bpy.ops.verlet.free_bake()
     np.testing.assert_allclose(np.array(box.matrix_world)[:3, 3], (1, 0, 0.6), atol=1e-6)
+
+
+def test_a_failed_or_cancelled_rebake_keeps_the_earlier_bake(extension, tmp_path, monkeypatch):
+    """A re-bake stopped by Esc or by a solver error stores nothing: the earlier bake's file
+    (byte for byte), its status and its playback stay. A first bake stopped by an error keeps
+    the frames before it and says where it stopped, also after a frame change."""
+    from verlet_physics.addon import simscene
+    from verlet_physics.solver import SolverError
+    bake, _, cache = _addon()
+    c, _ = scenes.drape_scene(n=8, frames=(1, 20))
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "rebake.blend"))
+    scenes.bake_op()
+    path = cache.path_for(c.verlet.cache_id)
+    first, status = open(path, "rb").read(), c["verlet_status"]
+    assert status.startswith("Baked 1-20")
+    op = _modal_stand_in()                     # Esc after five frames
+    op._begin(bpy.context)
+    for _ in range(1 + 5):
+        op.modal(bpy.context, _event("TIMER"))
+    assert op.modal(bpy.context, _event("ESC")) == {"CANCELLED"}
+    assert any("nothing was stored" in msg and "Cloth" in msg for _, msg in op.reports)
+    assert open(path, "rb").read() == first and c["verlet_status"] == status
+    step_to = simscene.SceneSim.step_to
+
+    def fails_at_frame_5(self, depsgraph):
+        if bpy.context.scene.frame_current == 5:
+            raise SolverError("particle 3 diverged (injected)")
+        return step_to(self, depsgraph)
+
+    monkeypatch.setattr(simscene.SceneSim, "step_to", fails_at_frame_5)
+    with pytest.raises(RuntimeError, match="the earlier bake of Cloth is kept"):
+        scenes.bake_op()
+    assert open(path, "rb").read() == first and c["verlet_status"] == status
+    assert "frame 5" in bpy.context.scene["verlet_error"]
+    bpy.context.scene.frame_set(20)            # the earlier bake still plays
+    np.testing.assert_array_equal(scenes.display_key(c), bake.load(c)[1][-1])
+    assert bpy.ops.verlet.free_bake() == {"FINISHED"}
+    with pytest.raises(RuntimeError, match="Bake stopped at frame 5"):
+        scenes.bake_op()                       # a first bake keeps frames 1-4
+    header, frames = bake.load(c)
+    assert (header["frame_start"], header["frame_end"]) == (1, 4) and len(frames) == 4
+    assert "(stopped at frame 5: frames kept)" in c["verlet_status"]
+    bpy.context.scene.frame_set(3)
+    assert "(stopped at frame 5: frames kept)" in c["verlet_status"]
