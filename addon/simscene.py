@@ -136,6 +136,7 @@ class SceneSim:
             bad = invalid_settings(obj.verlet)
             if bad:
                 raise BridgeError(f"{obj.name}: {', '.join(bad)} is not a finite number")
+        _refuse_shared_mesh(objs)
         if not any(o.verlet.kind in SIMULATED for o in objs):
             raise BridgeError("the scene has no Verlet body to simulate (set an object's kind to "
                               "Cloth, Plant, Soft Body, Rigid Body or Ragdoll)")
@@ -497,6 +498,24 @@ def check_scale(obj, matrix_world):
     if abs(np.linalg.det(a / scale)) < 1e-6:
         raise BridgeError(f"{obj.name}: its transform flattens it (two axes parallel, e.g. "
                           "through a sheared parent); fix the transform")
+
+
+def _refuse_shared_mesh(objs):
+    """A cloth, plant or soft body shows its motion through its mesh (a shape key, or an
+    attribute and modifier), so a mesh shared by linked duplicates (Alt+D) would show one
+    body's motion on every copy, and two simulated copies would overwrite each other's. Rigid
+    bodies move by their transform: their copies may share a mesh."""
+    for obj in objs:
+        if obj.verlet.kind not in DEFORMING or obj.type != "MESH" or obj.data.users < 2:
+            continue
+        others = [o.name for o in bpy.data.objects if o.data == obj.data and o != obj]
+        if others:
+            shown = ", ".join(sorted(others)[:3]) + (" ..." if len(others) > 3 else "")
+            raise BridgeError(
+                f"{obj.name}: its mesh '{obj.data.name}' is shared with {shown} (a linked "
+                f"duplicate); a simulated {obj.verlet.kind.lower()} moves its mesh, which would "
+                "move every object sharing it. Select it and use Object > Relations > Make "
+                "Single User > Object & Data, then bake")
 
 
 def _refuse_loose_vertices(obj, faces, n, self_collision=False):

@@ -162,6 +162,25 @@ def test_cloth_with_a_loose_vertex_says_what_to_do(extension):
     assert "mass=" not in msg
 
 
+def test_a_linked_duplicate_of_a_cloth_is_refused_but_rigid_copies_bake(extension):
+    """Alt+D copies share one mesh: a cloth's motion on it would move the copy too. Refused,
+    naming both and the fix; the mesh is untouched. Rigid copies move by their transforms."""
+    c = _safe_cloth()
+    copy = scenes.link(bpy.data.objects.new("ClothCopy", c.data))
+    copy.location.x = 3.0
+    before = scenes.user_hashes(c)
+    _refused("Cloth", "ClothCopy", "shared", "Make Single User")
+    _live_refused("ClothCopy", "Make Single User")
+    assert scenes.user_hashes(c) == before and scenes.display_key(c) is None
+    c.verlet.kind = copy.verlet.kind = "NONE"
+    box = scenes.cube(location=(0.0, 0.0, 2.0))
+    twin = scenes.link(bpy.data.objects.new("CubeTwin", box.data))
+    twin.location, twin.verlet.kind = (2.0, 0.0, 2.0), "RIGID"
+    assert scenes.bake_op() == {"FINISHED"}
+    bpy.context.scene.frame_set(8)
+    assert box.matrix_world.translation.z < 1.9 and twin.matrix_world.translation.z < 1.9
+
+
 @pytest.mark.parametrize("who", ["Ball", "Cloth"])
 def test_zero_scale_axis_refused_by_name(extension, who):
     c = _safe_cloth()
