@@ -271,6 +271,10 @@ def store(scene, res):
             cache.remove(None, before)
         obj["verlet_baked"] = True
         obj["verlet_cache"] = cache.relative_path(cid) if path else ""
+        keys = obj.data.shape_keys if obj.type == "MESH" else None
+        if keys is not None and bridge.DISPLAY_KEY in keys.key_blocks:
+            # muted by an earlier Bake to Shape Keys: the new bake shows (net of those keys)
+            keys.key_blocks[bridge.DISPLAY_KEY].mute = False
         if rigid:                       # changed: always the rest this bake started from
             obj["verlet_rest_matrix"] = np.array(frames[0], dtype=np.float64).ravel().tolist()
         where = "in memory (save the .blend to keep it)" if path is None else "on disk"

@@ -180,7 +180,13 @@ def write_display(obj, local_positions):
     Geometry Nodes modifier when the object has enabled modifiers of its own (module docstring).
     Switching paths removes the other one's data."""
     x = np.asarray(local_positions, dtype=np.float64)
-    if user_modifiers(obj):
+    keys = obj.data.shape_keys
+    ours = keys.key_blocks.get(DISPLAY_KEY) if keys is not None else None
+    if ours is not None and ours.mute:
+        # Bake to Shape Keys muted it: its keyed per-frame keys show the bake now (and what
+        # Blender's exporters read); writing ours would cost a mesh update a frame for nothing
+        return
+    if user_modifiers(obj) or keys_hide_ours(obj):
         remove_display_key(obj)
         write_display_attribute(obj, x)
         return
@@ -194,6 +200,15 @@ def write_display(obj, local_positions):
     key.data.foreach_set("co", x.astype(np.float32).ravel())
     key.value = 1.0
     obj.data.update()
+
+
+def keys_hide_ours(obj):
+    """Whether a shape key of ours would not show: Shape Key Lock (the pin) shows the active
+    key alone, and absolute keys (Relative off) are played by their Evaluation Time, where a key
+    added among them would change the user's own animation. The bake then shows through our
+    attribute and modifier, which act after every shape key."""
+    keys = obj.data.shape_keys
+    return bool(obj.show_only_shape_key) or (keys is not None and not keys.use_relative)
 
 
 def write_display_attribute(obj, local_positions):
@@ -310,17 +325,19 @@ def _key_co(kb):
     return co.reshape(-1, 3).astype(np.float64)
 
 
-def other_keys_offset(obj, ours):
+def other_keys_offset(obj, ours, users_only=False):
     """(n, 3) what the mesh's other shape keys add to the reference key at their current values
     (Blender's relative mix: value x vertex-group weight x (key - its relative key)), or None
-    when they add nothing. Absolute (non-relative) keys are left alone."""
+    when they add nothing. Absolute (non-relative) keys are left alone. ``users_only`` leaves
+    out our per-frame keys too (Bake to Shape Keys writes them net of the user's keys only:
+    each is on at its own frame alone)."""
     keys = obj.data.shape_keys
     if keys is None or not keys.use_relative:
         return None
     off = None
     for kb in keys.key_blocks:
         if kb == ours or kb == keys.reference_key or kb.mute or kb.value == 0.0 \
-                or kb.relative_key == kb:
+                or kb.relative_key == kb or (users_only and FRAME_KEY.match(kb.name)):
             continue
         d = (_key_co(kb) - _key_co(kb.relative_key)) * kb.value
         if kb.vertex_group:
@@ -337,11 +354,16 @@ def remove_display_key(obj):
     mesh = obj.data
     if mesh.shape_keys is None or DISPLAY_KEY not in mesh.shape_keys.key_blocks:
         return
+    # removing a key makes another one active: the user's active key stays the active one
+    active = obj.active_shape_key.name if obj.active_shape_key is not None else None
     obj.shape_key_remove(mesh.shape_keys.key_blocks[DISPLAY_KEY])
     keys = mesh.shape_keys
     if keys is not None and len(keys.key_blocks) == 1 and keys.key_blocks[0].name == "Basis" \
             and keys.get("verlet_added_basis", False):
         obj.shape_key_remove(keys.key_blocks[0])
+    keys = mesh.shape_keys
+    if keys is not None and active in keys.key_blocks:
+        obj.active_shape_key_index = keys.key_blocks.find(active)
 
 
 def user_data_hash(obj):

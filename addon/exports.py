@@ -77,6 +77,11 @@ def shape_keys_refusal(obj):
     """Why obj's bake cannot become shape keys (a message naming the object), or None."""
     if obj.verlet.kind == "RIGID" or obj.type != "MESH":
         return None
+    if bridge.keys_hide_ours(obj):
+        return (f"{obj.name}: cannot bake to shape keys: "
+                + ("Shape Key Lock (the pin) shows its active key alone" if obj.show_only_shape_key
+                   else "its shape keys are absolute (Relative off), played by Evaluation Time")
+                + "; turn that off, or use Export PC2 or Export Alembic")
     mods = bridge.user_modifiers(obj)
     if not mods:
         return None
@@ -95,12 +100,17 @@ def to_shape_keys(obj, header, frames):
         from .ragdoll_pose import bake_object
         bake_object(obj, header, frames)
         return
-    bridge.ensure_display_key(obj).mute = True          # the keyed keys take over the display
+    ours = bridge.ensure_display_key(obj)
+    ours.mute = True                                    # the keyed keys take over the display
     keys = obj.data.shape_keys
+    # Changed: each frame's key is net of what the user's own keys add at their values (as our
+    # display key is), so that the mix shows the bake; a user key at 0.5 used to lift it
+    users = bridge.other_keys_offset(obj, ours, users_only=True)
     for i, co in enumerate(frames):
         f = start + i
         name = f"{KEY_PREFIX}{f:05d}"
         kb = keys.key_blocks.get(name) or obj.shape_key_add(name=name, from_mix=False)
+        co = co if users is None else co - users
         kb.data.foreach_set("co", np.ascontiguousarray(co, dtype=np.float32).ravel())
         for frame, value in ((f - 1, 0.0), (f, 1.0), (f + 1, 0.0)):
             kb.value = value
