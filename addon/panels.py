@@ -171,11 +171,20 @@ class PHYSICS_PT_verlet_forces(VerletPanel, bpy.types.Panel):
         col = settings_column(layout, obj)
         col.prop(sc, "gravity_scale")
         col.prop(sc, "damping")
+        # air drag and the scene wind act through exposed area, which only cloth and plants
+        # have (solver/forces.py): greyed out, with why, for the other kinds
+        sheet = obj.verlet.kind in ("CLOTH", "PLANT")
+        if not sheet:
+            layout.label(text="Air drag and wind act on cloth and plants; a Wind force field "
+                              "moves this body", icon="INFO")
+        col = settings_column(layout, obj)
+        col.active = sheet
         col.prop(sc, "air_drag")
         col = settings_column(layout, obj)
+        col.active = sheet
         col.prop(sc, "wind_strength", text="Wind Speed")
         sub = col.column()
-        sub.active = sc.wind_strength > 0.0
+        sub.active = sheet and sc.wind_strength > 0.0
         sub.prop(sc, "wind_direction", text="Direction")
         sub.prop(sc, "wind_turbulence")
         sub.prop(sc, "wind_seed")

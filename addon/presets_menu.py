@@ -109,6 +109,12 @@ def apply_preset(obj, name, presets=None):
         raise PresetError(f"{obj.name}: preset '{name}' is for {KIND_LABELS[kind]} objects, this "
                           f"object is a {KIND_LABELS[s.kind]}; set its kind to None or "
                           f"{KIND_LABELS[kind]} first")
+    need = "ARMATURE" if kind == "RAGDOLL" else "MESH"
+    if obj.type != need:
+        what = obj.type.lower().replace("_", " ")
+        raise PresetError(f"{obj.name}: preset '{name}' is for {KIND_LABELS[kind]} objects, "
+                          f"which {'are armatures' if need == 'ARMATURE' else 'are meshes'}; "
+                          f"this is {'an' if what[:1] in 'aeiou' else 'a'} {what} object")
     if obj.type == "MESH" and obj.mode == "EDIT":
         obj.update_from_editmode()
     applied, skipped = {}, {}

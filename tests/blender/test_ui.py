@@ -479,6 +479,39 @@ def test_apply_preset_refuses_another_kind_and_unknown_names(ui):
     assert settings_snapshot(obj) == before
 
 
+def test_apply_preset_refuses_an_object_that_kind_cannot_simulate(ui):
+    """A Cloth preset on an empty, or a Soft Body preset on an armature, would set a kind the
+    bake then refuses: refused at once, naming the object and its type, nothing changed."""
+    empty = bpy.data.objects.new("Marker", None)
+    bpy.context.scene.collection.objects.link(empty)
+    rig = bpy.data.objects.new("Rig", bpy.data.armatures.new("Rig"))
+    bpy.context.scene.collection.objects.link(rig)
+    for obj, name, words in ((empty, "cotton", "Marker: preset 'cotton' is for Cloth objects, "
+                              "which are meshes; this is an empty object"),
+                             (rig, "jelly", "Rig: preset 'jelly' is for Soft Body objects, "
+                              "which are meshes; this is an armature object")):
+        activate(obj)
+        before = settings_snapshot(obj)
+        with pytest.raises(RuntimeError, match=words):
+            bpy.ops.verlet.apply_preset(name=name)
+        assert settings_snapshot(obj) == before and obj.verlet.kind == "NONE"
+
+
+def test_forces_panel_greys_air_drag_and_wind_where_they_do_not_act(ui):
+    obj = add_object("Thing")
+    bpy.context.scene.verlet.wind_strength = 2.0        # the wind's own settings active
+    for kind in ("CLOTH", "PLANT", "SOFT", "RIGID", "RAGDOLL"):
+        obj.verlet.kind = kind
+        log = draw("PHYSICS_PT_verlet_forces", obj)
+        acts = kind in ("CLOTH", "PLANT")
+        for e in log:
+            if e.what == "prop":
+                assert e.active == (acts or e.name in ("gravity_scale", "damping")), (kind, e)
+        infos = [e.name for e in log if e.what == "label" and e.icon == "INFO"]
+        assert infos == ([] if acts else ["Air drag and wind act on cloth and plants; a Wind "
+                                          "force field moves this body"]), kind
+
+
 def test_field_weights_panel_draws_the_objects_then_the_scenes_weights(ui):
     """Field Weights (under Forces, for simulated kinds): the object's effector collection and
     weights, then the scene's, disabled while the object is baked."""
