@@ -13,7 +13,8 @@ After a successful bake the .blend is saved (unless --no-save), so that opening 
 bake (the objects record where their cache files are) and the PC2 Mesh Cache modifiers. A file
 that was never saved has nowhere for its cache to go: the command refuses it unless --save-as
 names the .blend to write (its cache goes beside it). --frames bakes that range without changing
-the scene's settings. A progress line is printed every N frames (10 by default) with the time
+the scene's settings (either end may be negative: --frames -5:3). Output paths starting with
+'//' are relative to the .blend, as in Blender; an option given an empty value is refused. A progress line is printed every N frames (10 by default) with the time
 per frame. The export targets are checked before baking; if an export still fails after a
 successful bake, the .blend is saved with the new bake anyway (the cache files were rewritten,
 so the .blend must describe them) and the exit code is 1.
@@ -72,6 +73,9 @@ def _fail(message):
 
 def _check_alembic_target(path):
     """Why the Alembic file cannot be written there (before anything is baked), or None."""
+    if os.path.isdir(path):
+        return (f"--alembic: '{path}' is a folder; give the file to write, e.g. "
+                f"'{os.path.join(path, 'shot.abc')}'")
     folder = os.path.dirname(os.path.abspath(path))
     probe = folder
     while not os.path.exists(probe):           # the first existing ancestor must be a folder
@@ -104,10 +108,48 @@ def _compile(tuned=False):
     return 0
 
 
+_VALUED = ("--frames", "--alembic", "--alembic-objects", "--pc2", "--scene", "--save-as",
+           "--progress-every")
+
+
+def _joined(argv):
+    """argv with every option's value joined to it (--frames=-5:3): argparse takes a value
+    starting with '-' (a range starting before frame 0, a file named -take2.abc) for an option
+    and refuses it."""
+    out, it = [], iter(argv)
+    for a in it:
+        if a in _VALUED:
+            nxt = next(it, None)
+            out.append(a if nxt is None else f"{a}={nxt}")
+        else:
+            out.append(a)
+    return out
+
+
+def _resolve(path, blend):
+    """An output path as Blender resolves one: '//' is the .blend's folder (``blend``, the
+    file being baked, or the --save-as target), anything else is relative to the current
+    folder."""
+    if path.startswith("//"):
+        if not blend:
+            raise ValueError(f"'{path}' is relative to the .blend ('//'), but the scene is not "
+                             "saved; pass --save-as PATH.blend or an absolute path")
+        return os.path.join(os.path.dirname(os.path.abspath(blend)), path[2:])
+    return os.path.abspath(path)
+
+
+def _frames(text):
+    """(A, B) of --frames A:B; whole numbers, either may be negative."""
+    head, sep, tail = text.partition(":")
+    if not sep or not head or not tail:
+        raise ValueError
+    return int(head, 10), int(tail, 10)
+
+
 def main(argv):
     """Run the command; returns the process exit code (0 success, 1 failure)."""
     try:
-        args = _parser().parse_args(list(argv))
+        args = _parser().parse_args(_joined(list(argv)))
     except ValueError as exc:
         return _fail(exc)
     except SystemExit as exc:           # added: --help exits through argparse; return instead
@@ -116,17 +158,26 @@ def main(argv):
         return _compile(args.tuned)
     if args.command != "bake":
         return _fail("expected a command: bake or compile")
+    # Added: an empty value (an unset variable in a farm script) used to mean "not given"
+    empty = [f"--{k.replace('_', '-')}" for k in ("frames", "alembic", "pc2", "scene", "save_as")
+             if getattr(args, k) is not None and not getattr(args, k).strip()]
+    if empty:
+        return _fail(f"{', '.join(empty)} was given an empty value")
     scene = bpy.data.scenes.get(args.scene) if args.scene else bpy.context.scene
     if scene is None:
         return _fail(f"no scene named '{args.scene}'")
     frames = None
     if args.frames:
         try:
-            frames = tuple(int(v) for v in args.frames.split(":"))
-            if len(frames) != 2:
-                raise ValueError
+            frames = _frames(args.frames)
         except ValueError:
             return _fail(f"--frames expects A:B with whole numbers, got '{args.frames}'")
+    blend = os.path.abspath(args.save_as) if args.save_as else bpy.data.filepath
+    try:
+        args.pc2 = _resolve(args.pc2, blend) if args.pc2 else None
+        args.alembic = _resolve(args.alembic, blend) if args.alembic else None
+    except ValueError as exc:
+        return _fail(exc)
     if args.pc2 and not os.path.isdir(args.pc2):
         return _fail(f"--pc2 folder '{args.pc2}' does not exist")
     if args.alembic:

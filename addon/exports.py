@@ -55,12 +55,16 @@ def write_pc2(obj, directory, header, frames, name=None):
     path = os.path.join(directory, name)
     tmp = path + ".tmp"
     data = np.ascontiguousarray(frames, dtype="<f4")
-    with open(tmp, "wb") as fh:
-        fh.write(b"POINTCACHE2\0")
-        fh.write(struct.pack("<ii", 1, data.shape[1]))
-        fh.write(struct.pack("<ffi", float(header["frame_start"]), 1.0, data.shape[0]))
-        fh.write(data.tobytes())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(b"POINTCACHE2\0")
+            fh.write(struct.pack("<ii", 1, data.shape[1]))
+            fh.write(struct.pack("<ffi", float(header["frame_start"]), 1.0, data.shape[0]))
+            fh.write(data.tobytes())
+        os.replace(tmp, path)
+    except BaseException:
+        _discard(tmp)                   # a full disk or a cancel leaves no half-written file
+        raise
     mod = obj.modifiers.get(PC2_MODIFIER) or obj.modifiers.new(PC2_MODIFIER, "MESH_CACHE")
     mod.cache_format = "PC2"
     mod.filepath = bpy.path.relpath(path) if bpy.data.filepath else path
@@ -192,10 +196,21 @@ def write_alembic(context, filepath, scope="SIMULATED"):
                                                selected=scope != "SCENE",
                                                as_background_job=False,
                                                evaluation_mode="VIEWPORT")
+        if "FINISHED" not in result or not os.path.exists(tmp):
+            raise RuntimeError("Blender's Alembic exporter did not write the file")
+        os.replace(tmp, filepath)
+    except BaseException:
+        _discard(tmp)                   # the earlier file at filepath, if any, is untouched
+        raise
     finally:
         for o, con in temporary:
             o.constraints.remove(con)
-    if "FINISHED" not in result or not os.path.exists(tmp):
-        raise RuntimeError("Blender's Alembic exporter did not write the file")
-    os.replace(tmp, filepath)
     return filepath
+
+
+def _discard(path):
+    """Remove a temporary file of a failed write, if it is there."""
+    try:
+        os.remove(path)
+    except OSError:
+        pass

@@ -297,6 +297,8 @@ class VERLET_OT_export_alembic(bpy.types.Operator):
             self.report({"ERROR"}, "Nothing is baked: bake first")
             return {"CANCELLED"}
         path, why = _absolute(self.filepath, "Alembic export")
+        if not why and os.path.isdir(path):
+            why = f"Alembic export: '{self.filepath}' is a folder; give the file to write"
         if why:
             self.report({"ERROR"}, why)
             return {"CANCELLED"}

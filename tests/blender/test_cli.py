@@ -113,6 +113,9 @@ def test_bake_default_range_matches_the_operator(extension, tmp_path):
     (["bake", "--scene", "Nope"], "no scene named 'Nope'"),
     (["bake", "--pc2", "/nonexistent/verlet"], "does not exist"),
     (["bake", "--bogus"], "unrecognized arguments"),
+    (["bake", "--frames", "3"], "--frames expects A:B"),
+    (["bake", "--alembic", ""], "--alembic was given an empty value"),
+    (["bake", "--scene", " ", "--pc2", ""], "--pc2, --scene was given an empty value"),
 ])
 def test_bad_arguments_exit_1_with_a_message(extension, tmp_path, capsys, argv, words):
     _, cache, cli = _addon()
@@ -250,3 +253,35 @@ def test_exit_status_of_a_real_process(extension, tmp_path):
     assert (header["frame_start"], header["frame_end"]) == (1, 4)
     bpy.context.scene.frame_set(3)
     np.testing.assert_array_equal(scenes.display_key(c), fr[2])
+
+
+def test_negative_frames_and_blend_relative_outputs(extension, tmp_path, capsys):
+    """--frames -3:4 is a range (argparse took -3:4 for an option); '//' outputs land beside
+    the .blend, as Blender resolves them, wherever the command runs from."""
+    _, cache, cli = _addon()
+    c, _ = _saved_scene(tmp_path)
+    (tmp_path / "pc2").mkdir()
+    here = os.getcwd()
+    os.chdir(tmp_path / "pc2")                      # not the .blend's folder
+    try:
+        code = cli.main(["bake", "--frames", "-3:4", "--pc2", "//pc2",
+                         "--alembic", "//abc/-take2.abc"])
+    finally:
+        os.chdir(here)
+    assert code == 0, capsys.readouterr().err
+    header, fr = cache.read(c.verlet.cache_id)
+    assert (header["frame_start"], header["frame_end"]) == (-3, 4) and len(fr) == 8
+    assert (tmp_path / "pc2" / "Cloth.pc2").is_file()
+    assert (tmp_path / "abc" / "-take2.abc").stat().st_size > 0
+    assert not (tmp_path / "pc2" / "pc2").exists()
+
+
+def test_an_alembic_target_that_is_a_folder_is_refused_before_baking(extension, tmp_path,
+                                                                   capsys):
+    _, _, cli = _addon()
+    c, _ = _saved_scene(tmp_path)
+    (tmp_path / "renders").mkdir()
+    assert cli.main(["bake", "--alembic", str(tmp_path / "renders")]) == 1
+    err = capsys.readouterr().err
+    assert "is a folder" in err and "shot.abc" in err
+    assert not (tmp_path / "verlet_cache").exists() and not c.get("verlet_baked")

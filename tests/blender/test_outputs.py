@@ -329,3 +329,31 @@ def test_pc2_files_of_objects_whose_names_a_file_name_cannot_tell_apart(extensio
         path = bpy.path.abspath(o.modifiers["Verlet PC2"].filepath)
         points = struct.unpack("<i", open(path, "rb").read()[16:20])[0]
         assert points == len(o.data.vertices), (o.name, path)
+
+
+def test_a_failed_export_leaves_no_temporary_file_and_the_earlier_file(extension, tmp_path,
+                                                                       monkeypatch):
+    """Each export writes a temporary file and renames it; when the write or the rename fails
+    (a full disk), the temporary file is removed and the earlier export stays as it was."""
+    from verlet_physics.addon import exports
+    scenes.drape_scene(n=6, frames=(1, 5))
+    scenes.bake_op()
+    abc = tmp_path / "shot.abc"
+    assert bpy.ops.verlet.export_pc2(directory=str(tmp_path)) == {"FINISHED"}
+    assert bpy.ops.verlet.export_alembic(filepath=str(abc)) == {"FINISHED"}
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert sorted(before) == ["Cloth.pc2", "shot.abc"]
+
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(exports.os, "replace", full_disk)
+    with pytest.raises(RuntimeError, match="Cloth: cannot write PC2.*No space left"):
+        bpy.ops.verlet.export_pc2(directory=str(tmp_path))
+    with pytest.raises(RuntimeError, match="Alembic export.*failed.*No space left"):
+        bpy.ops.verlet.export_alembic(filepath=str(abc))
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    with pytest.raises(RuntimeError, match="is a folder"):
+        bpy.ops.verlet.export_alembic(filepath=str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(before)
