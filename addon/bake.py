@@ -424,9 +424,53 @@ def on_undo_redo(*_args):
     bridge.forget_weights()
 
 
+# what on_save_pre changed for a .blend saved into another folder, for on_save_post to undo
+# when that save was a copy: {"path": the saved .blend, "restore": [(object name, old path)]}
+_saving = {"path": None, "restore": []}
+
+
+def _remap_cache_paths(filepath):
+    """Save As into another folder: each object's cache path is stored relative to the .blend
+    ("//verlet_cache/..."), which would point beside the new file, where no cache is; it is
+    made relative to the new file instead (as Blender's Remap Relative does for its own paths),
+    or absolute where no relative path exists (another drive)."""
+    _saving.update(path=os.path.abspath(filepath), restore=[])
+    old_dir = os.path.dirname(os.path.abspath(bpy.data.filepath)) if bpy.data.filepath else None
+    new_dir = os.path.dirname(os.path.abspath(filepath))
+    if old_dir is None or old_dir == new_dir:
+        return
+    for obj in bpy.data.objects:
+        rel = obj.get("verlet_cache")
+        if not isinstance(rel, str) or not rel.startswith("//"):
+            continue
+        path = bpy.path.abspath(rel)            # still resolved against the file being left
+        if not os.path.isfile(path):
+            continue
+        try:
+            moved = "//" + os.path.relpath(path, new_dir).replace(os.sep, "/")
+        except ValueError:                      # another drive (Windows)
+            moved = path
+        _saving["restore"].append((obj.name, rel))
+        obj["verlet_cache"] = moved
+
+
+def on_save_post(filepath=None, *_args):
+    """After a save: a Save Copy leaves this session in the old file, so the cache paths that
+    on_save_pre made relative to the copy go back to what they were."""
+    restore, path = _saving["restore"], _saving["path"]
+    _saving.update(path=None, restore=[])
+    if not restore or (bpy.data.filepath and os.path.abspath(bpy.data.filepath) == path):
+        return
+    for name, rel in restore:
+        obj = bpy.data.objects.get(name)
+        if obj is not None:
+            obj["verlet_cache"] = rel
+
+
 def on_save_pre(filepath=None, *_args):
     if not isinstance(filepath, str) or not filepath:
         return
+    _remap_cache_paths(filepath)
     ids.resolve()
     for scene in bpy.data.scenes:
         for obj in simulated_objects(scene):
@@ -467,6 +511,11 @@ def on_frame_change(scene, depsgraph=None):
         for name, data in baked.items():
             if data is not None:
                 show(scene.objects[name], sample(data[0], data[1], frame), data[0].get("bones"))
+            else:
+                # Changed: a bake that cannot be shown (missing, damaged, another topology)
+                # used to leave the last frame shown frozen on the mesh; the object shows its
+                # own mesh and transform instead, and its status says why
+                put_back(scene.objects[name])
         if baked:
             return
         # Changed: also read-only when Blender drives frames itself (render, Alembic export,

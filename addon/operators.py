@@ -344,8 +344,13 @@ def _save_pre(*args):
     bake.on_save_pre(*args)
 
 
+@bpy.app.handlers.persistent
+def _save_post(*args):
+    bake.on_save_post(*args)
+
+
 _file_handlers = (("load_post", _load_post), ("undo_post", _undo_redo),
-                  ("redo_post", _undo_redo), ("save_pre", _save_pre))
+                  ("redo_post", _undo_redo), ("save_pre", _save_pre), ("save_post", _save_post))
 
 
 def register():

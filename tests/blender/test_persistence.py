@@ -67,6 +67,32 @@ def test_save_reopen_moved_blend_handler_survives_cache_by_relative_path(extensi
     assert scenes.user_hashes(c, box) == before
 
 
+def test_save_as_into_another_folder_keeps_finding_the_cache(extension, tmp_path):
+    """Save As elsewhere: the objects' cache paths are made relative to the new .blend (they
+    pointed beside it, where no cache is: the bake read as missing). Save Copy leaves this
+    session's paths as they were, and the copy finds the cache too."""
+    bake, cache, _ = _addon()
+    c, _ = scenes.drape_scene(n=8, frames=(1, 10))
+    (tmp_path / "project").mkdir()
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "project" / "shot.blend"))
+    scenes.bake_op()
+    cid, fc = c.verlet.cache_id, bake.load(c)[1].copy()
+    (tmp_path / "copies").mkdir()
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "copies" / "backup.blend"), copy=True)
+    assert c["verlet_cache"] == f"//verlet_cache/shot/{cid}.vpc"
+    (tmp_path / "takes" / "two").mkdir(parents=True)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "takes" / "two" / "take2.blend"))
+    assert c["verlet_cache"] == f"//../../project/verlet_cache/shot/{cid}.vpc"
+    for blend in (None, tmp_path / "takes" / "two" / "take2.blend",
+                  tmp_path / "copies" / "backup.blend"):
+        if blend is not None:
+            bpy.ops.wm.open_mainfile(filepath=str(blend))
+        c = bpy.data.objects["Cloth"]
+        bpy.context.scene.frame_set(7)
+        assert c["verlet_status"].startswith("Baked 1-10"), (blend, c["verlet_status"])
+        np.testing.assert_array_equal(scenes.display_key(c), fc[6])
+
+
 def test_unsaved_bake_is_kept_in_memory_and_written_when_saved(extension, tmp_path):
     bake, cache, _ = _addon()
     c, _ = scenes.drape_scene(n=8, frames=(1, 10))
