@@ -310,7 +310,8 @@ def free(scene, objs=None):
         # Collider, stays where the user put it)
         put_back(obj, forget=True, anywhere=obj.verlet.kind in SIMULATED)
         for key in ("verlet_baked", "verlet_cache", "verlet_status", "verlet_rest_matrix",
-                    "verlet_shown_matrix", "verlet_rest_basis", validity.OUTDATED_KEY):
+                    "verlet_shown_matrix", "verlet_rest_basis", validity.OUTDATED_KEY,
+                    LIVE_MARK):
             if key in obj:
                 del obj[key]
         validity.forget(obj.name)
@@ -318,8 +319,11 @@ def free(scene, objs=None):
     stop_live()
 
 
+# LIVE_MARK: an object live playback showed (its display key or attribute holds a played
+# frame), so that setting its Kind to None puts it back as it does a baked one
+LIVE_MARK = "verlet_live"
 _MARKS = ("verlet_baked", "verlet_cache", "verlet_rest_basis", "verlet_rest_matrix",
-          "verlet_shown_matrix")
+          "verlet_shown_matrix", LIVE_MARK)
 
 
 def marked(obj):
@@ -336,6 +340,8 @@ def put_back(obj, forget=False, anywhere=False):
     showed them go back. The transform goes back to the bake's start with anywhere (Free Bake
     of a simulated body), else only while the object is where the bake last put it: moved
     since, where it is now is the user's."""
+    if LIVE_MARK in obj:
+        del obj[LIVE_MARK]
     if obj.type == "MESH":
         bridge.remove_display(obj)
     if obj.type == "ARMATURE":
@@ -491,6 +497,11 @@ def on_save_pre(filepath=None, *_args):
 
 
 # ------------------------------------------------------------------ playback
+def in_live_run(obj):
+    """Whether the live run (playback without a bake) simulates obj."""
+    return _live["sim"] is not None and any(b.name == obj.name for b in _live["sim"].bodies)
+
+
 def stop_live():
     _live.update(sim=None, frames={}, start=None, last=None, scene=None)
 
@@ -578,6 +589,7 @@ def _live_playback(scene, frame, step=True):
         # rest so that the next reset starts from it, not from where they landed.
         for b in ss.bodies:
             obj = scene.objects[b.name]
+            obj[LIVE_MARK] = True
             if b.kind == "RIGID":
                 obj["verlet_rest_matrix"] = b.rest_matrix.ravel().tolist()
             show(obj, _live["frames"][start][b.name])

@@ -174,12 +174,17 @@ class VerletEffectorWeights(bpy.types.PropertyGroup):
 
 # ---------------------------------------------------------------------- object settings
 def _kind_changed(settings, context):
-    """A baked body set to None or Collider shows its own mesh and transform again (it was left
-    showing the bake's last frame, which playback no longer updates); its bake stays, shown
-    again if its Kind comes back, until Free Bake (bake.put_back)."""
+    """A baked or played body set to None or Collider shows its own mesh and transform again (it
+    was left showing the bake's or the live run's last frame, which playback no longer
+    updates); its bake stays, shown again if its Kind comes back, until Free Bake
+    (bake.put_back)."""
     if settings.kind in ("NONE", "COLLIDER"):
         from . import bake
         obj = settings.id_data
+        if bake.in_live_run(obj):
+            # the live run would go on writing its frames onto the object: playback simulates
+            # again from the start frame, without it
+            bake.stop_live()
         if bake.marked(obj):
             bake.put_back(obj)
 

@@ -67,3 +67,24 @@ def test_free_bake_keeps_a_colliders_own_shape_key_named_verlet(extension):
     assert scenes.bake_op() == {"FINISHED"}
     assert bpy.ops.verlet.free_bake() == {"FINISHED"}
     assert [k.name for k in o.data.shape_keys.key_blocks] == ["Basis", "Verlet"]
+
+
+def test_a_played_body_set_to_none_shows_itself(extension):
+    """Played without a bake, then set to None: the cloth shows its own mesh at once and at
+    every later frame (the live run's last frame stayed on it, and later frames went on being
+    written onto it), the live run stops, and the user's data is as it was."""
+    bake, bridge, _ = _addon()
+    c, _ = scenes.drape_scene(n=6, frames=(1, 12))
+    before = scenes.user_hashes(c)
+    scene = bpy.context.scene
+    for f in range(1, 9):
+        scene.frame_set(f)
+    assert c.get(bake.LIVE_MARK) and bake.in_live_run(c)
+    assert np.abs(scenes.evaluated_positions(c) - bridge.positions(c.data)).max() > 0.05
+    c.verlet.kind = "NONE"
+    assert bake._live["sim"] is None and bake.LIVE_MARK not in c
+    for f in (8, 9, 3):
+        scene.frame_set(f)
+        np.testing.assert_allclose(scenes.evaluated_positions(c), bridge.positions(c.data),
+                                   atol=1e-6)
+    assert c.data.shape_keys is None and scenes.user_hashes(c) == before
