@@ -410,92 +410,6 @@ def show(obj, state, bones=None):
         bridge.write_display(obj, state)
 
 
-# ------------------------------------------------------------------ file events
-# Added: handlers for file events (registered in operators.py). The live run holds references to
-# the scene's data, which a file load or an undo replaces: it is dropped then (playback restarts
-# at the start frame). A bake made before the .blend had a file lives in memory; saving the
-# file now writes it beside the .blend (its status said "save the .blend to keep it", but the
-# bake used to be lost on save).
-def on_load_post(*_args):
-    stop_live()
-    cache.clear_memory()
-    ids.forget()
-    validity.forget()
-    bridge.forget_weights()
-
-
-def on_undo_redo(*_args):
-    stop_live()
-    validity.forget()
-    bridge.forget_weights()
-
-
-# what on_save_pre changed for a .blend saved into another folder, for on_save_post to undo
-# when that save was a copy: {"path": the saved .blend, "restore": [(object name, old path)]}
-_saving = {"path": None, "restore": []}
-
-
-def _remap_cache_paths(filepath):
-    """Save As into another folder: each object's cache path is stored relative to the .blend
-    ("//verlet_cache/..."), which would point beside the new file, where no cache is; it is
-    made relative to the new file instead (as Blender's Remap Relative does for its own paths),
-    or absolute where no relative path exists (another drive)."""
-    _saving.update(path=os.path.abspath(filepath), restore=[])
-    old_dir = os.path.dirname(os.path.abspath(bpy.data.filepath)) if bpy.data.filepath else None
-    new_dir = os.path.dirname(os.path.abspath(filepath))
-    if old_dir is None or old_dir == new_dir:
-        return
-    for obj in bpy.data.objects:
-        rel = obj.get("verlet_cache")
-        if not isinstance(rel, str) or not rel.startswith("//"):
-            continue
-        path = bpy.path.abspath(rel)            # still resolved against the file being left
-        if not os.path.isfile(path):
-            continue
-        try:
-            moved = "//" + os.path.relpath(path, new_dir).replace(os.sep, "/")
-        except ValueError:                      # another drive (Windows)
-            moved = path
-        _saving["restore"].append((obj.name, rel))
-        obj["verlet_cache"] = moved
-
-
-def on_save_post(filepath=None, *_args):
-    """After a save: a Save Copy leaves this session in the old file, so the cache paths that
-    on_save_pre made relative to the copy go back to what they were."""
-    restore, path = _saving["restore"], _saving["path"]
-    _saving.update(path=None, restore=[])
-    if not restore or (bpy.data.filepath and os.path.abspath(bpy.data.filepath) == path):
-        return
-    for name, rel in restore:
-        obj = bpy.data.objects.get(name)
-        if obj is not None:
-            obj["verlet_cache"] = rel
-
-
-def on_save_pre(filepath=None, *_args):
-    if not isinstance(filepath, str) or not filepath:
-        return
-    _remap_cache_paths(filepath)
-    ids.resolve()
-    for scene in bpy.data.scenes:
-        for obj in simulated_objects(scene):
-            cid = obj.verlet.cache_id
-            if not obj.get("verlet_baked") or obj.get("verlet_cache") or not cache.in_memory(cid):
-                continue
-            header, frames = cache._memory[cid]
-            try:
-                cache.write(cid, header, frames, blend_path=filepath)
-            except cache.CacheError as exc:
-                obj["verlet_status"] = f"Bake kept in memory only: {exc}"
-                _report(str(exc))
-                continue
-            cache._memory.pop(cid, None)
-            obj["verlet_cache"] = cache.relative_path(cid, blend_path=filepath)
-            obj["verlet_status"] = str(obj.get("verlet_status", "")).replace(
-                "in memory (save the .blend to keep it)", "on disk")
-
-
 # ------------------------------------------------------------------ playback
 def in_live_run(obj):
     """Whether the live run (playback without a bake) simulates obj."""
@@ -539,7 +453,7 @@ def on_frame_change(scene, depsgraph=None):
     except (BridgeError, SolverError, cache.CacheError) as exc:
         scene["verlet_error"] = str(exc)
         stop_live()
-        _report(str(exc))
+        report(str(exc))
     except Exception as exc:        # added: a frame handler must never raise into Blender;
         msg = f"playback failed: {type(exc).__name__}: {exc}"   # report it like the others
         try:
@@ -547,7 +461,7 @@ def on_frame_change(scene, depsgraph=None):
         except ReferenceError:
             pass
         stop_live()
-        _report(msg)
+        report(msg)
     finally:
         _guard["busy"] = False
 
@@ -583,7 +497,7 @@ def _live_playback(scene, frame, step=True):
         _live.update(sim=ss, start=start, last=start, scene=scene.name,
                      frames={start: {b.name: stored(ss, b) for b in ss.bodies}})
         for _, msg in ss.warnings:
-            _report(msg)
+            report(msg)
         # Added: show the start state (the user's mesh), as Blender Cloth does at its start
         # frame; the display used to keep the last frame played. Rigid bodies remember their
         # rest so that the next reset starts from it, not from where they landed.
@@ -610,7 +524,7 @@ def _live_playback(scene, frame, step=True):
     return stepped
 
 
-def _report(message):
+def report(message):
     print(f"Verlet Physics: {message}")
     wm = bpy.context.window_manager
     if wm is not None and getattr(bpy.context, "workspace", None) is not None:

@@ -14,8 +14,8 @@ bake (the objects record where their cache files are) and the PC2 Mesh Cache mod
 that was never saved has nowhere for its cache to go: the command refuses it unless --save-as
 names the .blend to write (its cache goes beside it). --frames bakes that range without changing
 the scene's settings (either end may be negative: --frames -5:3). Output paths starting with
-'//' are relative to the .blend, as in Blender; an option given an empty value is refused. A progress line is printed every N frames (10 by default) with the time
-per frame. The export targets are checked before baking; if an export still fails after a
+'//' are relative to the .blend, as in Blender; an option given an empty value is refused. A
+progress line is printed every N frames (10 by default) with the time per frame. The export targets are checked before baking; if an export still fails after a
 successful bake, the .blend is saved with the new bake anyway (the cache files were rewritten,
 so the .blend must describe them) and the exit code is 1.
 

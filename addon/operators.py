@@ -10,7 +10,7 @@ import bpy
 import numpy as np
 from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 
-from . import bake, bridge, exports
+from . import bake, bridge, exports, files
 from .bridge import BridgeError
 
 
@@ -327,26 +327,26 @@ def _frame_change(scene, depsgraph=None):
     bake.on_frame_change(scene, depsgraph)
 
 
-# Added: file-event handlers (see bake.py "file events"): drop the live run on load and undo,
+# Added: file-event handlers (files.py): drop the live run on load and undo,
 # clear in-memory bakes on load, write them to disk when the .blend is saved.
 @bpy.app.handlers.persistent
 def _load_post(*args):
-    bake.on_load_post(*args)
+    files.on_load_post(*args)
 
 
 @bpy.app.handlers.persistent
 def _undo_redo(*args):
-    bake.on_undo_redo(*args)
+    files.on_undo_redo(*args)
 
 
 @bpy.app.handlers.persistent
 def _save_pre(*args):
-    bake.on_save_pre(*args)
+    files.on_save_pre(*args)
 
 
 @bpy.app.handlers.persistent
 def _save_post(*args):
-    bake.on_save_post(*args)
+    files.on_save_post(*args)
 
 
 _file_handlers = (("load_post", _load_post), ("undo_post", _undo_redo),
