@@ -130,14 +130,23 @@ class SceneSim:
             raise BridgeError(f"{scene.name}: the scene's gravity is {tuple(scene.gravity)}, not "
                               "finite; set it in Scene Properties > Gravity")
         b = Builder()
+        # Changed: the view layer's objects, not the scene's: a collection excluded from the
+        # view layer (unticked in the outliner) takes no part, as in Blender's own physics
+        present = depsgraph.view_layer.objects
         objs = [o for o in scene.objects if getattr(o, "verlet", None) is not None
-                and o.verlet.kind != "NONE"]
+                and o.verlet.kind != "NONE" and o.name in present]
         for obj in objs:
             bad = invalid_settings(obj.verlet)
             if bad:
                 raise BridgeError(f"{obj.name}: {', '.join(bad)} is not a finite number")
         _refuse_shared_mesh(objs)
         if not any(o.verlet.kind in SIMULATED for o in objs):
+            away = [o.name for o in scene.objects if o.name not in present
+                    and getattr(o, "verlet", None) is not None and o.verlet.kind in SIMULATED]
+            if away:
+                raise BridgeError(f"the scene's Verlet bodies ({', '.join(sorted(away)[:3])}) "
+                                  "are in collections excluded from the view layer "
+                                  f"'{depsgraph.view_layer.name}'; tick them in the outliner")
             raise BridgeError("the scene has no Verlet body to simulate (set an object's kind to "
                               "Cloth, Plant, Soft Body, Rigid Body or Ragdoll)")
         for obj in objs:

@@ -204,3 +204,30 @@ def test_a_soft_suzanne_rests_on_a_default_plane(extension):
     low = np.array([scenes.world(monkey, f)[:, 2].min() for f in frames])
     assert low.min() > -0.005, low.min()               # never more than 5 mm in, nor through
     assert low[-1] < 0.05                              # down on it
+
+
+def test_a_collider_in_an_excluded_collection_takes_no_part(extension):
+    """A collection unticked in the outliner (excluded from the view layer) takes no part in
+    the scene, as in Blender's own physics: its ball no longer catches the cloth, which falls
+    to the ground; ticked again, the ball holds it."""
+    bake = _addon()
+    c, ball = scenes.drape_scene(n=8, frames=(1, 30))
+    props = bpy.data.collections.new("Props")
+    bpy.context.scene.collection.children.link(props)
+    for coll in list(ball.users_collection):
+        coll.objects.unlink(ball)
+    props.objects.link(ball)
+    layer = bpy.context.view_layer.layer_collection.children["Props"]
+    top = {}                                            # [m] the cloth's highest point
+    for excluded in (True, False):
+        layer.exclude = excluded
+        assert scenes.bake_op() == {"FINISHED"}
+        top[excluded] = float(scenes.world(c, bake.load(c)[1][-1])[:, 2].max())
+    assert top[False] > 0.9                             # draped over the 1 m high ball
+    assert top[True] < 0.1                              # flat on the ground
+    for coll in list(c.users_collection):               # the cloth excluded too: said so
+        coll.objects.unlink(c)
+    props.objects.link(c)
+    layer.exclude = True
+    with pytest.raises(RuntimeError, match="Cloth.*excluded from the view layer"):
+        scenes.bake_op()
