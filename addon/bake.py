@@ -231,7 +231,10 @@ def earlier_bakes(scene, res):
     names = []
     for name in res.frames:
         obj = scene.objects.get(name)
-        if obj is None or not obj.get("verlet_baked"):
+        # a bake that can no longer be shown (its cache damaged, its mesh's topology changed)
+        # is nothing to keep
+        if obj is None or not obj.get("verlet_baked") or \
+                obj.get(validity.OUTDATED_KEY) in ("unusable", "missing"):
             continue
         path = validity.stored_path(obj)
         if (path and os.path.isfile(path)) or cache.in_memory(obj.verlet.cache_id):
@@ -348,13 +351,24 @@ def put_back(obj, forget=False, anywhere=False):
         from .ragdoll_pose import restore_rest
         restore_rest(obj, forget=forget)
     shown = obj.get("verlet_shown_matrix")
-    if not anywhere and shown is not None and not np.allclose(
-            np.array(obj.matrix_world, dtype=np.float64).ravel(), shown, rtol=0, atol=1e-6):
-        return
+    if not anywhere and (shown is None or not np.allclose(
+            np.array(obj.matrix_world, dtype=np.float64).ravel(), shown, rtol=0, atol=1e-6)):
+        return          # not where the bake put it (or put back already): the user's, or keys'
+    if _keyed_transform(obj):
+        return          # keyframes own the transform (Bake to Keyframes)
     if "verlet_rest_basis" in obj:
         _restore_basis(obj, obj["verlet_rest_basis"])
     elif "verlet_rest_matrix" in obj:
         obj.matrix_world = _matrix(obj["verlet_rest_matrix"])
+    if "verlet_shown_matrix" in obj:
+        del obj["verlet_shown_matrix"]          # once: playback puts back a missing bake each frame
+
+
+def _keyed_transform(obj):
+    """Whether keyframes drive obj's location, rotation or scale."""
+    anim = obj.animation_data
+    return anim is not None and any(fc.data_path in _BASIS
+                                    for fc in validity._fcurves(anim))
 
 
 def load(obj):

@@ -325,21 +325,23 @@ def _key_co(kb):
     return co.reshape(-1, 3).astype(np.float64)
 
 
-def other_keys_offset(obj, ours, users_only=False):
+def other_keys_offset(obj, ours, users_only=False, values=None):
     """(n, 3) what the mesh's other shape keys add to the reference key at their current values
     (Blender's relative mix: value x vertex-group weight x (key - its relative key)), or None
     when they add nothing. Absolute (non-relative) keys are left alone. ``users_only`` leaves
     out our per-frame keys too (Bake to Shape Keys writes them net of the user's keys only:
-    each is on at its own frame alone)."""
+    each is on at its own frame alone). ``values`` ({key name: value}) stands for the keys'
+    current values where given (an animated key's value at another frame)."""
     keys = obj.data.shape_keys
     if keys is None or not keys.use_relative:
         return None
     off = None
     for kb in keys.key_blocks:
-        if kb == ours or kb == keys.reference_key or kb.mute or kb.value == 0.0 \
+        value = values.get(kb.name, kb.value) if values else kb.value
+        if kb == ours or kb == keys.reference_key or kb.mute or value == 0.0 \
                 or kb.relative_key == kb or (users_only and FRAME_KEY.match(kb.name)):
             continue
-        d = (_key_co(kb) - _key_co(kb.relative_key)) * kb.value
+        d = (_key_co(kb) - _key_co(kb.relative_key)) * value
         if kb.vertex_group:
             try:
                 d *= display_group_weights(obj, kb.vertex_group)[:, None]

@@ -274,6 +274,11 @@ def in_memory(cache_id):
     return cache_id in _memory
 
 
+def drop_memory(cache_id):
+    """Forget one in-memory bake (it is on disk now, beside the saved .blend)."""
+    _memory.pop(cache_id, None)
+
+
 def clear_memory():
     """Forget every in-memory bake (another .blend was loaded: they belonged to the old one)."""
     _memory.clear()

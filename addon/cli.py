@@ -116,13 +116,18 @@ def _joined(argv):
     """argv with every option's value joined to it (--frames=-5:3): argparse takes a value
     starting with '-' (a range starting before frame 0, a file named -take2.abc) for an option
     and refuses it."""
-    out, it = [], iter(argv)
-    for a in it:
-        if a in _VALUED:
-            nxt = next(it, None)
-            out.append(a if nxt is None else f"{a}={nxt}")
+    out, i = [], 0
+    while i < len(argv):
+        a = argv[i]
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        # an option after it is no value (`--alembic --no-save`, an unset $OUT unquoted):
+        # argparse then says the value is missing
+        if a in _VALUED and nxt is not None and not nxt.startswith("--"):
+            out.append(f"{a}={nxt}")
+            i += 2
         else:
             out.append(a)
+            i += 1
     return out
 
 

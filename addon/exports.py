@@ -20,6 +20,7 @@ so Bake to Shape Keys refuses such objects (shape_keys_refusal) rather than writ
 
 import contextlib
 import os
+import re
 import struct
 
 import bpy
@@ -109,9 +110,14 @@ def to_shape_keys(obj, header, frames):
     keys = obj.data.shape_keys
     # Changed: each frame's key is net of what the user's own keys add at their values (as our
     # display key is), so that the mix shows the bake; a user key at 0.5 used to lift it
+    # at each frame: a user key animated by keyframes adds what its value there gives
+    curves = _user_key_curves(keys)
     users = bridge.other_keys_offset(obj, ours, users_only=True)
     for i, co in enumerate(frames):
         f = start + i
+        if curves:
+            users = bridge.other_keys_offset(obj, ours, users_only=True, values={
+                k: fc.evaluate(f) for k, fc in curves.items()})
         name = f"{KEY_PREFIX}{f:05d}"
         kb = keys.key_blocks.get(name) or obj.shape_key_add(name=name, from_mix=False)
         co = co if users is None else co - users
@@ -119,6 +125,23 @@ def to_shape_keys(obj, header, frames):
         for frame, value in ((f - 1, 0.0), (f, 1.0), (f + 1, 0.0)):
             kb.value = value
             kb.keyframe_insert("value", frame=frame)
+
+
+def _user_key_curves(keys):
+    """{key name: F-curve of its value} for the user's keyframed shape keys (ours left out)."""
+    from .validity import _fcurves
+    if keys.animation_data is None:
+        return {}
+    out = {}
+    for fc in _fcurves(keys.animation_data):
+        m = _VALUE_PATH.match(fc.data_path)
+        if m and not fc.mute and m.group(1) != bridge.DISPLAY_KEY \
+                and not bridge.FRAME_KEY.match(m.group(1)):
+            out[m.group(1)] = fc
+    return out
+
+
+_VALUE_PATH = re.compile(r'key_blocks\["(.+)"\]\.value$')
 
 
 ALEMBIC_SCOPES = (

@@ -349,8 +349,16 @@ def _save_post(*args):
     files.on_save_post(*args)
 
 
-_file_handlers = (("load_post", _load_post), ("undo_post", _undo_redo),
-                  ("redo_post", _undo_redo), ("save_pre", _save_pre), ("save_post", _save_post))
+@bpy.app.handlers.persistent
+def _save_post_fail(*args):
+    files.on_save_post_fail(*args)
+
+
+# (each is in every Blender the extension supports, 4.2 on; one missing is left out, not fatal)
+_file_handlers = tuple((name, fn) for name, fn in (
+    ("load_post", _load_post), ("undo_post", _undo_redo), ("redo_post", _undo_redo),
+    ("save_pre", _save_pre), ("save_post", _save_post), ("save_post_fail", _save_post_fail))
+    if hasattr(bpy.app.handlers, name))
 
 
 def register():

@@ -517,7 +517,7 @@ def _refuse_shared_mesh(objs):
     for obj in objs:
         if obj.verlet.kind not in DEFORMING or obj.type != "MESH" or obj.data.users < 2:
             continue
-        others = [o.name for o in bpy.data.objects if o.data == obj.data and o != obj]
+        others = [o.name for o in bpy.data.objects if o.data == obj.data and o != obj and o.users]
         if others:
             shown = ", ".join(sorted(others)[:3]) + (" ..." if len(others) > 3 else "")
             raise BridgeError(

@@ -396,3 +396,35 @@ def test_a_failed_or_cancelled_rebake_keeps_the_earlier_bake(extension, tmp_path
     assert "(stopped at frame 5: frames kept)" in c["verlet_status"]
     bpy.context.scene.frame_set(3)
     assert "(stopped at frame 5: frames kept)" in c["verlet_status"]
+
+
+def test_a_rebake_stopped_over_a_bake_that_cannot_show_keeps_its_frames(extension, tmp_path,
+                                                                       monkeypatch):
+    """An earlier bake whose mesh's topology has changed since cannot be shown: a re-bake
+    stopped by an error keeps the frames before it rather than that bake."""
+    from verlet_physics.addon import simscene
+    from verlet_physics.solver import SolverError
+    import bmesh
+    bake, _, _ = _addon()
+    c, _ = scenes.drape_scene(n=6, frames=(1, 12))
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "topology.blend"))
+    scenes.bake_op()
+    bm = bmesh.new()
+    bm.from_mesh(c.data)
+    bmesh.ops.subdivide_edges(bm, edges=bm.edges[:], cuts=1, use_grid_fill=True)
+    bm.to_mesh(c.data)
+    bm.free()
+    bpy.context.scene.frame_set(3)
+    assert "topology" in c["verlet_status"]
+    step_to = simscene.SceneSim.step_to
+
+    def fails_at_frame_9(self, depsgraph):
+        if bpy.context.scene.frame_current == 9:
+            raise SolverError("diverged (injected)")
+        return step_to(self, depsgraph)
+
+    monkeypatch.setattr(simscene.SceneSim, "step_to", fails_at_frame_9)
+    with pytest.raises(RuntimeError, match="Bake stopped at frame 9.*frames 1-8 kept"):
+        scenes.bake_op()
+    header, frames = bake.load(c)
+    assert header["frame_end"] == 8 and frames.shape[1] == len(c.data.vertices)

@@ -114,6 +114,7 @@ def test_bake_default_range_matches_the_operator(extension, tmp_path):
     (["bake", "--pc2", "/nonexistent/verlet"], "does not exist"),
     (["bake", "--bogus"], "unrecognized arguments"),
     (["bake", "--frames", "3"], "--frames expects A:B"),
+    (["bake", "--alembic", "--no-save"], "expected one argument"),      # an unset $OUT
     (["bake", "--alembic", ""], "--alembic was given an empty value"),
     (["bake", "--scene", " ", "--pc2", ""], "--pc2, --scene was given an empty value"),
 ])

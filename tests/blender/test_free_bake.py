@@ -88,3 +88,31 @@ def test_a_played_body_set_to_none_shows_itself(extension):
         np.testing.assert_allclose(scenes.evaluated_positions(c), bridge.positions(c.data),
                                    atol=1e-6)
     assert c.data.shape_keys is None and scenes.user_hashes(c) == before
+
+
+def test_a_missing_cache_leaves_keyframes_and_moved_bodies_where_they_are(extension, tmp_path):
+    """A rigid body whose bake was turned into keyframes, its cache then lost: its keys place
+    it at every frame (playback put it back at its start each frame, over the keys), and a
+    body with no keys goes back to its start once, then stays where the user puts it."""
+    bake, _, _ = _addon()
+    box = scenes.rigid_scene(frames=(1, 30))
+    loose = scenes.cube("Loose", location=(2.0, 0.0, 0.6))
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "keys.blend"))
+    scenes.bake_op()
+    frames = bake.load(box)[1].copy()
+    scene = bpy.context.scene
+    box.select_set(True)
+    bpy.context.view_layer.objects.active = box
+    scene.frame_set(30)
+    assert bpy.ops.verlet.bake_to_keyframes() == {"FINISHED"}
+    loose.animation_data_clear()                       # its keys deleted: where the bake left it
+    for o in (box, loose):
+        os.remove(bake.validity.stored_path(o))        # the .blend moved without its caches
+    for f in (20, 30, 10):
+        scene.frame_set(f)
+        assert "Cache missing" in box["verlet_status"]
+        np.testing.assert_allclose(np.array(box.matrix_world), frames[f - 1], atol=1e-5)
+    assert abs(loose.matrix_world.translation.z - 0.6) < 1e-6    # back at its start, once
+    loose.location.x = 5.0
+    scene.frame_set(12)
+    assert loose.location.x == 5.0

@@ -202,3 +202,44 @@ def test_undo_of_free_bake_reports_the_deleted_cache(extension, tmp_path):
     assert "missing" in c["verlet_status"] and "Cloth" in c["verlet_status"]
     assert bake._live["sim"] is None
     _no_nan(c)
+
+
+def test_save_copy_and_failed_save_as_leave_the_open_file_as_it_was(extension, tmp_path):
+    """What a save writes for the file being saved is put back when this session is not in
+    that file afterwards: a Save Copy of a never-saved file keeps the bake in memory here
+    (it read as missing), a Save As that fails keeps the cache paths (they pointed at a folder
+    never written), and a Save Copy after Shift+D leaves the original's cache alone (the copy
+    was given the original's path back, and the next bake deleted that file)."""
+    bake, cache, _ = _addon()
+    c, _ = scenes.drape_scene(n=8, frames=(1, 10))
+    scenes.bake_op()                                    # unsaved: in memory
+    fc = bake.load(c)[1].copy()
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "copy.blend"), copy=True)
+    assert bpy.data.filepath == "" and cache.in_memory(c.verlet.cache_id)
+    bpy.context.scene.frame_set(5)
+    assert "in memory" in c["verlet_status"], c["verlet_status"]
+    np.testing.assert_array_equal(scenes.display_key(c), fc[4])
+    (tmp_path / "project").mkdir()
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "project" / "shot.blend"))
+    assert not cache.in_memory(c.verlet.cache_id)
+    rel = c["verlet_cache"]
+    (tmp_path / "blocker").write_text("a file where a folder must go")
+    with pytest.raises(RuntimeError):
+        bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "blocker" / "sub" / "x.blend"))
+    assert c["verlet_cache"] == rel
+    bpy.context.scene.frame_set(6)
+    assert c["verlet_status"].startswith("Baked 1-10"), c["verlet_status"]
+    for o in bpy.context.view_layer.objects:
+        o.select_set(False)
+    c.select_set(True)
+    bpy.context.view_layer.objects.active = c
+    bpy.ops.object.duplicate()
+    twin = bpy.context.object
+    (tmp_path / "backup").mkdir()
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "backup" / "b.blend"), copy=True)
+    original = cache.path_for(c.verlet.cache_id)
+    twin.location.x += 3.0
+    scenes.bake_op()
+    assert os.path.isfile(original) and twin.verlet.cache_id != c.verlet.cache_id
+    bpy.context.scene.frame_set(5)
+    assert c["verlet_status"].startswith("Baked 1-10"), c["verlet_status"]

@@ -101,3 +101,21 @@ def test_free_bake_keeps_the_active_user_key(extension):
     bpy.context.scene.frame_set(5)
     assert bpy.ops.verlet.free_bake() == {"FINISHED"}
     assert c.active_shape_key.name == "UserKey"
+
+
+def test_bake_to_shape_keys_follows_an_animated_user_key(extension):
+    """A user key keyed from 0 to 1 over the range: each frame's key is net of its value at
+    that frame (taken at the current frame alone, the mix was 4 cm off at frame 5 and 10 cm
+    at frame 10)."""
+    c, _ = scenes.drape_scene(n=8, frames=(1, 10))
+    scenes.add_user_data(c)
+    key = c.data.shape_keys.key_blocks["UserKey"]      # lifts the mesh 5 cm at 1
+    for f, v in ((1, 0.0), (10, 1.0)):
+        key.value = v
+        key.keyframe_insert("value", frame=f)
+    bpy.context.scene.frame_set(1)
+    scenes.bake_op()
+    frames = _load(c)
+    _shows_the_bake(c, frames, at=(1, 5, 10))
+    assert bpy.ops.verlet.bake_to_shape_keys() == {"FINISHED"}
+    _shows_the_bake(c, frames, at=(1, 5, 10))
