@@ -327,38 +327,26 @@ def _frame_change(scene, depsgraph=None):
     bake.on_frame_change(scene, depsgraph)
 
 
-# Added: file-event handlers (files.py): drop the live run on load and undo,
-# clear in-memory bakes on load, write them to disk when the .blend is saved.
-@bpy.app.handlers.persistent
-def _load_post(*args):
-    files.on_load_post(*args)
+# Added: file-event handlers (files.py): drop the live run on load and undo, clear in-memory
+# bakes on load, write them to disk when the .blend is saved, put back what a save changed when
+# this session is not in the saved file after it (a copy, a failure).
+def _file_handler(name):
+    """A persistent handler calling files.<name>, looked up at each call."""
+    @bpy.app.handlers.persistent
+    def handler(*args):
+        getattr(files, name)(*args)
+    handler.__name__ = handler.__qualname__ = f"_verlet_{name}"
+    return handler
 
 
-@bpy.app.handlers.persistent
-def _undo_redo(*args):
-    files.on_undo_redo(*args)
-
-
-@bpy.app.handlers.persistent
-def _save_pre(*args):
-    files.on_save_pre(*args)
-
-
-@bpy.app.handlers.persistent
-def _save_post(*args):
-    files.on_save_post(*args)
-
-
-@bpy.app.handlers.persistent
-def _save_post_fail(*args):
-    files.on_save_post_fail(*args)
-
-
+_undo_redo = _file_handler("on_undo_redo")
 # (each is in every Blender the extension supports, 4.2 on; one missing is left out, not fatal)
-_file_handlers = tuple((name, fn) for name, fn in (
-    ("load_post", _load_post), ("undo_post", _undo_redo), ("redo_post", _undo_redo),
-    ("save_pre", _save_pre), ("save_post", _save_post), ("save_post_fail", _save_post_fail))
-    if hasattr(bpy.app.handlers, name))
+_file_handlers = tuple((event, fn) for event, fn in (
+    ("load_post", _file_handler("on_load_post")), ("undo_post", _undo_redo),
+    ("redo_post", _undo_redo), ("save_pre", _file_handler("on_save_pre")),
+    ("save_post", _file_handler("on_save_post")),
+    ("save_post_fail", _file_handler("on_save_post_fail")))
+    if hasattr(bpy.app.handlers, event))
 
 
 def register():

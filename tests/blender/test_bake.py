@@ -354,12 +354,24 @@ def test_rigid_moved_by_the_user_at_the_start_frame_starts_from_there(extension)
     np.testing.assert_allclose(np.array(box.matrix_world)[:3, 3], (1, 0, 0.6), atol=1e-6)
 
 
+def _solver_fails_at(monkeypatch, frame):
+    """The solver raises at ``frame`` of the next bakes (a divergence, injected)."""
+    from verlet_physics.addon import simscene
+    from verlet_physics.solver import SolverError
+    step_to = simscene.SceneSim.step_to
+
+    def failing(self, depsgraph):
+        if bpy.context.scene.frame_current == frame:
+            raise SolverError("particle 3 diverged (injected)")
+        return step_to(self, depsgraph)
+
+    monkeypatch.setattr(simscene.SceneSim, "step_to", failing)
+
+
 def test_a_failed_or_cancelled_rebake_keeps_the_earlier_bake(extension, tmp_path, monkeypatch):
     """A re-bake stopped by Esc or by a solver error stores nothing: the earlier bake's file
     (byte for byte), its status and its playback stay. A first bake stopped by an error keeps
     the frames before it and says where it stopped, also after a frame change."""
-    from verlet_physics.addon import simscene
-    from verlet_physics.solver import SolverError
     bake, _, cache = _addon()
     c, _ = scenes.drape_scene(n=8, frames=(1, 20))
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "rebake.blend"))
@@ -374,14 +386,7 @@ def test_a_failed_or_cancelled_rebake_keeps_the_earlier_bake(extension, tmp_path
     assert op.modal(bpy.context, _event("ESC")) == {"CANCELLED"}
     assert any("nothing was stored" in msg and "Cloth" in msg for _, msg in op.reports)
     assert open(path, "rb").read() == first and c["verlet_status"] == status
-    step_to = simscene.SceneSim.step_to
-
-    def fails_at_frame_5(self, depsgraph):
-        if bpy.context.scene.frame_current == 5:
-            raise SolverError("particle 3 diverged (injected)")
-        return step_to(self, depsgraph)
-
-    monkeypatch.setattr(simscene.SceneSim, "step_to", fails_at_frame_5)
+    _solver_fails_at(monkeypatch, 5)
     with pytest.raises(RuntimeError, match="the earlier bake of Cloth is kept"):
         scenes.bake_op()
     assert open(path, "rb").read() == first and c["verlet_status"] == status
@@ -402,8 +407,6 @@ def test_a_rebake_stopped_over_a_bake_that_cannot_show_keeps_its_frames(extensio
                                                                        monkeypatch):
     """An earlier bake whose mesh's topology has changed since cannot be shown: a re-bake
     stopped by an error keeps the frames before it rather than that bake."""
-    from verlet_physics.addon import simscene
-    from verlet_physics.solver import SolverError
     import bmesh
     bake, _, _ = _addon()
     c, _ = scenes.drape_scene(n=6, frames=(1, 12))
@@ -416,14 +419,7 @@ def test_a_rebake_stopped_over_a_bake_that_cannot_show_keeps_its_frames(extensio
     bm.free()
     bpy.context.scene.frame_set(3)
     assert "topology" in c["verlet_status"]
-    step_to = simscene.SceneSim.step_to
-
-    def fails_at_frame_9(self, depsgraph):
-        if bpy.context.scene.frame_current == 9:
-            raise SolverError("diverged (injected)")
-        return step_to(self, depsgraph)
-
-    monkeypatch.setattr(simscene.SceneSim, "step_to", fails_at_frame_9)
+    _solver_fails_at(monkeypatch, 9)
     with pytest.raises(RuntimeError, match="Bake stopped at frame 9.*frames 1-8 kept"):
         scenes.bake_op()
     header, frames = bake.load(c)
