@@ -130,23 +130,21 @@ class SceneSim:
             raise BridgeError(f"{scene.name}: the scene's gravity is {tuple(scene.gravity)}, not "
                               "finite; set it in Scene Properties > Gravity")
         b = Builder()
-        # Changed: the view layer's objects, not the scene's: a collection excluded from the
-        # view layer (unticked in the outliner) takes no part, as in Blender's own physics
         present = depsgraph.view_layer.objects
-        objs = [o for o in scene.objects if getattr(o, "verlet", None) is not None
-                and o.verlet.kind != "NONE" and o.name in present]
+        objs = [o for o in taking_part(scene, depsgraph.view_layer) if o.verlet.kind != "NONE"]
         for obj in objs:
             bad = invalid_settings(obj.verlet)
             if bad:
                 raise BridgeError(f"{obj.name}: {', '.join(bad)} is not a finite number")
         _refuse_shared_mesh(objs)
         if not any(o.verlet.kind in SIMULATED for o in objs):
-            away = [o.name for o in scene.objects if o.name not in present
+            away = [o.name for o in scene.objects if (o.name not in present or o.hide_viewport)
                     and getattr(o, "verlet", None) is not None and o.verlet.kind in SIMULATED]
             if away:
                 raise BridgeError(f"the scene's Verlet bodies ({', '.join(sorted(away)[:3])}) "
-                                  "are in collections excluded from the view layer "
-                                  f"'{depsgraph.view_layer.name}'; tick them in the outliner")
+                                  "are disabled in viewports or in collections excluded from "
+                                  f"the view layer '{depsgraph.view_layer.name}'; enable them "
+                                  "in the outliner")
             raise BridgeError("the scene has no Verlet body to simulate (set an object's kind to "
                               "Cloth, Plant, Soft Body, Rigid Body or Ragdoll)")
         for obj in objs:
@@ -507,6 +505,16 @@ def check_scale(obj, matrix_world):
     if abs(np.linalg.det(a / scale)) < 1e-6:
         raise BridgeError(f"{obj.name}: its transform flattens it (two axes parallel, e.g. "
                           "through a sheared parent); fix the transform")
+
+
+def taking_part(scene, view_layer):
+    """The scene's objects with Verlet settings that take part in its simulation: those of the
+    view layer (a collection excluded from it, unticked in the outliner, takes no part) and not
+    disabled in viewports (the monitor icon), as in Blender's own physics and force fields.
+    (Changed: every object of the scene took part.) view_layer None: every one."""
+    present = view_layer.objects if view_layer is not None else None
+    return [o for o in scene.objects if getattr(o, "verlet", None) is not None
+            and (present is None or (o.name in present and not o.hide_viewport))]
 
 
 def _refuse_shared_mesh(objs):

@@ -209,7 +209,8 @@ def test_a_soft_suzanne_rests_on_a_default_plane(extension):
 def test_a_collider_in_an_excluded_collection_takes_no_part(extension):
     """A collection unticked in the outliner (excluded from the view layer) takes no part in
     the scene, as in Blender's own physics: its ball no longer catches the cloth, which falls
-    to the ground; ticked again, the ball holds it."""
+    to the ground; ticked again, the ball holds it. Disable in Viewports acts as exclusion
+    does."""
     bake = _addon()
     c, ball = scenes.drape_scene(n=8, frames=(1, 30))
     props = bpy.data.collections.new("Props")
@@ -225,6 +226,10 @@ def test_a_collider_in_an_excluded_collection_takes_no_part(extension):
         top[excluded] = float(scenes.world(c, bake.load(c)[1][-1])[:, 2].max())
     assert top[False] > 0.9                             # draped over the 1 m high ball
     assert top[True] < 0.1                              # flat on the ground
+    ball.hide_viewport = True                           # Disable in Viewports: the same
+    assert scenes.bake_op() == {"FINISHED"}
+    assert float(scenes.world(c, bake.load(c)[1][-1])[:, 2].max()) < 0.1
+    ball.hide_viewport = False
     for coll in list(c.users_collection):               # the cloth excluded too: said so
         coll.objects.unlink(c)
     props.objects.link(c)
