@@ -183,9 +183,11 @@ def write_display(obj, local_positions):
     keys = obj.data.shape_keys
     ours = keys.key_blocks.get(DISPLAY_KEY) if keys is not None else None
     if ours is not None and ours.mute:
-        # Bake to Shape Keys muted it: its keyed per-frame keys show the bake now (and what
-        # Blender's exporters read); writing ours would cost a mesh update a frame for nothing
-        return
+        if any(FRAME_KEY.match(kb.name) for kb in keys.key_blocks):
+            # Bake to Shape Keys muted it: its keyed per-frame keys show the bake now (and
+            # what Blender's exporters read); writing ours would only get in their way
+            return
+        ours.mute = False               # those keys deleted since: ours shows the bake again
     if user_modifiers(obj) or keys_hide_ours(obj):
         remove_display_key(obj)
         write_display_attribute(obj, x)

@@ -119,3 +119,15 @@ def test_bake_to_shape_keys_follows_an_animated_user_key(extension):
     _shows_the_bake(c, frames, at=(1, 5, 10))
     assert bpy.ops.verlet.bake_to_shape_keys() == {"FINISHED"}
     _shows_the_bake(c, frames, at=(1, 5, 10))
+
+
+def test_deleting_the_per_frame_keys_shows_the_bake_again(extension):
+    """Bake to Shape Keys mutes our display key while its keys play; with those keys deleted
+    by hand, playback shows the bake through our key again (it stayed muted: nothing moved)."""
+    c = _user_cloth(0.5)
+    scenes.bake_op()
+    frames = _load(c)
+    assert bpy.ops.verlet.bake_to_shape_keys() == {"FINISHED"}
+    for kb in [k for k in c.data.shape_keys.key_blocks if k.name.startswith("Verlet ")]:
+        c.shape_key_remove(kb)
+    _shows_the_bake(c, frames)
