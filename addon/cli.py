@@ -15,9 +15,10 @@ that was never saved has nowhere for its cache to go: the command refuses it unl
 names the .blend to write (its cache goes beside it). --frames bakes that range without changing
 the scene's settings (either end may be negative: --frames -5:3). Output paths starting with
 '//' are relative to the .blend, as in Blender; an option given an empty value is refused. A
-progress line is printed every N frames (10 by default) with the time per frame. The export targets are checked before baking; if an export still fails after a
-successful bake, the .blend is saved with the new bake anyway (the cache files were rewritten,
-so the .blend must describe them) and the exit code is 1.
+progress line is printed every N frames (10 by default) with the time per frame. The export
+targets are checked before baking; if an export still fails after a successful bake, the
+.blend is saved with the new bake anyway (the cache files were rewritten, so the .blend must
+describe them) and the exit code is 1.
 
 ``main(argv)`` is the function behind it; tests (and pipelines without a blender binary, using
 the bpy module) call it with an argument list.

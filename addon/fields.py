@@ -74,11 +74,11 @@ class FieldReader:
         self.checked = False                            # every weight read once (read())
 
     def _candidates(self, depsgraph):
-        layer = depsgraph.view_layer.objects
+        from .simscene import taking_part
         out = []
-        for obj in self.scene.objects:
+        for obj in taking_part(self.scene, depsgraph.view_layer):      # as bodies and colliders
             field = getattr(obj, "field", None)
-            if field is None or field.type == "NONE" or obj.hide_viewport or obj.name not in layer:
+            if field is None or field.type == "NONE":
                 continue
             if field.type not in SUPPORTED or field.shape not in SHAPES:
                 if obj.name not in self.ignored:

@@ -130,7 +130,6 @@ class SceneSim:
             raise BridgeError(f"{scene.name}: the scene's gravity is {tuple(scene.gravity)}, not "
                               "finite; set it in Scene Properties > Gravity")
         b = Builder()
-        present = depsgraph.view_layer.objects
         objs = [o for o in taking_part(scene, depsgraph.view_layer) if o.verlet.kind != "NONE"]
         for obj in objs:
             bad = invalid_settings(obj.verlet)
@@ -138,8 +137,8 @@ class SceneSim:
                 raise BridgeError(f"{obj.name}: {', '.join(bad)} is not a finite number")
         _refuse_shared_mesh(objs)
         if not any(o.verlet.kind in SIMULATED for o in objs):
-            away = [o.name for o in scene.objects if (o.name not in present or o.hide_viewport)
-                    and getattr(o, "verlet", None) is not None and o.verlet.kind in SIMULATED]
+            away = [o.name for o in taking_part(scene, None)
+                    if o.verlet.kind in SIMULATED and o not in objs]
             if away:
                 raise BridgeError(f"the scene's Verlet bodies ({', '.join(sorted(away)[:3])}) "
                                   "are disabled in viewports or in collections excluded from "
